@@ -1,0 +1,139 @@
+// Package config reads frontier.yaml, the user's configuration: where state
+// lives, which Python runs training programs, and the sections owned by
+// other packages (llm, evolve). Unknown keys are errors.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/frontier-bench/frontier/internal/llm"
+)
+
+// Config is frontier.yaml.
+type Config struct {
+	// Home holds the database, data and runs unless they are set apart.
+	Home string `yaml:"home"`
+	// DB is the SQLite database path.
+	DB string `yaml:"db"`
+	// DataDir holds track data, one folder per track.
+	DataDir string `yaml:"data_dir"`
+	// RunsDir holds one folder per evaluation.
+	RunsDir string `yaml:"runs_dir"`
+	// TracksDirs are searched for user tracks (folders with track.yaml).
+	TracksDirs []string `yaml:"tracks_dirs"`
+	// Python is the interpreter for training programs; empty means the
+	// first of python3 on PATH and /usr/bin/python3 that imports torch.
+	Python string `yaml:"python"`
+	// Sandbox is auto, bwrap, landlock or none.
+	Sandbox string `yaml:"sandbox"`
+	// Data maps a track name to its data folder (for tracks whose data the
+	// user brings, like nanogpt).
+	Data map[string]string `yaml:"data"`
+
+	LLM llm.Config `yaml:"llm"`
+
+	// Path is the file this was read from; empty for defaults.
+	Path string `yaml:"-"`
+}
+
+// Default returns the configuration used when there is no file.
+func Default() *Config {
+	c := &Config{Sandbox: "auto"}
+	c.SetHome(defaultHome())
+	return c
+}
+
+// SetHome moves every path that derives from home.
+func (c *Config) SetHome(home string) {
+	c.Home = home
+	c.DB = filepath.Join(home, "frontier.db")
+	c.DataDir = filepath.Join(home, "data")
+	c.RunsDir = filepath.Join(home, "runs")
+}
+
+func defaultHome() string {
+	if h := os.Getenv("FRONTIER_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "frontier")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "frontier")
+	}
+	return ".frontier"
+}
+
+// Load reads the config file at path. An empty path means $FRONTIER_CONFIG,
+// else ./frontier.yaml when it exists, else the defaults.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		path = os.Getenv("FRONTIER_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("frontier.yaml"); err == nil {
+			path = "frontier.yaml"
+		}
+	}
+	if path == "" {
+		return Default(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse decodes a config file's bytes. Relative paths in the file are
+// resolved against the file's folder.
+func Parse(path string, b []byte) (*Config, error) {
+	c := Default()
+	var raw struct {
+		Home string `yaml:"home"`
+	}
+	// Home first, so explicit db/data_dir/runs_dir override what it derives.
+	if err := yaml.UnmarshalWithOptions(b, &raw); err == nil && raw.Home != "" {
+		c.SetHome(resolve(path, raw.Home))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config %s:\n%s", path, yaml.FormatError(err, false, true))
+	}
+	c.Path = path
+	c.Home = resolve(path, c.Home)
+	c.DB = resolve(path, c.DB)
+	c.DataDir = resolve(path, c.DataDir)
+	c.RunsDir = resolve(path, c.RunsDir)
+	for i, d := range c.TracksDirs {
+		c.TracksDirs[i] = resolve(path, d)
+	}
+	for k, v := range c.Data {
+		c.Data[k] = resolve(path, v)
+	}
+	switch c.Sandbox {
+	case "", "auto", "bwrap", "landlock", "none":
+	default:
+		return nil, fmt.Errorf("config %s: sandbox %q: use auto, bwrap, landlock or none", path, c.Sandbox)
+	}
+	return c, nil
+}
+
+func resolve(file, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if len(p) > 1 && p[:2] == "~/" {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, p[2:])
+		}
+	}
+	return filepath.Join(filepath.Dir(file), p)
+}

@@ -1,0 +1,134 @@
+package harness
+
+import "encoding/json"
+
+// Telemetry event kinds, one JSON object per line in the run's telemetry
+// file. Every line carries "event" (one of these) and "t_ms", the
+// milliseconds since the harness started (wall clock, not the train clock).
+const (
+	EventRunStart = "run_start" // versions, device, threads, fingerprint
+	EventStep     = "step"      // metrics at a designated step
+	EventVal      = "val"       // an env-owned validation
+	EventSections = "sections"  // section profile, cumulative
+	EventTopOps   = "top_ops"   // torch.profiler window: top-k ops or kernels
+	EventMemory   = "memory"    // peak memory
+	EventProbe    = "probe"     // causality probe result
+	EventWarning  = "warning"   // something the user should know, not fatal
+	EventError    = "error"     // the program raised; traceback included
+	EventFinal    = "final"     // the run reached finish(): the result
+)
+
+// Event is one decoded telemetry line. Raw keeps the whole object so that
+// fields this version does not know survive a round trip to the store.
+type Event struct {
+	Event string          `json:"event"`
+	TMs   float64         `json:"t_ms"`
+	Raw   json.RawMessage `json:"-"`
+}
+
+// RunStart describes the process and machine.
+type RunStart struct {
+	Mode        string      `json:"mode"` // "fast" or "full"
+	Python      string      `json:"python"`
+	Torch       string      `json:"torch"`
+	Numpy       string      `json:"numpy,omitempty"`
+	Device      string      `json:"device"`
+	Threads     int         `json:"threads"`
+	BLAS        string      `json:"blas,omitempty"`
+	Fingerprint Fingerprint `json:"fingerprint"`
+	PID         int         `json:"pid"`
+	WorldSize   int         `json:"world_size"`
+}
+
+// Fingerprint names the hardware and software class a result was measured
+// on. Results are compared only within one class (see Class).
+type Fingerprint struct {
+	CPU      string   `json:"cpu,omitempty"`
+	GPUs     []string `json:"gpus,omitempty"`
+	Driver   string   `json:"driver,omitempty"`
+	CUDA     string   `json:"cuda,omitempty"`
+	Torch    string   `json:"torch,omitempty"`
+	Triton   string   `json:"triton,omitempty"`
+	Python   string   `json:"python,omitempty"`
+	Threads  int      `json:"threads,omitempty"`
+	Hostname string   `json:"hostname,omitempty"`
+}
+
+// Step holds the metrics at a designated step.
+type Step struct {
+	Step        int      `json:"step"`
+	TrainTimeMs float64  `json:"train_time_ms"`
+	StepAvgMs   float64  `json:"step_avg_ms"`
+	Tokens      int64    `json:"tokens"` // cumulative training tokens
+	TokensPerS  float64  `json:"tokens_per_s"`
+	TrainLoss   *float64 `json:"train_loss,omitempty"`
+}
+
+// Val is one env-owned validation pass.
+type Val struct {
+	Step    int     `json:"step"`
+	ValLoss float64 `json:"val_loss"`
+	Tokens  int64   `json:"tokens"`
+	SeqLen  int     `json:"seq_len"`
+	Ms      float64 `json:"ms"` // duration of the pass (not train time)
+}
+
+// Section is the cumulative profile of one named section.
+type Section struct {
+	Name    string  `json:"name"`
+	TotalMs float64 `json:"total_ms"`
+	AvgMs   float64 `json:"avg_ms"`
+	Pct     float64 `json:"pct"` // percent of train time
+	Calls   int64   `json:"calls"`
+}
+
+// Sections is the section table at the end of the run.
+type Sections struct {
+	Sections []Section `json:"sections"`
+}
+
+// Op is one row of the profiler's table.
+type Op struct {
+	Name    string  `json:"name"`
+	TotalMs float64 `json:"total_ms"`
+	Calls   int64   `json:"calls"`
+}
+
+// TopOps is the torch.profiler result for the profiled steps.
+type TopOps struct {
+	Kind  string `json:"kind"`  // "cpu" or "cuda"
+	Steps []int  `json:"steps"` // first and last profiled step
+	Ops   []Op   `json:"ops"`
+}
+
+// Memory is the peak memory of the run.
+type Memory struct {
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	CUDAAllocatedMB float64 `json:"cuda_allocated_mb,omitempty"`
+	CUDAReservedMB  float64 `json:"cuda_reserved_mb,omitempty"`
+}
+
+// Warning is a non-fatal notice from the harness.
+type Warning struct {
+	Message string `json:"message"`
+}
+
+// Error is written when the program raises: the exception type, message and
+// the formatted traceback.
+type Error struct {
+	Kind      string `json:"kind"` // exception class name, or a harness code
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+}
+
+// Final is the result of a run that reached finish().
+type Final struct {
+	Steps       int     `json:"steps"`
+	TrainTimeMs float64 `json:"train_time_ms"`
+	StepAvgMs   float64 `json:"step_avg_ms"`
+	Tokens      int64   `json:"tokens"`
+	TokensPerS  float64 `json:"tokens_per_s"`
+	ValLoss     float64 `json:"val_loss"`
+	ValTokens   int64   `json:"val_tokens"`
+	PreTrainMs  float64 `json:"pre_train_ms"` // from start to train_begin
+}

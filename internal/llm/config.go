@@ -1,0 +1,4 @@
+package llm
+
+// Config is the llm section of frontier.yaml.
+type Config struct{}

@@ -1,0 +1,62 @@
+// Package llm talks to language models: one small Client interface, one
+// adapter per wire protocol (OpenAI-compatible chat completions, Anthropic
+// Messages, Google Gemini), and wrappers for retry, rate limits, budgets and
+// cost accounting.
+package llm
+
+import (
+	"context"
+	"time"
+)
+
+// Client completes one request. Implementations are safe for concurrent use.
+type Client interface {
+	Complete(ctx context.Context, req Request) (*Response, error)
+}
+
+// Role of a message in a conversation.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is what the caller asks for. Zero values mean "provider default".
+type Request struct {
+	Model           string    `json:"model"` // a model spec, e.g. "openai/gpt-5"
+	System          string    `json:"system,omitempty"`
+	Messages        []Message `json:"messages"`
+	Temperature     *float64  `json:"temperature,omitempty"`
+	MaxOutputTokens int       `json:"max_output_tokens,omitempty"`
+	ReasoningEffort string    `json:"reasoning_effort,omitempty"` // "low", "medium", "high"
+	Stop            []string  `json:"stop,omitempty"`
+}
+
+// Usage counts tokens of one call. Estimated is true when the server sent no
+// usage and the figures come from a local tokenizer.
+type Usage struct {
+	InputTokens     int64 `json:"input_tokens"`
+	OutputTokens    int64 `json:"output_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+	CachedTokens    int64 `json:"cached_tokens"`
+	Estimated       bool  `json:"estimated,omitempty"`
+}
+
+// Response is the model's answer and what it cost.
+type Response struct {
+	Text         string        `json:"text"`
+	Usage        Usage         `json:"usage"`
+	CostUSD      float64       `json:"cost_usd"`
+	Latency      time.Duration `json:"latency_ns"`
+	Model        string        `json:"model"`    // as reported by the server
+	Provider     string        `json:"provider"` // "openai", "anthropic", "gemini", ...
+	RequestID    string        `json:"request_id,omitempty"`
+	FinishReason string        `json:"finish_reason,omitempty"`
+}

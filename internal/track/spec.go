@@ -1,0 +1,110 @@
+// Package track holds track specifications: what a candidate program is
+// trained on, against which target, under which limits, and how it is
+// verified. Specs are strict YAML; built-in tracks are embedded in the binary
+// and user tracks are read from folders.
+package track
+
+// Spec is one track, as written in track.yaml.
+type Spec struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Reference is the reference program, relative to the track folder.
+	Reference string `yaml:"reference"`
+	// Contract is "harness" (the program uses frontier_harness) or "log"
+	// (an unmodified speedrun script whose log lines are parsed).
+	Contract string   `yaml:"contract"`
+	Launcher Launcher `yaml:"launcher"`
+	Data     Data     `yaml:"data"`
+	// TargetValLoss is the validation loss a run must reach.
+	TargetValLoss float64      `yaml:"target_val_loss"`
+	Limits        Limits       `yaml:"limits"`
+	Telemetry     Telemetry    `yaml:"telemetry"`
+	Hardware      Hardware     `yaml:"hardware"`
+	Verification  Verification `yaml:"verification"`
+
+	// Dir is the folder the spec was read from; empty for built-in tracks,
+	// whose files live in FS.
+	Dir string `yaml:"-"`
+	// Builtin is true for tracks embedded in the binary.
+	Builtin bool `yaml:"-"`
+}
+
+// Launcher says how the program is started.
+type Launcher struct {
+	Kind         string `yaml:"kind"` // "python" or "torchrun"
+	NProcPerNode int    `yaml:"nproc_per_node"`
+}
+
+// Data describes the data slice.
+type Data struct {
+	// Builtin names a generator that writes the data ("tiny"); empty when
+	// the data comes from the user's data folder.
+	Builtin string `yaml:"builtin"`
+	// Dir is the data folder; relative paths are resolved against the
+	// user's data root. Empty means <data root>/<track name>.
+	Dir       string `yaml:"dir"`
+	Train     string `yaml:"train"` // glob of training shards, inside Dir
+	Val       string `yaml:"val"`   // the validation shard, inside Dir
+	Format    string `yaml:"format"`
+	VocabSize int    `yaml:"vocab_size"`
+	BOSID     int    `yaml:"bos_id"`
+	// ValTokens tokens of the validation shard are evaluated, as sequences
+	// of ValSeqLen, ValBatchSeqs at a time.
+	ValTokens    int64 `yaml:"val_tokens"`
+	ValSeqLen    int   `yaml:"val_seq_len"`
+	ValBatchSeqs int   `yaml:"val_batch_seqs"`
+	// Shards pins every shard the track uses.
+	Shards []Shard `yaml:"shards"`
+	// LossFloor is the Bayes-optimal loss on the validation slice (for
+	// synthetic data, computed from the generator), 0 when unknown.
+	LossFloor float64 `yaml:"loss_floor"`
+}
+
+// Shard pins one data file.
+type Shard struct {
+	File   string `yaml:"file"`
+	SHA256 string `yaml:"sha256"`
+	Tokens int64  `yaml:"tokens"`
+}
+
+// Limits are wall-clock limits.
+type Limits struct {
+	FastCheck     Duration `yaml:"fast_check"`
+	FullRun       Duration `yaml:"full_run"`
+	CompileBudget Duration `yaml:"compile_budget"`
+	FastSteps     int      `yaml:"fast_steps"`
+	FastValTokens int64    `yaml:"fast_val_tokens"`
+	MaxSteps      int      `yaml:"max_steps"`
+}
+
+// Telemetry says what the harness measures.
+type Telemetry struct {
+	LogEvery     int   `yaml:"log_every"`
+	ValEvery     int   `yaml:"val_every"`
+	ProfileSteps []int `yaml:"profile_steps"`
+	TopK         int   `yaml:"top_k"`
+}
+
+// Hardware is the class of machine the track is timed on.
+type Hardware struct {
+	Device  string `yaml:"device"` // "cpu" or "cuda"
+	GPUs    int    `yaml:"gpus"`
+	Threads int    `yaml:"threads"`
+}
+
+// Verification configures the anti-gaming checks.
+type Verification struct {
+	ProtectedRegions bool     `yaml:"protected_regions"`
+	StaticRules      []string `yaml:"static_rules"`
+	Probe            Probe    `yaml:"probe"`
+	Repeats          int      `yaml:"repeats"`
+	Alpha            float64  `yaml:"alpha"`
+}
+
+// Probe configures the causality probe.
+type Probe struct {
+	Enabled     bool `yaml:"enabled"`
+	Sequences   int  `yaml:"sequences"`
+	Positions   int  `yaml:"positions"`
+	DocIsolated bool `yaml:"doc_isolated"`
+}
