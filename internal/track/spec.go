@@ -4,6 +4,8 @@
 // and user tracks are read from folders.
 package track
 
+import "io/fs"
+
 // Spec is one track, as written in track.yaml.
 type Spec struct {
 	Name        string `yaml:"name"`
@@ -27,6 +29,8 @@ type Spec struct {
 	Dir string `yaml:"-"`
 	// Builtin is true for tracks embedded in the binary.
 	Builtin bool `yaml:"-"`
+
+	fsys fs.FS // the track's files when built in
 }
 
 // Launcher says how the program is started.

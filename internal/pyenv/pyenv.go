@@ -1,0 +1,124 @@
+// Package pyenv finds the Python interpreter that runs training programs and
+// describes it: versions of Python, PyTorch and NumPy, threads, BLAS, CUDA.
+package pyenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Info describes an interpreter.
+type Info struct {
+	Path        string   `json:"path"`
+	Python      string   `json:"python"`
+	Torch       string   `json:"torch,omitempty"`
+	Numpy       string   `json:"numpy,omitempty"`
+	Threads     int      `json:"threads,omitempty"`
+	BLAS        string   `json:"blas,omitempty"`
+	CUDA        string   `json:"cuda,omitempty"` // CUDA version torch was built with
+	GPUs        []string `json:"gpus,omitempty"`
+	Distributed bool     `json:"distributed,omitempty"`
+	TorchError  string   `json:"torch_error,omitempty"`
+}
+
+// InstallHint tells the user how to get PyTorch.
+const InstallHint = "install PyTorch: on Debian or Ubuntu `sudo apt-get install python3-torch python3-numpy libopenblas0-pthread`, " +
+	"elsewhere `python3 -m pip install torch numpy`; or point `python:` in frontier.yaml at an interpreter that has it"
+
+// ErrNoTorch means no candidate interpreter can import torch.
+var ErrNoTorch = errors.New("no Python interpreter with PyTorch found")
+
+const probeScript = `
+import json, platform, sys
+out = {"python": platform.python_version()}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["threads"] = torch.get_num_threads()
+    out["cuda"] = torch.version.cuda or ""
+    out["distributed"] = torch.distributed.is_available()
+    cfg = torch.__config__.show()
+    for name in ("OpenBLAS", "MKL", "BLIS", "Accelerate"):
+        if name.lower() in cfg.lower():
+            out["blas"] = name
+            break
+    if torch.cuda.is_available():
+        out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+except Exception as e:
+    out["torch_error"] = "%s: %s" % (type(e).__name__, e)
+try:
+    import numpy
+    out["numpy"] = numpy.__version__
+except Exception:
+    pass
+print(json.dumps(out))
+`
+
+// Probe runs python and reports what it has. The error is non-nil only
+// when the interpreter cannot run at all.
+func Probe(ctx context.Context, python string) (*Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	path, err := exec.LookPath(python)
+	if err != nil {
+		return nil, fmt.Errorf("python %q not found: %w", python, err)
+	}
+	cmd := exec.CommandContext(ctx, path, "-c", probeScript)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("run %s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+	}
+	info := &Info{Path: path}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), info); err != nil {
+		return nil, fmt.Errorf("probe %s: unexpected output %q", path, stdout.String())
+	}
+	return info, nil
+}
+
+// Candidates are the interpreters tried, in order, when none is configured.
+var Candidates = []string{"python3", "/usr/bin/python3", "python"}
+
+// Find returns the configured interpreter, or else the first candidate that
+// imports torch. A configured interpreter without torch is an error with
+// the install hint.
+func Find(ctx context.Context, configured string) (*Info, error) {
+	if configured != "" {
+		info, err := Probe(ctx, configured)
+		if err != nil {
+			return nil, err
+		}
+		if info.Torch == "" {
+			return info, fmt.Errorf("%w: %s cannot import torch (%s); %s", ErrNoTorch, info.Path, info.TorchError, InstallHint)
+		}
+		return info, nil
+	}
+	var tried []string
+	seen := map[string]bool{}
+	for _, c := range Candidates {
+		path, err := exec.LookPath(c)
+		if err != nil || seen[path] {
+			continue
+		}
+		seen[path] = true
+		info, err := Probe(ctx, path)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", path, err))
+			continue
+		}
+		if info.Torch != "" {
+			return info, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%s)", path, info.TorchError))
+	}
+	if len(tried) == 0 {
+		return nil, fmt.Errorf("%w: no python3 on PATH; %s", ErrNoTorch, InstallHint)
+	}
+	return nil, fmt.Errorf("%w; tried %s; %s", ErrNoTorch, strings.Join(tried, ", "), InstallHint)
+}

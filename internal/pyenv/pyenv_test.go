@@ -1,0 +1,44 @@
+package pyenv
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFindWithTorch(t *testing.T) {
+	info, err := Find(context.Background(), "")
+	if errors.Is(err, ErrNoTorch) {
+		t.Skipf("no PyTorch on this machine: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Torch == "" || info.Python == "" || info.Threads < 1 {
+		t.Fatalf("incomplete info: %+v", info)
+	}
+}
+
+func TestConfiguredWithoutTorch(t *testing.T) {
+	// A fake interpreter that runs the probe with an empty module path.
+	dir := t.TempDir()
+	py := filepath.Join(dir, "python")
+	script := "#!/bin/sh\nexec python3 -S -I -c 'import json; print(json.dumps({\"python\": \"3.x\", \"torch_error\": \"ModuleNotFoundError: No module named torch\"}))'\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Find(context.Background(), py)
+	if !errors.Is(err, ErrNoTorch) || !strings.Contains(err.Error(), "apt-get install python3-torch") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+func TestMissingInterpreter(t *testing.T) {
+	_, err := Find(context.Background(), "/nonexistent/python9")
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("error = %v", err)
+	}
+}

@@ -1,0 +1,300 @@
+package track
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+)
+
+// SpecFile is the name of a track's specification inside its folder.
+const SpecFile = "track.yaml"
+
+// FieldError is one invalid value, located in the source file.
+type FieldError struct {
+	File   string
+	Line   int // 0 when unknown
+	Column int
+	Path   string // dotted YAML path, e.g. "data.val_tokens"
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+}
+
+// Parse decodes and validates a spec. file names the source in errors.
+// Unknown keys, wrong types and invalid values are errors with line:column.
+func Parse(file string, b []byte) (*Spec, error) {
+	s := &Spec{}
+	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
+	if err := dec.Decode(s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: the track spec is empty: it needs at least name, reference, data and target_val_loss", file)
+		}
+		return nil, fmt.Errorf("%s:\n%s", file, yaml.FormatError(err, false, true))
+	}
+	s.applyDefaults()
+	if errs := s.validate(); len(errs) > 0 {
+		locate(file, b, errs)
+		joined := make([]error, len(errs))
+		for i, e := range errs {
+			joined[i] = e
+		}
+		return nil, errors.Join(joined...)
+	}
+	return s, nil
+}
+
+// locate fills in file, line and column of each error from the YAML source.
+// A path whose key is missing points at the nearest parent that exists.
+func locate(file string, src []byte, errs []*FieldError) {
+	for _, e := range errs {
+		e.File = file
+		for p := e.Path; p != ""; p = parentPath(p) {
+			yp, err := yaml.PathString("$." + p)
+			if err != nil {
+				continue
+			}
+			n, err := yp.ReadNode(bytes.NewReader(src))
+			if err != nil || n == nil || n.GetToken() == nil {
+				continue
+			}
+			pos := n.GetToken().Position
+			e.Line, e.Column = pos.Line, pos.Column
+			break
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+}
+
+// parentPath drops the last component of a dotted path ("a.b[2].c" -> "a.b[2]").
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var hexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (s *Spec) applyDefaults() {
+	if s.Contract == "" {
+		s.Contract = "harness"
+	}
+	if s.Launcher.Kind == "" {
+		s.Launcher.Kind = "python"
+	}
+	if s.Launcher.NProcPerNode == 0 {
+		s.Launcher.NProcPerNode = 1
+	}
+	if s.Data.Format == "" {
+		s.Data.Format = "speedrun-u16"
+	}
+	if s.Data.ValBatchSeqs == 0 {
+		s.Data.ValBatchSeqs = 16
+	}
+	if s.Limits.FastCheck == 0 {
+		s.Limits.FastCheck = Duration(120e9)
+	}
+	if s.Limits.CompileBudget == 0 {
+		s.Limits.CompileBudget = Duration(600e9)
+	}
+	if s.Limits.FastSteps == 0 {
+		s.Limits.FastSteps = 5
+	}
+	if s.Telemetry.LogEvery == 0 {
+		s.Telemetry.LogEvery = 25
+	}
+	if s.Telemetry.TopK == 0 {
+		s.Telemetry.TopK = 15
+	}
+	if s.Hardware.Device == "" {
+		s.Hardware.Device = "cpu"
+	}
+	if s.Verification.Repeats == 0 {
+		s.Verification.Repeats = 1
+	}
+	if s.Verification.Alpha == 0 {
+		s.Verification.Alpha = 0.01
+	}
+}
+
+func (s *Spec) validate() []*FieldError {
+	var errs []*FieldError
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Name == "" {
+		bad("name", "required: a short lower-case name like tiny or nanogpt")
+	} else if !nameRE.MatchString(s.Name) {
+		bad("name", "%q: use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name)
+	}
+	if s.Reference == "" {
+		bad("reference", "required: the reference program's file name, relative to the track folder")
+	} else if strings.HasPrefix(s.Reference, "/") || strings.Contains(s.Reference, "..") {
+		bad("reference", "%q: must be a path inside the track folder", s.Reference)
+	}
+	switch s.Contract {
+	case "harness", "log":
+	default:
+		bad("contract", "%q: use harness (the program uses frontier_harness) or log (an unmodified speedrun script)", s.Contract)
+	}
+	switch s.Launcher.Kind {
+	case "python":
+		if s.Launcher.NProcPerNode != 1 {
+			bad("launcher.nproc_per_node", "%d: the python launcher runs one process; use kind: torchrun for more", s.Launcher.NProcPerNode)
+		}
+	case "torchrun":
+		if s.Launcher.NProcPerNode < 1 {
+			bad("launcher.nproc_per_node", "%d: must be at least 1", s.Launcher.NProcPerNode)
+		}
+	default:
+		bad("launcher.kind", "%q: use python or torchrun", s.Launcher.Kind)
+	}
+
+	d := &s.Data
+	if d.Builtin != "" && d.Builtin != "tiny" {
+		bad("data.builtin", "%q: the only built-in data generator is tiny", d.Builtin)
+	}
+	if d.Format != "speedrun-u16" {
+		bad("data.format", "%q: the only supported format is speedrun-u16 (256 x int32 header, uint16 tokens)", d.Format)
+	}
+	if d.Train == "" {
+		bad("data.train", "required: a glob of training shards, like fineweb_train_*.bin")
+	}
+	if d.Val == "" {
+		bad("data.val", "required: the validation shard, like fineweb_val_000000.bin")
+	}
+	if d.VocabSize < 2 || d.VocabSize > 65536 {
+		bad("data.vocab_size", "%d: must be between 2 and 65536 (tokens are uint16)", d.VocabSize)
+	} else if d.BOSID < 0 || d.BOSID >= d.VocabSize {
+		bad("data.bos_id", "%d: must be a token id below vocab_size (%d)", d.BOSID, d.VocabSize)
+	}
+	if d.ValSeqLen <= 0 {
+		bad("data.val_seq_len", "%d: must be positive", d.ValSeqLen)
+	}
+	if d.ValTokens <= 0 {
+		bad("data.val_tokens", "%d: must be positive", d.ValTokens)
+	} else if d.ValSeqLen > 0 && d.ValTokens%int64(d.ValSeqLen) != 0 {
+		bad("data.val_tokens", "%d: must be a multiple of val_seq_len (%d) so that every window is whole", d.ValTokens, d.ValSeqLen)
+	}
+	if d.ValBatchSeqs < 1 {
+		bad("data.val_batch_seqs", "%d: must be at least 1", d.ValBatchSeqs)
+	}
+	seen := map[string]bool{}
+	valPinned := false
+	for i, sh := range d.Shards {
+		p := fmt.Sprintf("data.shards[%d]", i)
+		switch {
+		case sh.File == "":
+			bad(p+".file", "required")
+		case strings.ContainsAny(sh.File, `/\`):
+			bad(p+".file", "%q: a file name inside the data folder, without slashes", sh.File)
+		case seen[sh.File]:
+			bad(p+".file", "%q is pinned twice", sh.File)
+		}
+		seen[sh.File] = true
+		if sh.File == d.Val {
+			valPinned = true
+			if d.ValTokens+1 > sh.Tokens && sh.Tokens > 0 {
+				bad("data.val_tokens", "%d: the validation shard %s has only %d tokens; at most %d can be evaluated", d.ValTokens, sh.File, sh.Tokens, sh.Tokens-1)
+			}
+		}
+		if !hexRE.MatchString(sh.SHA256) {
+			bad(p+".sha256", "%q: must be 64 lower-case hex digits (sha256sum output), in quotes so YAML keeps it a string", sh.SHA256)
+		}
+		if sh.Tokens <= 0 {
+			bad(p+".tokens", "%d: must be positive", sh.Tokens)
+		}
+	}
+	if d.Builtin != "" && !valPinned && d.Val != "" {
+		bad("data.shards", "the built-in data must pin the validation shard %s", d.Val)
+	}
+	if math.IsNaN(d.LossFloor) || d.LossFloor < 0 {
+		bad("data.loss_floor", "%v: must be zero (unknown) or positive", d.LossFloor)
+	}
+
+	if !(s.TargetValLoss > 0) || math.IsInf(s.TargetValLoss, 0) {
+		bad("target_val_loss", "%v: required and positive, like 3.28", s.TargetValLoss)
+	} else if d.LossFloor > 0 && d.LossFloor >= s.TargetValLoss {
+		bad("target_val_loss", "%v: must be above the loss floor %v, which no program can beat", s.TargetValLoss, d.LossFloor)
+	}
+
+	l := &s.Limits
+	if l.FullRun <= 0 {
+		bad("limits.full_run", "required: the wall-clock limit of a full run, like 10m")
+	}
+	if l.FastCheck < 0 {
+		bad("limits.fast_check", "must be positive")
+	}
+	if l.CompileBudget < 0 {
+		bad("limits.compile_budget", "must be positive")
+	}
+	if l.FastSteps < 1 {
+		bad("limits.fast_steps", "%d: must be at least 1", l.FastSteps)
+	}
+	if l.FastValTokens < 0 || (l.FastValTokens > 0 && d.ValSeqLen > 0 && l.FastValTokens%int64(d.ValSeqLen) != 0) {
+		bad("limits.fast_val_tokens", "%d: must be a positive multiple of val_seq_len (%d), or 0 for one batch", l.FastValTokens, d.ValSeqLen)
+	}
+	if l.MaxSteps < 0 {
+		bad("limits.max_steps", "%d: must be 0 (no cap) or positive", l.MaxSteps)
+	}
+
+	t := &s.Telemetry
+	if t.LogEvery < 1 {
+		bad("telemetry.log_every", "%d: must be at least 1", t.LogEvery)
+	}
+	if t.ValEvery < 0 {
+		bad("telemetry.val_every", "%d: must be 0 (final validation only) or positive", t.ValEvery)
+	}
+	if len(t.ProfileSteps) != 0 && (len(t.ProfileSteps) != 2 || t.ProfileSteps[0] < 0 || t.ProfileSteps[1] < t.ProfileSteps[0]) {
+		bad("telemetry.profile_steps", "%v: use [first, last] with 0 <= first <= last, or leave it out", t.ProfileSteps)
+	}
+	if t.TopK < 1 || t.TopK > 100 {
+		bad("telemetry.top_k", "%d: must be between 1 and 100", t.TopK)
+	}
+
+	h := &s.Hardware
+	switch h.Device {
+	case "cpu":
+		if h.GPUs != 0 {
+			bad("hardware.gpus", "%d: a cpu track uses no GPUs", h.GPUs)
+		}
+	case "cuda":
+		if h.GPUs < 1 {
+			bad("hardware.gpus", "%d: a cuda track needs at least one GPU", h.GPUs)
+		} else if s.Launcher.Kind == "torchrun" && s.Launcher.NProcPerNode != h.GPUs {
+			bad("launcher.nproc_per_node", "%d: must equal hardware.gpus (%d): one process per GPU", s.Launcher.NProcPerNode, h.GPUs)
+		}
+	default:
+		bad("hardware.device", "%q: use cpu or cuda", h.Device)
+	}
+	if h.Threads < 0 {
+		bad("hardware.threads", "%d: must be 0 (torch's default) or positive", h.Threads)
+	}
+
+	v := &s.Verification
+	if v.Repeats < 1 {
+		bad("verification.repeats", "%d: must be at least 1", v.Repeats)
+	}
+	if !(v.Alpha > 0 && v.Alpha < 0.5) {
+		bad("verification.alpha", "%v: must be between 0 and 0.5, like 0.01", v.Alpha)
+	}
+	if v.Probe.Enabled && (v.Probe.Sequences < 1 || v.Probe.Positions < 1) {
+		bad("verification.probe", "an enabled probe needs sequences >= 1 and positions >= 1")
+	}
+	return errs
+}
