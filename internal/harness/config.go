@@ -1,5 +1,11 @@
 package harness
 
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
 // ConfigSchema is the version of the injected configuration. The Python
 // harness refuses a file with another version.
 const ConfigSchema = 1
@@ -36,12 +42,20 @@ type Config struct {
 	FastSteps     int   `json:"fast_steps"`
 	FastValTokens int64 `json:"fast_val_tokens"`
 
-	// Telemetry.
-	TelemetryPath string `json:"telemetry_path"`
-	LogEvery      int    `json:"log_every"`     // metrics every N steps (and the last)
-	ValEvery      int    `json:"val_every"`     // 0: only the final validation
-	ProfileSteps  []int  `json:"profile_steps"` // [first, last] profiled step; empty: none
-	TopK          int    `json:"top_k"`
+	// WorldSize is the number of processes the launcher starts: 0 or 1 runs
+	// plain python, more runs torchrun --standalone with that many
+	// processes on one node. The harness refuses a WORLD_SIZE that differs.
+	WorldSize int `json:"world_size"`
+
+	// Telemetry. TelemetryLevel "full" (or empty) measures everything;
+	// "off" keeps only what decides the result (clock, validation, final)
+	// and exists to measure the telemetry's own overhead.
+	TelemetryPath  string `json:"telemetry_path"`
+	TelemetryLevel string `json:"telemetry_level,omitempty"`
+	LogEvery       int    `json:"log_every"`     // metrics every N steps (and the last)
+	ValEvery       int    `json:"val_every"`     // 0: only the final validation
+	ProfileSteps   []int  `json:"profile_steps"` // [first, last] profiled step; empty: none
+	TopK           int    `json:"top_k"`
 
 	// CompileBudgetMs bounds the untimed work before train_begin.
 	CompileBudgetMs int64 `json:"compile_budget_ms"`
@@ -56,4 +70,72 @@ type ProbeConfig struct {
 	Sequences   int  `json:"sequences"`    // validation sequences probed
 	Positions   int  `json:"positions"`    // perturbed positions per sequence
 	DocIsolated bool `json:"doc_isolated"` // check that BOS isolates documents
+}
+
+// Modes and telemetry levels.
+const (
+	ModeFast = "fast"
+	ModeFull = "full"
+
+	TelemetryFull = "full"
+	TelemetryOff  = "off"
+)
+
+// Validate reports every field that the Python harness would refuse or
+// misread, so that a bad config fails before a process is started.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Schema != ConfigSchema {
+		bad("schema is %d; this harness reads schema %d", c.Schema, ConfigSchema)
+	}
+	if c.Mode != ModeFast && c.Mode != ModeFull {
+		bad("mode is %q; want %q or %q", c.Mode, ModeFast, ModeFull)
+	}
+	if c.TelemetryLevel != "" && c.TelemetryLevel != TelemetryFull && c.TelemetryLevel != TelemetryOff {
+		bad("telemetry_level is %q; want %q or %q", c.TelemetryLevel, TelemetryFull, TelemetryOff)
+	}
+	if c.VocabSize <= 0 || c.VocabSize > 1<<16 {
+		bad("vocab_size is %d; want 1..65536 (tokens are uint16)", c.VocabSize)
+	}
+	if c.BOSID < 0 || c.BOSID >= c.VocabSize {
+		bad("bos_id %d is outside the vocabulary [0, %d)", c.BOSID, c.VocabSize)
+	}
+	if c.ValFile == "" {
+		bad("val_file is empty")
+	}
+	if c.ValSeqLen <= 0 {
+		bad("val_seq_len is %d; want > 0", c.ValSeqLen)
+	} else {
+		if c.ValTokens <= 0 || c.ValTokens%int64(c.ValSeqLen) != 0 {
+			bad("val_tokens %d is not a positive multiple of val_seq_len %d", c.ValTokens, c.ValSeqLen)
+		}
+		if c.Mode == ModeFast && (c.FastValTokens <= 0 || c.FastValTokens%int64(c.ValSeqLen) != 0) {
+			bad("fast_val_tokens %d is not a positive multiple of val_seq_len %d", c.FastValTokens, c.ValSeqLen)
+		}
+	}
+	if c.ValBatchSeqs <= 0 {
+		bad("val_batch_seqs is %d; want > 0", c.ValBatchSeqs)
+	}
+	if c.Device != "cpu" && c.Device != "cuda" {
+		bad("device is %q; want \"cpu\" or \"cuda\"", c.Device)
+	}
+	if c.Threads < 0 || c.WorldSize < 0 || c.MaxSteps < 0 || c.LogEvery < 0 || c.ValEvery < 0 || c.TopK < 0 {
+		bad("threads, world_size, max_steps, log_every, val_every and top_k must not be negative")
+	}
+	if c.Mode == ModeFast && c.FastSteps <= 0 {
+		bad("fast_steps is %d; the fast check needs at least one step", c.FastSteps)
+	}
+	switch {
+	case len(c.ProfileSteps) == 0:
+	case len(c.ProfileSteps) != 2 || c.ProfileSteps[0] < 0 || c.ProfileSteps[1] < c.ProfileSteps[0]:
+		bad("profile_steps is %v; want [first, last] with 0 <= first <= last", c.ProfileSteps)
+	}
+	if !filepath.IsAbs(c.TelemetryPath) {
+		bad("telemetry_path %q is not an absolute path", c.TelemetryPath)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid harness config: %w", err)
+	}
+	return nil
 }

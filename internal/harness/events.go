@@ -38,6 +38,8 @@ type RunStart struct {
 	Fingerprint Fingerprint `json:"fingerprint"`
 	PID         int         `json:"pid"`
 	WorldSize   int         `json:"world_size"`
+	// TelemetryLevel is "full" or "off" (see Config.TelemetryLevel).
+	TelemetryLevel string `json:"telemetry_level,omitempty"`
 }
 
 // Fingerprint names the hardware and software class a result was measured
@@ -71,6 +73,8 @@ type Val struct {
 	Tokens  int64   `json:"tokens"`
 	SeqLen  int     `json:"seq_len"`
 	Ms      float64 `json:"ms"` // duration of the pass (not train time)
+	// Final marks the validation run by finish(): the one that decides.
+	Final bool `json:"final,omitempty"`
 }
 
 // Section is the cumulative profile of one named section.
@@ -110,15 +114,71 @@ type Memory struct {
 
 // Warning is a non-fatal notice from the harness.
 type Warning struct {
+	Code    string `json:"code,omitempty"` // one of the Warn* codes
 	Message string `json:"message"`
 }
 
-// Error is written when the program raises: the exception type, message and
-// the formatted traceback.
+// Warning codes.
+const (
+	WarnCompileBudget = "compile_budget" // setup before train_begin exceeded the budget
+	WarnProfiler      = "profiler"       // torch.profiler failed; no top_ops
+	WarnValUnsharded  = "val_unsharded"  // several ranks without torch.distributed
+	WarnNoSteps       = "no_steps"       // fh.step was never called
+	WarnTelemetry     = "telemetry"      // an event could not be encoded
+)
+
+// Error is written when the run fails: the exception type, message and the
+// formatted traceback, or a harness condition named by Code.
 type Error struct {
-	Kind      string `json:"kind"` // exception class name, or a harness code
+	Kind      string `json:"kind"` // exception class name ("ValueError", "HarnessError", "SIGTERM", ...)
+	Code      string `json:"code"` // one of the Err* codes
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
+	Step      int    `json:"step"`           // steps completed when it happened
+	Rank      int    `json:"rank,omitempty"` // the failing process under torchrun
+}
+
+// Error codes: what kind of failure an Error event reports.
+const (
+	ErrException   = "exception"    // the program raised
+	ErrNaNLoss     = "nan_loss"     // train or validation loss not finite
+	ErrLogitsShape = "logits_shape" // logits_fn returned a wrong shape or type
+	ErrContract    = "contract"     // the harness API was misused (order, step numbering, limits)
+	ErrConfig      = "config"       // the injected config is missing or invalid
+	ErrShard       = "shard"        // a data shard is missing or corrupt
+	ErrSetup       = "setup"        // the harness could not load (torch missing)
+	ErrProgram     = "program"      // the program file does not exist
+	ErrNoFinish    = "no_finish"    // the program returned without fh.finish()
+	ErrTerminated  = "terminated"   // SIGTERM: a time limit or a cancel
+	ErrExit        = "exit"         // the program called sys.exit with a non-zero code
+	ErrHarness     = "harness"      // an internal harness check failed
+)
+
+// Probe is the causality probe's result: whether logits at a position moved
+// when only later tokens (or, with DocIsolated, tokens of an earlier
+// document) were changed.
+type Probe struct {
+	OK            bool    `json:"ok"`
+	Sequences     int     `json:"sequences"`
+	Perturbations int     `json:"perturbations"`
+	NoiseFloor    float64 `json:"noise_floor"` // largest logit change between two identical runs
+	Tolerance     float64 `json:"tolerance"`
+	// Sensitive is the fraction of perturbations that moved the logits at
+	// or after the perturbed position; 0 means the probe learned nothing.
+	Sensitive   float64    `json:"sensitive"`
+	Leak        *ProbeLeak `json:"leak,omitempty"`
+	DocIsolated bool       `json:"doc_isolated"`
+	Message     string     `json:"message"`
+	Ms          float64    `json:"ms"`
+}
+
+// ProbeLeak is the first leak the probe found.
+type ProbeLeak struct {
+	Kind      string  `json:"kind"`      // "future" or "document"
+	Row       int     `json:"row"`       // probe row
+	Perturbed int     `json:"perturbed"` // position of the changed token
+	Position  int     `json:"position"`  // first position whose logits moved
+	Size      float64 `json:"size"`      // largest logit change where none is allowed
 }
 
 // Final is the result of a run that reached finish().

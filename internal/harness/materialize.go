@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Names inside a run folder.
+const (
+	Dir        = "_frontier"        // the harness files
+	BootFile   = "frontier_boot.py" // the entry point
+	ModuleFile = "frontier_harness.py"
+	ConfigFile = "config.json"
+	Program    = "train.py" // the candidate program, written by the evaluator
+)
+
+//go:embed py/frontier_boot.py py/frontier_harness.py
+var pyFiles embed.FS
+
+// files lists the embedded harness files in a fixed order (for Digest).
+var files = []string{BootFile, ModuleFile}
+
+// Source returns the embedded source of one harness file (BootFile or
+// ModuleFile).
+func Source(name string) ([]byte, error) {
+	b, err := fs.ReadFile(pyFiles, "py/"+name)
+	if err != nil {
+		return nil, fmt.Errorf("harness file %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// Digest is the SHA-256 of the embedded harness sources. Store it with
+// every evaluation: results measured by different harnesses are not
+// comparable without saying so.
+func Digest() string {
+	h := sha256.New()
+	for _, name := range files {
+		b, _ := fs.ReadFile(pyFiles, "py/"+name) // embedded: cannot fail
+		fmt.Fprintf(h, "%s %d\n", name, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Materialize writes the harness files, read-only, into runDir/_frontier
+// and returns that folder's absolute path. Existing files are replaced.
+func Materialize(runDir string) (string, error) {
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return "", fmt.Errorf("materialize harness in %s: %w", runDir, err)
+	}
+	dir := filepath.Join(abs, Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("materialize harness: %w", err)
+	}
+	for _, name := range files {
+		b, err := Source(name)
+		if err != nil {
+			return "", err
+		}
+		if err := writeReadOnly(filepath.Join(dir, name), b); err != nil {
+			return "", fmt.Errorf("materialize harness: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// WriteConfig validates cfg and writes it as JSON to path, read-only.
+func WriteConfig(path string, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode harness config: %w", err)
+	}
+	if err := writeReadOnly(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("write harness config: %w", err)
+	}
+	return nil
+}
+
+// ReadConfig reads a config written by WriteConfig.
+func ReadConfig(path string) (Config, error) {
+	var cfg Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("read harness config: %w", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("read harness config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// writeReadOnly replaces path with a 0444 file holding b. The old file is
+// removed first because a read-only file cannot be opened for writing.
+func writeReadOnly(path string, b []byte) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Command returns the argv and the harness's environment entries that start
+// runDir/train.py under the harness, with runDir as the working directory.
+// python is the interpreter (for example /usr/bin/python3). With
+// cfg.WorldSize > 1 the program runs under torchrun --standalone with that
+// many processes. The caller adds the rest of the environment (PATH, HOME,
+// CUDA_VISIBLE_DEVICES, ...); the runner inherits nothing.
+func Command(python, runDir string, cfg Config) (argv []string, env []string) {
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		abs = runDir
+	}
+	boot := filepath.Join(abs, Dir, BootFile)
+	prog := filepath.Join(abs, Program)
+	if cfg.WorldSize > 1 {
+		argv = []string{python, "-u", "-m", "torch.distributed.run", "--standalone",
+			"--nproc_per_node=" + strconv.Itoa(cfg.WorldSize), boot, prog}
+	} else {
+		argv = []string{python, "-u", boot, prog}
+	}
+	env = []string{
+		"FRONTIER_CONFIG=" + filepath.Join(abs, ConfigFile),
+		"PYTHONPATH=" + filepath.Join(abs, Dir),
+		"PYTHONUNBUFFERED=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+	}
+	if cfg.Threads > 0 {
+		n := strconv.Itoa(cfg.Threads)
+		env = append(env, "OMP_NUM_THREADS="+n, "MKL_NUM_THREADS="+n, "OPENBLAS_NUM_THREADS="+n)
+	}
+	return argv, env
+}

@@ -1,0 +1,149 @@
+"""frontier_boot: start a candidate program under the harness.
+
+    python3 -u frontier_boot.py train.py [args...]
+
+Imports frontier_harness first, so the harness reads the injected config and
+captures its clock before any program code runs; then runs the program as
+__main__. Whatever way the program ends is written to the telemetry file:
+an exception (with its traceback), SIGTERM, sys.exit, or returning without
+calling fh.finish().
+
+Exit codes: 0 the run finished; 1 the program raised; 2 the harness could
+not start (config); 3 the program ended without calling fh.finish();
+128+N killed by signal N; a program's own sys.exit(code) is kept.
+"""
+
+import os
+import runpy
+import signal
+import sys
+import traceback
+
+EXIT_RAISED = 1
+EXIT_SETUP = 2
+EXIT_NO_FINISH = 3
+
+
+def _die(code):
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    # os._exit: program threads (loaders, process groups) must not keep a
+    # failed run alive after its result is written.
+    os._exit(code)
+
+
+_BOOT = os.path.abspath(__file__)
+
+
+def _is_boot_frame(filename):
+    return os.path.abspath(filename) == _BOOT or filename == runpy.__file__ \
+        or filename.startswith("<frozen runpy")
+
+
+def _format_traceback(exc):
+    """The traceback as Python prints it, without the boot's own frames."""
+    tb = exc.__traceback__
+    while tb is not None and _is_boot_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    if not text.startswith("Traceback"):
+        # SyntaxError and friends print without the header; keep it so the
+        # runner finds every traceback the same way.
+        text = "Traceback (most recent call last):\n" + text
+    return text
+
+
+def _setup_error(kind, code, message):
+    """Write an error event when the harness itself cannot load (torch
+    missing): the config is plain JSON, so its telemetry path is readable."""
+    try:
+        import json
+        with open(os.environ["FRONTIER_CONFIG"], "r", encoding="utf-8") as f:
+            path = json.load(f)["telemetry_path"]
+        line = json.dumps({"event": "error", "t_ms": 0, "kind": kind, "code": code, "message": message,
+                           "traceback": "", "step": 0})
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except Exception:
+        pass
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: frontier_boot.py PROGRAM.py [ARGS...]", file=sys.stderr)
+        return EXIT_SETUP
+    prog = os.path.abspath(sys.argv[1])
+    try:
+        import frontier_harness as fh
+    except ImportError as e:
+        msg = "cannot import the harness: %s" % e
+        if getattr(e, "name", None) in ("torch", "numpy"):
+            msg += (" (install PyTorch and numpy for %s: on Debian `apt-get install python3-torch "
+                    "python3-numpy`, elsewhere `pip install torch numpy`)" % sys.executable)
+        _setup_error("ImportError", "setup", msg)
+        print("frontier: " + msg, file=sys.stderr)
+        return EXIT_SETUP
+    except Exception as e:  # HarnessError from the config, above all
+        print("frontier: %s" % e, file=sys.stderr)
+        return EXIT_SETUP
+    h = fh._H
+
+    def on_term(signum, frame):
+        name = signal.Signals(signum).name
+        h.report(name, "terminated", "terminated by %s at step %d (a time limit or a cancel)"
+                 % (name, h._steps_done))
+        _die(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    if not os.path.isfile(prog):
+        msg = "program %s does not exist" % sys.argv[1]
+        h.report("FileNotFoundError", "program", msg)
+        print("frontier: " + msg, file=sys.stderr)
+        return EXIT_SETUP
+
+    # Run as `python3 train.py` would: the program's folder first on the path.
+    sys.argv = [prog] + sys.argv[2:]
+    sys.path[0] = os.path.dirname(prog)
+    try:
+        runpy.run_path(prog, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code not in (None, 0):
+            msg = "the program called sys.exit(%r)" % (code,)
+            if h._failure is not None:
+                h.report_exception(h._failure, _format_traceback(h._failure))
+            else:
+                h.report("SystemExit", "exit", msg)
+            print("frontier: " + msg, file=sys.stderr)
+            _die(code if isinstance(code, int) else EXIT_RAISED)
+    except BaseException as e:
+        tb = _format_traceback(e)
+        if h._failure is not None and h._failure is not e:
+            # The program caught the harness's error and failed later: the
+            # harness's error is the cause.
+            h.report_exception(h._failure, _format_traceback(h._failure))
+        else:
+            h.report_exception(e, tb)
+        sys.stderr.write(tb)
+        _die(EXIT_RAISED)
+
+    if h._failure is not None:
+        # The program swallowed a fatal harness error and returned.
+        tb = _format_traceback(h._failure)
+        h.report_exception(h._failure, tb)
+        sys.stderr.write(tb)
+        _die(EXIT_RAISED)
+    if not h._finished:
+        msg = "the program ended without calling fh.finish(logits_fn)"
+        h.report("NoFinish", "no_finish", msg)
+        print("frontier: " + msg, file=sys.stderr)
+        _die(EXIT_NO_FINISH)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
