@@ -1,9 +1,3 @@
-// Package runner executes one training process and reports how it ended.
-//
-// A Runner knows nothing about tracks or verdicts: it runs argv in a folder
-// with a given environment under a wall-clock limit, keeps a bounded head and
-// tail of the output, and classifies the exit. The evaluator turns that into
-// a verdict.
 package runner
 
 import (
@@ -19,11 +13,33 @@ type Runner interface {
 	Run(ctx context.Context, job Job) (Result, error)
 }
 
+// Func adapts a function to the Runner interface, which makes wrappers
+// short: a sandbox rewrites the job and calls the runner it wraps.
+//
+//	sandboxed := runner.Func(func(ctx context.Context, j runner.Job) (runner.Result, error) {
+//		j.Argv = append([]string{"bwrap", "--die-with-parent", ...}, j.Argv...)
+//		return inner.Run(ctx, j)
+//	})
+type Func func(ctx context.Context, job Job) (Result, error)
+
+// Run calls f.
+func (f Func) Run(ctx context.Context, job Job) (Result, error) { return f(ctx, job) }
+
 // Job is one process to run.
 type Job struct {
-	Dir     string        // working directory; must exist
-	Argv    []string      // program and arguments; Argv[0] is looked up in PATH
-	Env     []string      // the complete environment: nothing is inherited
+	Dir string // working directory; must exist
+
+	// Argv is the program and its arguments. An Argv[0] without a slash
+	// is looked up in the PATH of Env (in the runner's own PATH only when
+	// Env has no PATH at all); one with a slash is used as is, relative
+	// to Dir when relative.
+	Argv []string
+
+	// Env is the complete environment: nothing is inherited, and an empty
+	// Env is an empty environment. Secrets of the runner's process (API
+	// keys) therefore never reach the program unless put here.
+	Env []string
+
 	Timeout time.Duration // wall-clock limit; 0 means none
 	Grace   time.Duration // SIGTERM to SIGKILL delay; 0 means 5s
 
@@ -36,7 +52,22 @@ type Job struct {
 	// (head, a marker with the dropped byte count, tail) after the run.
 	StdoutFile string
 	StderrFile string
+
+	// OnLine, when set, receives each line of output as it is printed,
+	// for live progress. Stream is StreamStdout or StreamStderr. Lines
+	// end at '\n' or '\r' and are cut to LineBytes (zero means 4 KiB).
+	// OnLine is called from a single goroutine, never after Run returns;
+	// a slow OnLine never slows the program: lines it cannot keep up with
+	// are skipped and a line saying how many is delivered instead.
+	OnLine    func(stream, line string)
+	LineBytes int
 }
+
+// The streams named to Job.OnLine.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
 
 // Status classifies how a job ended.
 type Status string
@@ -69,18 +100,34 @@ func (o Output) String() string {
 
 // Result is how a job ended.
 type Result struct {
-	Status   Status        `json:"status"`
-	ExitCode int           `json:"exit_code"`
-	Signal   string        `json:"signal,omitempty"`
-	Wall     time.Duration `json:"wall_ns"`
-	Stdout   Output        `json:"stdout"`
-	Stderr   Output        `json:"stderr"`
+	Status Status `json:"status"`
+	// ExitCode is the exit status, or -1 when the process did not exit
+	// by itself (killed by a signal, or never started).
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the process ("SIGKILL"), if any.
+	Signal string `json:"signal,omitempty"`
+	// Wall is the process lifetime measured by the runner, from just
+	// before the fork to the moment its exit was collected.
+	Wall   time.Duration `json:"wall_ns"`
+	Stdout Output        `json:"stdout"`
+	Stderr Output        `json:"stderr"`
 	// Traceback is the last Python traceback found in stderr, and
 	// ErrorLine its final line ("ValueError: ..."), when there is one.
 	Traceback string `json:"traceback,omitempty"`
 	ErrorLine string `json:"error_line,omitempty"`
 	// MaxRSSKB is the peak resident set of the largest process in the
 	// group that was waited for, from rusage.
-	MaxRSSKB int64  `json:"max_rss_kb"`
-	Message  string `json:"message,omitempty"` // why it ended, for humans
+	MaxRSSKB int64 `json:"max_rss_kb"`
+	// Message is one sentence saying what happened, for humans.
+	Message string `json:"message,omitempty"`
+	// Leftover counts the job's processes that were still running after
+	// the main process ended and that the runner then killed (background
+	// children, workers that outlived their parent).
+	Leftover int `json:"leftover,omitempty"`
+	// Survivors lists processes of the job that the runner knew of and
+	// sent SIGKILL but that were still alive when Run returned (stuck in
+	// uninterruptible sleep, or running as another user). Processes that
+	// escaped unseen cannot be listed; see the package doc for what is
+	// and is not guaranteed.
+	Survivors []int `json:"survivors,omitempty"`
 }

@@ -1,0 +1,567 @@
+//go:build unix
+
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults for the zero values of Job and Local fields.
+const (
+	defaultGrace        = 5 * time.Second
+	defaultCapBytes     = 64 << 10
+	defaultLineBytes    = 4 << 10
+	defaultScanInterval = time.Second
+	firstScanDelay      = 10 * time.Millisecond
+)
+
+// Local runs jobs as child processes of the current process, each in its
+// own process group. It is safe for concurrent use; its fields must not be
+// changed while jobs run.
+type Local struct {
+	// Log receives the runner's own events (start, kills, stragglers).
+	// Nil discards them.
+	Log *slog.Logger
+
+	// ScanInterval bounds the time between two scans of /proc for the
+	// job's descendants while it runs. Scans start 10ms after the start
+	// and back off to this interval, so that processes created early are
+	// seen quickly and a long run costs about one scan a second. Zero
+	// means one second; a negative value disables the periodic scans
+	// (the scans at kill time and after the exit still happen).
+	ScanInterval time.Duration
+}
+
+// NewLocal returns a Local runner that logs to log (nil discards).
+func NewLocal(log *slog.Logger) *Local {
+	return &Local{Log: log}
+}
+
+var _ Runner = (*Local)(nil)
+
+// Run runs job and reports how it ended. See the package doc for the
+// process lifecycle and the guarantees about leftover processes.
+func (l *Local) Run(ctx context.Context, job Job) (Result, error) {
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	job, err := withDefaults(job)
+	if err != nil {
+		return Result{}, err
+	}
+	files, err := createOutputFiles(job)
+	if err != nil {
+		return Result{}, err
+	}
+	path, err := resolveExecutable(job)
+	if err != nil {
+		res := Result{Status: StatusNoStart, ExitCode: -1, Message: "could not start: " + err.Error() + "."}
+		files.write(res, log)
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		res := Result{Status: StatusCanceled, ExitCode: -1, Message: "canceled before the process was started."}
+		files.write(res, log)
+		return res, nil
+	}
+	scan := l.ScanInterval
+	if scan == 0 {
+		scan = defaultScanInterval
+	}
+	res, err := run(ctx, job, path, scan, log.With("argv0", job.Argv[0], "dir", job.Dir))
+	if err != nil {
+		files.close()
+		return Result{}, err
+	}
+	files.write(res, log)
+	return res, nil
+}
+
+// withDefaults fills in zero fields and rejects jobs that cannot be run
+// whatever the program does.
+func withDefaults(job Job) (Job, error) {
+	if len(job.Argv) == 0 || job.Argv[0] == "" {
+		return job, errors.New("run job: empty command line (Job.Argv)")
+	}
+	if job.Dir == "" {
+		return job, fmt.Errorf("run %q: no working directory (Job.Dir)", job.Argv[0])
+	}
+	fi, err := os.Stat(job.Dir)
+	if err != nil {
+		return job, fmt.Errorf("run %q: working directory: %w", job.Argv[0], err)
+	}
+	if !fi.IsDir() {
+		return job, fmt.Errorf("run %q: working directory %s is not a directory", job.Argv[0], job.Dir)
+	}
+	for i, kv := range job.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			return job, fmt.Errorf("run %q: Job.Env[%d] = %q: want KEY=value without NUL bytes", job.Argv[0], i, kv)
+		}
+	}
+	if job.Timeout < 0 || job.Grace < 0 || job.HeadBytes < 0 || job.TailBytes < 0 || job.LineBytes < 0 {
+		return job, fmt.Errorf("run %q: negative Timeout, Grace or byte limit", job.Argv[0])
+	}
+	if job.StdoutFile != "" && job.StdoutFile == job.StderrFile {
+		return job, fmt.Errorf("run %q: StdoutFile and StderrFile are the same file %s", job.Argv[0], job.StdoutFile)
+	}
+	if job.Grace == 0 {
+		job.Grace = defaultGrace
+	}
+	if job.HeadBytes == 0 {
+		job.HeadBytes = defaultCapBytes
+	}
+	if job.TailBytes == 0 {
+		job.TailBytes = defaultCapBytes
+	}
+	if job.LineBytes == 0 {
+		job.LineBytes = defaultLineBytes
+	}
+	return job, nil
+}
+
+// resolveExecutable finds Argv[0] the way the job's own shell would: in
+// the PATH of the job's environment, not the runner's, so that what runs
+// does not depend on who started the runner.
+func resolveExecutable(job Job) (string, error) {
+	name := job.Argv[0]
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(job.Dir, p)
+		}
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("executable %q: %w", name, err)
+		}
+		return p, nil
+	}
+	list, ok := lookupEnv(job.Env, "PATH")
+	where := "the job's PATH"
+	if !ok {
+		list = os.Getenv("PATH")
+		where = "the runner's PATH (the job's environment has none)"
+	}
+	for _, dir := range filepath.SplitList(list) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(job.Dir, dir)
+		}
+		p := filepath.Join(dir, name)
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in %s %q; install it, add its folder to PATH or give its full path", name, where, list)
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s does not exist", p)
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", p)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable (mode %v)", p, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// lookupEnv returns the last value of key in env, as the program sees it.
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// exited is what the goroutine that started the process learned.
+type exited struct {
+	state *os.ProcessState
+	err   error
+	at    time.Time
+}
+
+// run starts the process and supervises it until it and every process of
+// its group are gone and its output is drained.
+func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *slog.Logger) (Result, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("run %q: stdout pipe: %w", job.Argv[0], err)
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return Result{}, fmt.Errorf("run %q: stderr pipe: %w", job.Argv[0], err)
+	}
+	defer errR.Close()
+
+	env := job.Env
+	if env == nil {
+		env = []string{} // nil would make exec inherit our environment
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        job.Argv,
+		Env:         env,
+		Dir:         job.Dir,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: sysProcAttr(),
+	}
+
+	// The process is started and waited for on one locked OS thread:
+	// Pdeathsig fires when the thread that forked the child exits, not
+	// when the process does (go.dev/issue/27505), so the thread must live
+	// exactly as long as the child. The goroutine never unlocks, so the
+	// runtime retires the thread once the child has been reaped.
+	started := make(chan error, 1)
+	done := make(chan exited, 1)
+	begin := time.Now()
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		done <- exited{state: cmd.ProcessState, err: err, at: time.Now()}
+	}()
+	startErr := <-started
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		return Result{Status: StatusNoStart, ExitCode: -1, Message: startMessage(job.Argv[0], path, startErr)}, nil
+	}
+	pid := cmd.Process.Pid
+	log = log.With("pid", pid)
+	log.Debug("runner: started", "path", path, "timeout", job.Timeout)
+
+	lines := newLineDispatcher(job.OnLine)
+	stdout := newCapped(job.HeadBytes, job.TailBytes)
+	stderr := newCapped(job.HeadBytes, job.TailBytes)
+	var readers sync.WaitGroup
+	readers.Go(func() { drain(outR, stdout, lines.splitter(StreamStdout, job.LineBytes)) })
+	readers.Go(func() { drain(errR, stderr, lines.splitter(StreamStderr, job.LineBytes)) })
+
+	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid), oom: newOOMCounter(pid)}
+	w := s.wait(ctx, job.Timeout, scanMax, done)
+	wall := w.at.Sub(begin)
+	s.cleanUp(&readers, []*os.File{outR, errR})
+	lines.close()
+
+	if w.state == nil {
+		return Result{}, fmt.Errorf("run %q: wait for process %d: %w", job.Argv[0], pid, w.err)
+	}
+	res := Result{
+		Wall:      wall,
+		Stdout:    stdout.output(),
+		Stderr:    stderr.output(),
+		MaxRSSKB:  maxRSSKB(w.state),
+		Leftover:  s.leftover,
+		Survivors: s.survivors,
+	}
+	s.classify(&res, w.state, job)
+	log.Debug("runner: done", "status", res.Status, "exit_code", res.ExitCode, "signal", res.Signal, "wall", wall)
+	return res, nil
+}
+
+// startMessage explains an exec failure; the common causes of ENOENT and
+// EACCES on a file that exists deserve a hint.
+func startMessage(name, path string, err error) string {
+	var hint string
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		hint = " (the file exists, so its interpreter named on the #! line is probably missing)"
+	case errors.Is(err, syscall.EACCES):
+		hint = " (check the file's execute permission and that its filesystem is not mounted noexec)"
+	case errors.Is(err, syscall.ENOEXEC):
+		hint = " (not a binary for this machine and no #! line)"
+	}
+	return fmt.Sprintf("could not start %q (%s): %v%s.", name, path, err, hint)
+}
+
+// drain copies a pipe into its capture until EOF, a read deadline or an
+// error. It never stops early: a child blocked on a full pipe would hang.
+func drain(r *os.File, c *capped, lines *lineSplitter) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.Write(buf[:n])
+			if lines != nil {
+				lines.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if lines != nil {
+		lines.close()
+	}
+}
+
+// supervisor enforces the limits on one running process and its group.
+type supervisor struct {
+	pid   int // also the process group id (Setpgid)
+	grace time.Duration
+	log   *slog.Logger
+	tr    *tracker
+	oom   oomCounter
+
+	reason    Status // StatusTimeout or StatusCanceled once we decided to stop it
+	killed    bool   // we sent SIGKILL because the grace period ran out
+	leftover  int
+	survivors []int
+}
+
+// wait returns when the main process has exited, stopping it at the
+// deadline or on cancellation: SIGTERM to the group, SIGKILL after grace.
+func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, done <-chan exited) exited {
+	var timeoutC, graceC <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	interval := firstScanDelay
+	scanT := time.NewTimer(interval)
+	defer scanT.Stop()
+	scanC := scanT.C
+	if scanMax < 0 {
+		scanC = nil
+	}
+	ctxDone := ctx.Done()
+	stop := func(reason Status) {
+		s.reason = reason
+		timeoutC, ctxDone = nil, nil
+		s.log.Debug("runner: stopping", "reason", reason, "grace", s.grace)
+		s.tr.scan()
+		s.signal(syscall.SIGTERM)
+		t := time.NewTimer(s.grace)
+		graceC = t.C
+	}
+	for {
+		select {
+		case w := <-done:
+			return w
+		case <-timeoutC:
+			stop(StatusTimeout)
+		case <-ctxDone:
+			stop(StatusCanceled)
+		case <-graceC:
+			graceC = nil
+			s.killed = true
+			s.log.Debug("runner: grace period over, sending SIGKILL")
+			s.tr.scan()
+			s.signal(syscall.SIGKILL)
+		case <-scanC:
+			s.tr.scan()
+			interval = min(2*interval, scanMax)
+			scanT.Reset(interval)
+		}
+	}
+}
+
+// signal sends sig to the process group and to every known descendant
+// that left it.
+func (s *supervisor) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-s.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		s.log.Warn("runner: signal process group", "signal", unix.SignalName(sig), "err", err)
+	}
+	s.tr.signal(sig)
+}
+
+// cleanUp runs after the main process has been reaped: it kills what is
+// left of the job, waits for the output pipes to close and for the killed
+// processes to be gone.
+func (s *supervisor) cleanUp(readers *sync.WaitGroup, pipes []*os.File) {
+	s.tr.scan()
+	s.leftover = len(s.tr.alive())
+	if s.leftover > 0 {
+		s.log.Info("runner: killing processes left behind", "count", s.leftover)
+	}
+	s.signal(syscall.SIGKILL)
+
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(200 * time.Millisecond):
+		// Someone outside the group still holds a write end: a process
+		// that daemonized before any scan saw it. Find it by the pipe.
+		holders := s.tr.adoptPipeHolders(pipes)
+		if len(holders) > 0 {
+			s.log.Info("runner: killing processes holding the output pipes", "pids", holders)
+			s.leftover += len(holders)
+			s.tr.signal(syscall.SIGKILL)
+		}
+		select {
+		case <-drained:
+		case <-time.After(time.Second):
+			s.log.Warn("runner: output pipes still open after the process exited; closing them")
+			for _, p := range pipes {
+				_ = p.SetReadDeadline(time.Now())
+			}
+			<-drained
+		}
+	}
+
+	// SIGKILL is asynchronous: wait until the processes are gone (zombies
+	// count as gone) so that "no process left" holds when Run returns.
+	deadline := time.Now().Add(time.Second)
+	for {
+		alive := s.tr.alive()
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.survivors = alive
+			s.log.Warn("runner: processes survived SIGKILL", "pids", alive)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// classify fills Status, ExitCode, Signal, the Python error and Message.
+func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
+	ws, _ := state.Sys().(syscall.WaitStatus)
+	res.ExitCode = state.ExitCode()
+	var sig syscall.Signal
+	if ws.Signaled() {
+		sig = ws.Signal()
+		res.Signal = unix.SignalName(sig)
+	}
+	ooms, oomKnown := s.oom.delta()
+
+	var msg string
+	switch {
+	case s.reason != "":
+		res.Status = s.reason
+		what := "killed at the wall-clock limit of " + fmtDuration(job.Timeout)
+		if s.reason == StatusCanceled {
+			what = "canceled after " + fmtDuration(res.Wall)
+		}
+		if s.killed {
+			msg = what + ": SIGTERM to its process group, then SIGKILL after the " + fmtDuration(job.Grace) + " grace period"
+		} else {
+			msg = what + ": it exited within the " + fmtDuration(job.Grace) + " grace period after SIGTERM"
+		}
+	case ws.Exited() && res.ExitCode == 0:
+		res.Status = StatusOK
+		msg = "exited normally after " + fmtDuration(res.Wall)
+	case ws.Exited():
+		res.Status = StatusError
+		msg = "exited with code " + strconv.Itoa(res.ExitCode) + " after " + fmtDuration(res.Wall)
+		if c := res.ExitCode - 128; c > 0 && c < 65 {
+			if name := unix.SignalName(syscall.Signal(c)); name != "" {
+				msg += " (128+" + strconv.Itoa(c) + ": a process it ran was probably killed by " + name + ")"
+			}
+		}
+	case sig == syscall.SIGKILL && oomKnown && ooms > 0:
+		res.Status = StatusOOM
+		msg = "killed by the kernel's out-of-memory killer after " + fmtDuration(res.Wall) + " (the memory cgroup's oom_kill count rose by " + strconv.FormatInt(ooms, 10) + ")"
+	case sig == syscall.SIGKILL && oomKnown:
+		res.Status = StatusSignaled
+		msg = "killed by SIGKILL after " + fmtDuration(res.Wall) + ", which the runner did not send; the memory cgroup recorded no OOM kill, so another process probably sent it"
+	case sig == syscall.SIGKILL:
+		res.Status = StatusSignaled
+		msg = "killed by SIGKILL after " + fmtDuration(res.Wall) + ", which the runner did not send: possibly out of memory (the kernel's OOM killer sends SIGKILL; no OOM counter was readable to confirm)"
+	default:
+		res.Status = StatusSignaled
+		msg = "killed by " + res.Signal + " (" + sig.String() + ") after " + fmtDuration(res.Wall)
+	}
+
+	if res.Status != StatusOK {
+		res.Traceback, res.ErrorLine = pythonError(res.Stderr)
+		if res.ErrorLine != "" && res.Status != StatusTimeout && res.Status != StatusCanceled {
+			msg += ": " + bound(res.ErrorLine, 200)
+		}
+	}
+	if res.Status != StatusOOM && oomKnown && ooms > 0 {
+		msg += "; the memory cgroup recorded " + plural(ooms, "OOM kill") + " during the run"
+	}
+	if s.leftover > 0 {
+		msg += "; " + plural(int64(s.leftover), "leftover process") + " killed after it ended"
+	}
+	if len(s.survivors) > 0 {
+		msg += "; " + plural(int64(len(s.survivors)), "process") + " could not be killed"
+	}
+	res.Message = msg + "."
+}
+
+// outputFiles are created before the run, so that a bad path is an error
+// up front rather than a lost log afterwards, and filled after it.
+type outputFiles struct{ stdout, stderr *os.File }
+
+func createOutputFiles(job Job) (outputFiles, error) {
+	var f outputFiles
+	var err error
+	if job.StdoutFile != "" {
+		if f.stdout, err = os.Create(job.StdoutFile); err != nil {
+			return f, fmt.Errorf("run %q: stdout file: %w", job.Argv[0], err)
+		}
+	}
+	if job.StderrFile != "" {
+		if f.stderr, err = os.Create(job.StderrFile); err != nil {
+			f.close()
+			return f, fmt.Errorf("run %q: stderr file: %w", job.Argv[0], err)
+		}
+	}
+	return f, nil
+}
+
+// write stores the captured streams. A failure here (a full disk) loses a
+// log but not the verdict, so it is logged rather than returned.
+func (f outputFiles) write(res Result, log *slog.Logger) {
+	for _, x := range []struct {
+		f   *os.File
+		out Output
+	}{{f.stdout, res.Stdout}, {f.stderr, res.Stderr}} {
+		if x.f == nil {
+			continue
+		}
+		_, err := io.WriteString(x.f, x.out.String())
+		if cerr := x.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			log.Warn("runner: write output file", "file", x.f.Name(), "err", err)
+		}
+	}
+}
+
+func (f outputFiles) close() {
+	for _, x := range []*os.File{f.stdout, f.stderr} {
+		if x != nil {
+			x.Close()
+		}
+	}
+}

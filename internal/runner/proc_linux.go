@@ -1,0 +1,309 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// sysProcAttr puts the child in its own process group and asks the kernel
+// to SIGKILL it if the thread that started it dies, which covers the
+// runner itself being killed (see run for why the thread is locked).
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// maxRSSKB reads the peak resident set from rusage, in KiB on Linux.
+func maxRSSKB(state *os.ProcessState) int64 {
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
+// procStat is the part of /proc/PID/stat the tracker needs. start (clock
+// ticks since boot) tells a process from a later one that reused its pid.
+type procStat struct {
+	pid, ppid, pgrp, sid int
+	start                uint64
+	state                byte
+}
+
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(pid, b)
+}
+
+// parseProcStat parses "pid (comm) state ppid pgrp session ... starttime".
+// comm may contain spaces and parentheses, so fields are counted from the
+// last ')'.
+func parseProcStat(pid int, b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return procStat{}, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, errors.New("malformed /proc stat")
+	}
+	p := procStat{pid: pid, state: f[0][0]}
+	var err error
+	for _, x := range []struct {
+		dst *int
+		s   string
+	}{{&p.ppid, f[1]}, {&p.pgrp, f[2]}, {&p.sid, f[3]}} {
+		if *x.dst, err = strconv.Atoi(x.s); err != nil {
+			return procStat{}, err
+		}
+	}
+	if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return procStat{}, err
+	}
+	return p, nil
+}
+
+// listProcs reads every process's stat. Processes that exit while the list
+// is read are skipped.
+func listProcs() []procStat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	procs := make([]procStat, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if p, err := readProcStat(pid); err == nil {
+			procs = append(procs, p)
+		}
+	}
+	return procs
+}
+
+// tracker remembers every process of a job it has seen: the members of the
+// job's process group and, transitively, the children of any process it
+// knows, which catches those that left the group with setsid or setpgid.
+// A process that left the group and whose parent exited before a scan saw
+// it cannot be attributed (it is reparented to init); the output pipes are
+// the last clue for those (adoptPipeHolders).
+type tracker struct {
+	pgid  int
+	start uint64         // the leader's start time
+	known map[int]uint64 // pid -> start time
+}
+
+func newTracker(pid int) *tracker {
+	t := &tracker{pgid: pid, known: map[int]uint64{}}
+	if p, err := readProcStat(pid); err == nil {
+		t.start = p.start
+		t.known[pid] = p.start
+	}
+	return t
+}
+
+// scan adds the job's processes now running to the known set.
+func (t *tracker) scan() {
+	procs := listProcs()
+	now := make(map[int]uint64, len(procs))
+	for _, p := range procs {
+		now[p.pid] = p.start
+	}
+	isKnown := func(pid int) bool {
+		st, ok := t.known[pid]
+		return ok && now[pid] == st
+	}
+	// Children can be listed before their parents (pids wrap around), so
+	// repeat until nothing new is found.
+	for changed := true; changed; {
+		changed = false
+		for _, p := range procs {
+			if p.state == 'Z' || isKnown(p.pid) {
+				continue
+			}
+			inGroup := p.pgrp == t.pgid && (p.pid != t.pgid || p.start == t.start)
+			if inGroup || (isKnown(p.ppid) && p.start >= t.known[p.ppid]) {
+				t.known[p.pid] = p.start
+				changed = true
+			}
+		}
+	}
+}
+
+// alive returns the known processes that still run (zombies are dead).
+func (t *tracker) alive() []int {
+	var pids []int
+	for pid, start := range t.known {
+		if p, err := readProcStat(pid); err == nil && p.start == start && p.state != 'Z' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// signal sends sig to every known process still alive. The start-time
+// check before kill leaves a window of microseconds for a pid to be
+// reused, which needs the pid space to wrap around in between.
+func (t *tracker) signal(sig syscall.Signal) {
+	for _, pid := range t.alive() {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// adoptPipeHolders finds the processes, other than this one, that hold an
+// end of one of the given pipes, adds them to the known set and returns
+// them. Only a process of the job can hold the write end of its output.
+func (t *tracker) adoptPipeHolders(pipes []*os.File) []int {
+	want := map[string]bool{}
+	for _, f := range pipes {
+		fi, err := f.Stat()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			want["pipe:["+strconv.FormatUint(st.Ino, 10)+"]"] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	self := os.Getpid()
+	var found []int
+	for _, p := range listProcs() {
+		if p.pid == self || p.state == 'Z' {
+			continue
+		}
+		dir := "/proc/" + strconv.Itoa(p.pid) + "/fd"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && want[link] {
+				t.known[p.pid] = p.start
+				found = append(found, p.pid)
+				break
+			}
+		}
+	}
+	return found
+}
+
+// oomCounter reads the oom_kill count of the memory cgroup a process was
+// started in: memory.events on cgroup v2, memory.oom_control on v1. Both
+// count kills by any OOM killer, global or cgroup, of processes in the
+// cgroup (and its descendants on v2). Other jobs sharing the cgroup make
+// the count a best guess, which is how the result words it.
+type oomCounter struct {
+	path   string // "" when no counter is readable
+	before int64
+}
+
+func newOOMCounter(pid int) oomCounter {
+	for _, p := range memoryCgroupFiles(pid) {
+		if n, err := readOOMKills(p); err == nil {
+			return oomCounter{path: p, before: n}
+		}
+	}
+	return oomCounter{}
+}
+
+// delta returns how many OOM kills the cgroup recorded since the start,
+// and whether the counter could be read.
+func (c oomCounter) delta() (int64, bool) {
+	if c.path == "" {
+		return 0, false
+	}
+	n, err := readOOMKills(c.path)
+	if err != nil {
+		return 0, false
+	}
+	return n - c.before, true
+}
+
+func readOOMKills(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("no oom_kill line in " + path)
+}
+
+// memoryCgroupFiles lists the candidate OOM counter files of pid's memory
+// cgroup, v2 first, by joining its cgroup paths (/proc/PID/cgroup) to the
+// matching mounts (/proc/self/mountinfo). The mount's root is cut from the
+// path, which handles cgroup namespaces.
+func memoryCgroupFiles(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return nil
+	}
+	var v2, v1 string
+	hasV2, hasV1 := false, false
+	for line := range strings.Lines(string(b)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		switch {
+		case f[0] == "0" && f[1] == "":
+			v2, hasV2 = f[2], true
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			v1, hasV1 = f[2], true
+		}
+	}
+	mi, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer mi.Close()
+	var files []string
+	var v1files []string
+	sc := bufio.NewScanner(mi)
+	for sc.Scan() {
+		// id parent maj:min root mountpoint options [optional...] - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		a, b := strings.Fields(pre), strings.Fields(post)
+		if len(a) < 5 || len(b) < 3 {
+			continue
+		}
+		root, mnt := a[3], a[4]
+		switch {
+		case hasV2 && b[0] == "cgroup2":
+			files = append(files, filepath.Join(mnt, relCgroup(v2, root), "memory.events"))
+		case hasV1 && b[0] == "cgroup" && slices.Contains(strings.Split(b[2], ","), "memory"):
+			v1files = append(v1files, filepath.Join(mnt, relCgroup(v1, root), "memory.oom_control"))
+		}
+	}
+	return append(files, v1files...)
+}
+
+func relCgroup(path, root string) string {
+	if root == "/" {
+		return path
+	}
+	if rel, ok := strings.CutPrefix(path, root); ok {
+		return rel
+	}
+	return path
+}

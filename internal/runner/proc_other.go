@@ -1,0 +1,41 @@
+//go:build unix && !linux
+
+package runner
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// Without /proc and Pdeathsig, only the process group is tracked: the job
+// is stopped by signalling its group, and processes that leave the group
+// are not found.
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func maxRSSKB(state *os.ProcessState) int64 {
+	ru, ok := state.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return int64(ru.Maxrss) / 1024 // bytes there
+	}
+	return int64(ru.Maxrss)
+}
+
+type tracker struct{}
+
+func newTracker(int) *tracker                      { return &tracker{} }
+func (*tracker) scan()                             {}
+func (*tracker) alive() []int                      { return nil }
+func (*tracker) signal(syscall.Signal)             {}
+func (*tracker) adoptPipeHolders([]*os.File) []int { return nil }
+
+type oomCounter struct{}
+
+func newOOMCounter(int) oomCounter      { return oomCounter{} }
+func (oomCounter) delta() (int64, bool) { return 0, false }
