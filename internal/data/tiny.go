@@ -77,7 +77,7 @@ func DefaultTinyParams() TinyParams {
 		WeightBits:     5,
 		MarkerPermille: 60,
 		EndNum:         1, EndDen: 256,
-		KeyZipf:          720720, // divisible by 1..16, so the Zipf weights are exact
+		KeyZipf:          720720,                // divisible by 1..16, so the Zipf weights are exact
 		Seed:             0x7469_6e79_7365_6564, // "tinyseed"
 		ValShardTokens:   1 << 18,
 		TrainShardTokens: 1 << 20,
