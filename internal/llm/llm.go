@@ -41,13 +41,23 @@ type Request struct {
 
 // Usage counts tokens of one call. Estimated is true when the server sent no
 // usage and the figures come from a local tokenizer.
+//
+// The adapters normalize what each provider reports, so that the same field
+// means the same thing everywhere: InputTokens counts every prompt token,
+// including those read from or written to a prompt cache (CachedTokens and
+// CacheWriteTokens are parts of it); OutputTokens counts every generated
+// token, including hidden reasoning (ReasoningTokens is a part of it).
 type Usage struct {
-	InputTokens     int64 `json:"input_tokens"`
-	OutputTokens    int64 `json:"output_tokens"`
-	ReasoningTokens int64 `json:"reasoning_tokens"`
-	CachedTokens    int64 `json:"cached_tokens"`
-	Estimated       bool  `json:"estimated,omitempty"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	Estimated        bool  `json:"estimated,omitempty"`
 }
+
+// Total is input plus output tokens, the figure token budgets count.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 
 // Response is the model's answer and what it cost.
 type Response struct {
@@ -58,5 +68,24 @@ type Response struct {
 	Model        string        `json:"model"`    // as reported by the server
 	Provider     string        `json:"provider"` // "openai", "anthropic", "gemini", ...
 	RequestID    string        `json:"request_id,omitempty"`
-	FinishReason string        `json:"finish_reason,omitempty"`
+	FinishReason string        `json:"finish_reason,omitempty"` // FinishStop, FinishLength, FinishContentFilter or the provider's own word
+	// PriceUnknown is true when no price is known for the model, so CostUSD
+	// is 0 for lack of data rather than because the call was free.
+	PriceUnknown bool `json:"price_unknown,omitempty"`
+	// Attempts is how many HTTP requests the call took (1 without retries).
+	Attempts int `json:"attempts,omitempty"`
 }
+
+// Finish reasons, normalized across providers. Other values are passed
+// through in lower case.
+const (
+	FinishStop          = "stop"           // the model ended its answer or hit a stop sequence
+	FinishLength        = "length"         // the answer was cut at the output token limit
+	FinishContentFilter = "content_filter" // the provider withheld or cut the answer
+)
+
+// ClientFunc adapts a function to the Client interface.
+type ClientFunc func(ctx context.Context, req Request) (*Response, error)
+
+// Complete calls f.
+func (f ClientFunc) Complete(ctx context.Context, req Request) (*Response, error) { return f(ctx, req) }
