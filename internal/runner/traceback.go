@@ -52,17 +52,21 @@ func lastPythonError(s string) (traceback, errorLine string) {
 		lines[i] = strings.TrimSuffix(lines[i], "\r")
 	}
 
-	tbStart, tb, tbLine := -1, "", ""
+	// Each later kind of error is looked for after the end of the
+	// previous one, so a SyntaxError inside a traceback stays part of it.
+	tbStart, tbEnd, tb, tbLine := -1, -1, "", ""
 	for i := len(lines) - 1; i >= 0; i-- {
 		if k := strings.Index(lines[i], tracebackHeader); k >= 0 {
 			tbStart = i
-			tb, tbLine = readTraceback(lines[i:], lines[i][:k])
+			var n int
+			tb, tbLine, n = readTraceback(lines[i:], lines[i][:k])
+			tbEnd = i + n
 			break
 		}
 	}
 
 	synStart, syn, synLine := -1, "", ""
-	for i := len(lines) - 1; i > tbStart; i-- {
+	for i := len(lines) - 1; i > tbEnd; i-- {
 		if isSyntaxErrorLine(lines[i]) {
 			synStart, syn, synLine = syntaxError(lines, i)
 			break
@@ -70,7 +74,7 @@ func lastPythonError(s string) (traceback, errorLine string) {
 	}
 
 	msgStart, msgLine := -1, ""
-	for i := len(lines) - 1; i > max(tbStart, synStart); i-- {
+	for i := len(lines) - 1; i > max(tbEnd, synStart); i-- {
 		if isInterpreterMessage(lines[i]) {
 			msgStart, msgLine = i, lines[i]
 			break
@@ -95,8 +99,9 @@ func lastPythonError(s string) (traceback, errorLine string) {
 
 // readTraceback reads a traceback that starts at lines[0]. Frame lines are
 // indented; the first unindented line is the exception, followed by its
-// continuation lines (multi-line messages) up to a blank line.
-func readTraceback(lines []string, prefix string) (traceback, errorLine string) {
+// continuation lines (multi-line messages) up to a blank line. last is the
+// index of the last line read.
+func readTraceback(lines []string, prefix string) (traceback, errorLine string, last int) {
 	var b strings.Builder
 	b.WriteString(strings.TrimPrefix(lines[0], prefix))
 	excAt := -1
@@ -113,12 +118,13 @@ func readTraceback(lines []string, prefix string) (traceback, errorLine string) 
 		}
 		b.WriteByte('\n')
 		b.WriteString(l)
+		last = i
 		if excAt < 0 && l != "" && l[0] != ' ' && l[0] != '\t' {
 			excAt = i
 			errorLine = l
 		}
 	}
-	return b.String(), errorLine
+	return b.String(), errorLine, last
 }
 
 var syntaxErrorNames = []string{"SyntaxError", "IndentationError", "TabError"}
