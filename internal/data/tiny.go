@@ -39,8 +39,10 @@ type TinyParams struct {
 	// HomeWords is how many words each topic favours.
 	HomeWords int
 	// SharedWords is how many candidate successors each state offers to
-	// every topic; topics overlap through them.
+	// every topic, and SharedPicks how many of them each topic's row takes
+	// (in its own choice and weights); topics overlap through them.
 	SharedWords int
+	SharedPicks int
 	// MinSupport and MaxSupport bound the number of words a row can emit.
 	MinSupport, MaxSupport int
 	// WeightBits: a row's raw word weights are 1<<u with u uniform in
@@ -72,7 +74,7 @@ func DefaultTinyParams() TinyParams {
 		Vocab: 256, Words: 192, Markers: 4, Keys: 16, Values: 32,
 		Topics:    16,
 		TableSeed: 0x7469_6e79_7461_626c, // "tinytabl"
-		HomeWords: 40, SharedWords: 6,
+		HomeWords: 40, SharedWords: 6, SharedPicks: 3,
 		MinSupport: 8, MaxSupport: 16,
 		WeightBits:     5,
 		MarkerPermille: 60,
@@ -106,6 +108,7 @@ func (p TinyParams) Validate() error {
 	check(p.Topics >= 1 && p.Topics <= 1024, "topics = %d, need 1..1024", p.Topics)
 	check(p.HomeWords >= 1 && p.HomeWords <= p.Words, "home words = %d, need 1..words (%d)", p.HomeWords, p.Words)
 	check(p.SharedWords >= 0 && p.SharedWords <= p.Words, "shared words = %d, need 0..words (%d)", p.SharedWords, p.Words)
+	check(p.SharedPicks >= 0 && p.SharedPicks <= p.SharedWords, "shared picks = %d, need 0..shared words (%d)", p.SharedPicks, p.SharedWords)
 	check(p.MinSupport >= 1 && p.MinSupport <= p.MaxSupport, "support = %d..%d, need 1 <= min <= max", p.MinSupport, p.MaxSupport)
 	check(p.MaxSupport <= p.Words, "max support = %d, need at most words (%d)", p.MaxSupport, p.Words)
 	check(p.WeightBits >= 1 && p.WeightBits <= 12, "weight bits = %d, need 1..12", p.WeightBits)
@@ -201,10 +204,9 @@ func NewTinyModel(p TinyParams) (*TinyModel, error) {
 	for z := range p.Topics {
 		for s := range states {
 			n := p.MinSupport + int(uniform(src, uint64(p.MaxSupport-p.MinSupport+1)))
-			// A quarter of the row comes from the state's shared candidates,
-			// in an order of this topic's choosing; the rest from the topic's
-			// home words.
-			nShared := min(len(shared[s]), n/4)
+			// Part of the row comes from the state's shared candidates, in
+			// this topic's choice; the rest from the topic's home words.
+			nShared := min(p.SharedPicks, n)
 			picked := make([]int, 0, n)
 			seen := make(map[int]bool, n)
 			for _, i := range sampleDistinct(src, len(shared[s]), nShared) {
