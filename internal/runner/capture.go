@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -117,27 +118,52 @@ type lineSplitter struct {
 }
 
 func (s *lineSplitter) Write(p []byte) (int, error) {
-	for _, b := range p {
-		switch b {
-		case '\n':
-			if s.afterCR {
-				s.afterCR = false
+	// Terminators are found with IndexByte (vectorized) and each search
+	// result is reused until passed, so a chunk is scanned about twice
+	// whatever its line count.
+	nextNL, nextCR := indexFrom(p, 0, '\n'), indexFrom(p, 0, '\r')
+	for pos := 0; pos < len(p); {
+		if s.afterCR {
+			s.afterCR = false
+			if p[pos] == '\n' {
+				pos++
 				continue
 			}
-			s.flush()
-		case '\r':
-			s.flush()
-			s.afterCR = true
-		default:
-			s.afterCR = false
-			if len(s.buf) < s.max {
-				s.buf = append(s.buf, b)
-			} else {
-				s.over++
-			}
 		}
+		if nextNL >= 0 && nextNL < pos {
+			nextNL = indexFrom(p, pos, '\n')
+		}
+		if nextCR >= 0 && nextCR < pos {
+			nextCR = indexFrom(p, pos, '\r')
+		}
+		end := nextNL
+		if end < 0 || (nextCR >= 0 && nextCR < end) {
+			end = nextCR
+		}
+		if end < 0 {
+			s.add(p[pos:])
+			break
+		}
+		s.add(p[pos:end])
+		s.flush()
+		s.afterCR = p[end] == '\r'
+		pos = end + 1
 	}
 	return len(p), nil
+}
+
+// add appends to the pending line what fits under max and counts the rest.
+func (s *lineSplitter) add(b []byte) {
+	k := min(len(b), s.max-len(s.buf))
+	s.buf = append(s.buf, b[:k]...)
+	s.over += int64(len(b) - k)
+}
+
+func indexFrom(p []byte, from int, c byte) int {
+	if i := bytes.IndexByte(p[from:], c); i >= 0 {
+		return from + i
+	}
+	return -1
 }
 
 // flush emits the pending line, even an empty one.

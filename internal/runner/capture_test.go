@@ -63,11 +63,11 @@ func TestCappedRuneBoundaries(t *testing.T) {
 func TestLineSplitter(t *testing.T) {
 	var got []string
 	s := &lineSplitter{max: 8, emitLine: func(l string) { got = append(got, l) }}
-	for _, chunk := range []string{"one\ntw", "o\r\n", "\nprogress 1\rprog", "ress 2\r", "long line that goes on\n", "tail"} {
+	for _, chunk := range []string{"one\ntw", "o\r\n", "\nprogress 1\rprog", "ress 2\r", "long line that goes on\n", "crlf\r", "\nsplit", "\r", "\n", "tail"} {
 		s.Write([]byte(chunk))
 	}
 	s.close()
-	want := []string{"one", "two", "", "progress", "progress", "long lin [... 14 more bytes in this line]", "tail"}
+	want := []string{"one", "two", "", "progress", "progress", "long lin [... 14 more bytes in this line]", "crlf", "split", "tail"}
 	want[3] = "progress [... 2 more bytes in this line]"
 	want[4] = "progress [... 2 more bytes in this line]"
 	if strings.Join(got, "|") != strings.Join(want, "|") {

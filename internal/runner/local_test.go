@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -546,4 +547,52 @@ func TestLocalConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestLocalDiesWithRunner: if the runner's process is killed outright, the
+// job's main process dies with it (Pdeathsig) instead of running on.
+func TestLocalDiesWithRunner(t *testing.T) {
+	dir := t.TempDir()
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperRunner$", "-test.count=1")
+	helper.Env = append(os.Environ(), "RUNNER_TEST_HELPER_DIR="+dir)
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			helper.Process.Kill()
+			helper.Wait()
+			t.Fatal("helper did not start the job")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pids := readPids(t, pidFile)
+	helper.Process.Kill()
+	helper.Wait()
+	deadline = time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if p, err := readProcStat(pids[0]); err != nil || p.state == 'Z' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	assertGone(t, pids)
+}
+
+// TestHelperRunner is the runner process killed by TestLocalDiesWithRunner.
+func TestHelperRunner(t *testing.T) {
+	dir := os.Getenv("RUNNER_TEST_HELPER_DIR")
+	if dir == "" {
+		t.Skip("helper process for TestLocalDiesWithRunner")
+	}
+	NewLocal(nil).Run(context.Background(), Job{
+		Dir:  dir,
+		Argv: []string{"/bin/sh", "-c", "echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 1000"},
+		Env:  testEnv,
+	})
 }
