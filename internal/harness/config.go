@@ -43,8 +43,8 @@ type Config struct {
 	FastValTokens int64 `json:"fast_val_tokens"`
 
 	// WorldSize is the number of processes the launcher starts: 0 or 1 runs
-	// plain python, more runs torchrun --standalone with that many
-	// processes on one node. The harness refuses a WORLD_SIZE that differs.
+	// one python process, more starts that many workers on one node with
+	// torchrun's environment. The harness refuses a WORLD_SIZE that differs.
 	WorldSize int `json:"world_size"`
 
 	// Telemetry. TelemetryLevel "full" (or empty) measures everything;

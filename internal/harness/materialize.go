@@ -121,8 +121,8 @@ func writeReadOnly(path string, b []byte) error {
 // Command returns the argv and the harness's environment entries that start
 // runDir/train.py under the harness, with runDir as the working directory.
 // python is the interpreter (for example /usr/bin/python3). With
-// cfg.WorldSize > 1 the program runs under torchrun --standalone with that
-// many processes. The caller adds the rest of the environment (PATH, HOME,
+// cfg.WorldSize > 1 the boot script starts that many worker processes with
+// torchrun's worker environment (RANK, WORLD_SIZE, MASTER_ADDR, ...). The caller adds the rest of the environment (PATH, HOME,
 // CUDA_VISIBLE_DEVICES, ...); the runner inherits nothing.
 func Command(python, runDir string, cfg Config) (argv []string, env []string) {
 	abs, err := filepath.Abs(runDir)
@@ -132,8 +132,10 @@ func Command(python, runDir string, cfg Config) (argv []string, env []string) {
 	boot := filepath.Join(abs, Dir, BootFile)
 	prog := filepath.Join(abs, Program)
 	if cfg.WorldSize > 1 {
-		argv = []string{python, "-u", "-m", "torch.distributed.run", "--standalone",
-			"--nproc_per_node=" + strconv.Itoa(cfg.WorldSize), boot, prog}
+		// The boot script's own launcher, not torchrun: it sets the same
+		// worker environment, and torchrun is broken in some distributions
+		// (Debian's torch 1.13 under Python 3.11).
+		argv = []string{python, "-u", boot, "--nproc=" + strconv.Itoa(cfg.WorldSize), prog}
 	} else {
 		argv = []string{python, "-u", boot, prog}
 	}

@@ -1,12 +1,14 @@
 """frontier_boot: start a candidate program under the harness.
 
     python3 -u frontier_boot.py train.py [args...]
+    python3 -u frontier_boot.py --nproc=N train.py [args...]
 
 Imports frontier_harness first, so the harness reads the injected config and
 captures its clock before any program code runs; then runs the program as
 __main__. Whatever way the program ends is written to the telemetry file:
 an exception (with its traceback), SIGTERM, sys.exit, or returning without
-calling fh.finish().
+calling fh.finish(). With --nproc=N it first starts N worker processes on
+this node the way torchrun --standalone does (see launch).
 
 Exit codes: 0 the run finished; 1 the program raised; 2 the harness could
 not start (config); 3 the program ended without calling fh.finish();
@@ -71,11 +73,75 @@ def _setup_error(kind, code, message):
         pass
 
 
+def _free_port():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(nproc, argv):
+    """Start nproc copies of this script on one node with the environment
+    torchrun gives its workers (RANK, LOCAL_RANK, WORLD_SIZE,
+    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), so that
+    torch.distributed.init_process_group() works unchanged. The first worker
+    to fail stops the others; SIGTERM is passed on. Does not import torch."""
+    import subprocess
+    import time
+
+    port = str(_free_port())
+    procs = []
+    for rank in range(nproc):
+        env = dict(os.environ)
+        env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
+                    "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env))
+
+    def stop_all(grace=10.0):
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + grace
+        for p in procs:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def on_term(signum, frame):
+        stop_all()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    code = 0
+    running = list(procs)
+    while running:
+        time.sleep(0.05)
+        for p in list(running):
+            rc = p.poll()
+            if rc is None:
+                continue
+            running.remove(p)
+            if rc != 0 and code == 0:
+                code = rc if rc > 0 else 128 - rc
+                stop_all()
+    return code
+
+
 def main():
-    if len(sys.argv) < 2:
-        print("usage: frontier_boot.py PROGRAM.py [ARGS...]", file=sys.stderr)
+    args = sys.argv[1:]
+    if args and args[0].startswith("--nproc="):
+        n = args[0][len("--nproc="):]
+        if not n.isdigit() or int(n) < 1 or len(args) < 2:
+            print("usage: frontier_boot.py [--nproc=N] PROGRAM.py [ARGS...]", file=sys.stderr)
+            return EXIT_SETUP
+        return launch(int(n), args[1:])
+    if not args:
+        print("usage: frontier_boot.py [--nproc=N] PROGRAM.py [ARGS...]", file=sys.stderr)
         return EXIT_SETUP
-    prog = os.path.abspath(sys.argv[1])
+    prog = os.path.abspath(args[0])
     try:
         import frontier_harness as fh
     except ImportError as e:

@@ -31,7 +31,6 @@ import resource
 import socket
 import sys
 import time
-import traceback
 import types
 
 # Captured before the program is imported: later patches of the time module
@@ -39,33 +38,7 @@ import types
 _perf = time.perf_counter
 _T_IMPORT = _perf()
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
 CONFIG_SCHEMA = 1
-SHARD_MAGIC = 20240520
-SHARD_VERSION = 1
-SHARD_HEADER_INTS = 256
-SHARD_HEADER_BYTES = SHARD_HEADER_INTS * 4
-
-_cuda_sync = torch.cuda.synchronize
-_cuda_event = torch.cuda.Event
-_all_reduce = None  # bound lazily: torch.distributed may be absent
-
-__all__ = [
-    "HarnessError",
-    "ShardError",
-    "config",
-    "finish",
-    "read_shard",
-    "section",
-    "step",
-    "steps",
-    "train_begin",
-    "validate",
-    "want_validation",
-]
 
 
 class HarnessError(Exception):
@@ -85,6 +58,61 @@ class ShardError(HarnessError, ValueError):
 
     def __init__(self, message):
         super().__init__("shard", message)
+
+
+def _load_config():
+    """Read and check the injected config. Runs before torch is imported, so
+    a run without a usable config fails in milliseconds."""
+    path = os.environ.get("FRONTIER_CONFIG", "")
+    if not path:
+        raise HarnessError(
+            "config",
+            "FRONTIER_CONFIG is not set: this program must be started by frontier "
+            "(for example `frontier eval train.py`), which writes the run's config.json")
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            raw = json.load(f)
+    except OSError as e:
+        raise HarnessError("config", "cannot read the run config %s: %s"
+                           % (path, e.strerror or e)) from None
+    except ValueError as e:
+        raise HarnessError("config", "the run config %s is not valid JSON: %s" % (path, e)) from None
+    if not isinstance(raw, dict) or raw.get("schema") != CONFIG_SCHEMA:
+        got = raw.get("schema") if isinstance(raw, dict) else None
+        raise HarnessError(
+            "config",
+            "the run config %s has schema %r but this harness reads schema %d: the harness "
+            "and the frontier binary that wrote the config do not match" % (path, got, CONFIG_SCHEMA))
+    return path, raw
+
+
+_CONFIG_PATH, _CONFIG = _load_config()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+SHARD_MAGIC = 20240520
+SHARD_VERSION = 1
+SHARD_HEADER_INTS = 256
+SHARD_HEADER_BYTES = SHARD_HEADER_INTS * 4
+
+_cuda_sync = torch.cuda.synchronize
+_cuda_event = torch.cuda.Event
+
+__all__ = [
+    "HarnessError",
+    "ShardError",
+    "config",
+    "finish",
+    "read_shard",
+    "section",
+    "step",
+    "steps",
+    "train_begin",
+    "validate",
+    "want_validation",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -304,28 +332,8 @@ class _CUDASection:
 
 
 class _Harness:
-    def __init__(self):
+    def __init__(self, path, raw):
         self.t_import = _T_IMPORT
-        path = os.environ.get("FRONTIER_CONFIG", "")
-        if not path:
-            raise HarnessError(
-                "config",
-                "FRONTIER_CONFIG is not set: this program must be started by frontier "
-                "(for example `frontier eval train.py`), which writes the run's config.json")
-        try:
-            with open(path, "r", encoding="utf-8") as f:
-                raw = json.load(f)
-        except OSError as e:
-            raise HarnessError("config", "cannot read the run config %s: %s"
-                               % (path, e.strerror or e)) from None
-        except ValueError as e:
-            raise HarnessError("config", "the run config %s is not valid JSON: %s" % (path, e)) from None
-        if not isinstance(raw, dict) or raw.get("schema") != CONFIG_SCHEMA:
-            got = raw.get("schema") if isinstance(raw, dict) else None
-            raise HarnessError(
-                "config",
-                "the run config %s has schema %r but this harness reads schema %d: the harness "
-                "and the frontier binary that wrote the config do not match" % (path, got, CONFIG_SCHEMA))
         tpath = raw.get("telemetry_path") or ""
         if not isinstance(tpath, str) or not tpath:
             raise HarnessError("config", "the run config %s has no telemetry_path" % path)
@@ -1036,7 +1044,7 @@ def _blas_info():
 # ---------------------------------------------------------------------------
 # Public API: thin functions over the one harness object.
 
-_H = _Harness()
+_H = _Harness(_CONFIG_PATH, _CONFIG)
 
 
 def config():
