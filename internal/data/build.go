@@ -125,7 +125,13 @@ func buildTinyShards(ctx context.Context, dir string, m *TinyModel, log *slog.Lo
 // file is missing it builds the corpus, then it verifies every pinned
 // shard. A mismatch is an error that says so; it never lets a run go ahead
 // on other data.
-func EnsureTiny(ctx context.Context, dir string, pinned []track.Shard, opt TinyOptions) (Report, error) {
+func EnsureTiny(ctx context.Context, dir string, pinned []track.Shard) error {
+	_, err := ensureTiny(ctx, dir, pinned, TinyOptions{})
+	return err
+}
+
+// ensureTiny is EnsureTiny for any corpus parameters.
+func ensureTiny(ctx context.Context, dir string, pinned []track.Shard, opt TinyOptions) (Report, error) {
 	opt = opt.withDefaults()
 	if len(pinned) == 0 {
 		return Report{Dir: dir}, errors.New("tiny data: the track pins no shards; list them (file, sha256, tokens) in the track spec, as `frontier data build tiny` prints them")

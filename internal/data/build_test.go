@@ -107,12 +107,12 @@ func TestEnsureTiny(t *testing.T) {
 
 	// Missing files are built, then verified.
 	dir := t.TempDir()
-	rep, err := EnsureTiny(ctx, dir, pins, opt)
+	rep, err := ensureTiny(ctx, dir, pins, opt)
 	if err != nil || !rep.OK() || len(rep.Shards) != len(pins) {
 		t.Fatalf("EnsureTiny on an empty folder: %v, %+v", err, rep)
 	}
 	// Present and good: nothing to do.
-	if _, err := EnsureTiny(ctx, dir, pins, opt); err != nil {
+	if _, err := ensureTiny(ctx, dir, pins, opt); err != nil {
 		t.Fatal(err)
 	}
 
@@ -123,7 +123,7 @@ func TestEnsureTiny(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = EnsureTiny(ctx, dir, pins, opt)
+	_, err = ensureTiny(ctx, dir, pins, opt)
 	if !errors.Is(err, ErrHashMismatch) || !strings.Contains(err.Error(), "does not match the track's pins") || !strings.Contains(err.Error(), pins[0].File) {
 		t.Errorf("corrupt shard: %v", err)
 	}
@@ -132,12 +132,12 @@ func TestEnsureTiny(t *testing.T) {
 	other := t.TempDir()
 	wrong := append(pins[:0:0], pins...)
 	wrong[1].SHA256 = strings.Repeat("0", 64)
-	_, err = EnsureTiny(ctx, other, wrong, opt)
+	_, err = ensureTiny(ctx, other, wrong, opt)
 	if !errors.Is(err, ErrHashMismatch) || !strings.Contains(err.Error(), "generator and the track spec disagree") {
 		t.Errorf("foreign pins: %v", err)
 	}
 
-	if _, err := EnsureTiny(ctx, t.TempDir(), nil, opt); err == nil {
+	if _, err := ensureTiny(ctx, t.TempDir(), nil, opt); err == nil {
 		t.Error("EnsureTiny with no pins succeeded")
 	}
 }
@@ -161,7 +161,7 @@ func TestBuildTinyDefault(t *testing.T) {
 		t.Errorf("floor %.7f, pinned %.7f", f.Floor, pinnedFloor)
 	}
 	start := time.Now()
-	if _, err := EnsureTiny(ctx, dir, shards, TinyOptions{}); err != nil {
+	if err := EnsureTiny(ctx, dir, shards); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("verified %d shards in %v", len(shards), time.Since(start))

@@ -48,6 +48,47 @@ func (r Report) OK() bool {
 	return true
 }
 
+// String lists each shard with its status, one per line.
+func (r Report) String() string {
+	var b strings.Builder
+	for _, s := range r.Shards {
+		if s.Err == nil {
+			fmt.Fprintf(&b, "ok      %s  %d tokens  sha256 %s\n", s.File, s.Tokens, s.SHA256)
+			continue
+		}
+		// One line per problem: a shard can fail several checks.
+		for _, line := range strings.Split(s.Err.Error(), "\n") {
+			fmt.Fprintf(&b, "FAILED  %s\n", line)
+		}
+	}
+	return b.String()
+}
+
+// CheckShardFile checks that path is a readable shard: its header is valid
+// and its size matches the header's count. With vocab > 0 it also reads
+// every token and checks it is below vocab; that is a full read, so pass 0
+// for large shards whose hash Verify has already checked.
+func CheckShardFile(path string, vocab int) error {
+	r, err := OpenShard(path, vocab)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if vocab <= 0 {
+		return nil
+	}
+	buf := make([]uint16, chunkTokens)
+	for {
+		_, err := r.Read(buf)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // Verify checks every pinned shard in dir: the file exists, its header is
 // valid and matches its size, its token count equals the pinned count, its
 // SHA-256 equals the pinned hash and, with vocab > 0, every token id is

@@ -156,3 +156,33 @@ func TestManifest(t *testing.T) {
 		t.Error("manifest with a bad pattern succeeded")
 	}
 }
+
+func TestCheckShardFile(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTestShard(t, dir, "g.bin", make([]uint16, 3*chunkTokens))
+	if err := CheckShardFile(filepath.Join(dir, good.File), 1); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range corruptions(t, dir) {
+		err := CheckShardFile(c.path, 100)
+		checkShardErr(t, err, c.want, c.path)
+		if c.want == ErrTokenRange {
+			if err := CheckShardFile(c.path, 0); err != nil {
+				t.Errorf("%s without a vocabulary: %v", name, err)
+			}
+		}
+	}
+}
+
+func TestReportString(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTestShard(t, dir, "g.bin", []uint16{1})
+	bad := writeTestShard(t, dir, "b.bin", []uint16{1})
+	bad.SHA256 = strings.Repeat("0", 64)
+	bad.Tokens = 2
+	rep, _ := Verify(context.Background(), dir, []track.Shard{good, bad}, 0)
+	s := rep.String()
+	if !strings.Contains(s, "ok      g.bin") || strings.Count(s, "FAILED") != 2 || !strings.Contains(s, "b.bin") {
+		t.Errorf("report:\n%s", s)
+	}
+}
