@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,6 +25,8 @@ const (
 	defaultGrace        = 5 * time.Second
 	defaultCapBytes     = 64 << 10
 	defaultLineBytes    = 4 << 10
+	maxCapBytes         = 256 << 20 // memory is reserved up front
+	maxLineBytes        = 1 << 20
 	defaultScanInterval = time.Second
 	firstScanDelay      = 10 * time.Millisecond
 )
@@ -69,7 +70,7 @@ func (l *Local) Run(ctx context.Context, job Job) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	path, err := resolveExecutable(job)
+	path, err := LookPath(job)
 	if err != nil {
 		res := Result{Status: StatusNoStart, ExitCode: -1, Message: "could not start: " + err.Error() + "."}
 		files.write(res, log)
@@ -114,8 +115,16 @@ func withDefaults(job Job) (Job, error) {
 			return job, fmt.Errorf("run %q: Job.Env[%d] = %q: want KEY=value without NUL bytes", job.Argv[0], i, kv)
 		}
 	}
-	if job.Timeout < 0 || job.Grace < 0 || job.HeadBytes < 0 || job.TailBytes < 0 || job.LineBytes < 0 {
-		return job, fmt.Errorf("run %q: negative Timeout, Grace or byte limit", job.Argv[0])
+	if job.Timeout < 0 || job.Grace < 0 {
+		return job, fmt.Errorf("run %q: negative Timeout (%v) or Grace (%v)", job.Argv[0], job.Timeout, job.Grace)
+	}
+	for _, x := range []struct {
+		name     string
+		val, max int
+	}{{"HeadBytes", job.HeadBytes, maxCapBytes}, {"TailBytes", job.TailBytes, maxCapBytes}, {"LineBytes", job.LineBytes, maxLineBytes}} {
+		if x.val < 0 || x.val > x.max {
+			return job, fmt.Errorf("run %q: Job.%s = %d: want 0 (the default) to %d", job.Argv[0], x.name, x.val, x.max)
+		}
 	}
 	if job.StdoutFile != "" && job.StdoutFile == job.StderrFile {
 		return job, fmt.Errorf("run %q: StdoutFile and StderrFile are the same file %s", job.Argv[0], job.StdoutFile)
@@ -133,69 +142,6 @@ func withDefaults(job Job) (Job, error) {
 		job.LineBytes = defaultLineBytes
 	}
 	return job, nil
-}
-
-// resolveExecutable finds Argv[0] the way the job's own shell would: in
-// the PATH of the job's environment, not the runner's, so that what runs
-// does not depend on who started the runner.
-func resolveExecutable(job Job) (string, error) {
-	name := job.Argv[0]
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(job.Dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("executable %q: %w", name, err)
-		}
-		return p, nil
-	}
-	list, ok := lookupEnv(job.Env, "PATH")
-	where := "the job's PATH"
-	if !ok {
-		list = os.Getenv("PATH")
-		where = "the runner's PATH (the job's environment has none)"
-	}
-	for _, dir := range filepath.SplitList(list) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(job.Dir, dir)
-		}
-		p := filepath.Join(dir, name)
-		if checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("executable %q not found in %s %q; install it, add its folder to PATH or give its full path", name, where, list)
-}
-
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", p)
-		}
-		return err
-	}
-	if fi.IsDir() {
-		return fmt.Errorf("%s is a directory", p)
-	}
-	if fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not executable (mode %v)", p, fi.Mode().Perm())
-	}
-	return nil
-}
-
-// lookupEnv returns the last value of key in env, as the program sees it.
-func lookupEnv(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
 }
 
 // exited is what the goroutine that started the process learned.
@@ -336,6 +282,7 @@ type supervisor struct {
 	oom   oomCounter
 
 	reason    Status // StatusTimeout or StatusCanceled once we decided to stop it
+	cause     error  // context.Cause when canceled
 	killed    bool   // we sent SIGKILL because the grace period ran out
 	leftover  int
 	survivors []int
@@ -360,6 +307,9 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 	ctxDone := ctx.Done()
 	stop := func(reason Status) {
 		s.reason = reason
+		if reason == StatusCanceled {
+			s.cause = context.Cause(ctx)
+		}
 		timeoutC, ctxDone = nil, nil
 		s.log.Debug("runner: stopping", "reason", reason, "grace", s.grace)
 		s.tr.scan()
@@ -372,8 +322,14 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 		case w := <-done:
 			return w
 		case <-timeoutC:
+			if w, ok := exitedAlready(done); ok {
+				return w
+			}
 			stop(StatusTimeout)
 		case <-ctxDone:
+			if w, ok := exitedAlready(done); ok {
+				return w
+			}
 			stop(StatusCanceled)
 		case <-graceC:
 			graceC = nil
@@ -386,6 +342,17 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 			interval = min(2*interval, scanMax)
 			scanT.Reset(interval)
 		}
+	}
+}
+
+// exitedAlready gives the exit priority over a limit that fired at the
+// same moment: select picks among ready cases at random.
+func exitedAlready(done <-chan exited) (exited, bool) {
+	select {
+	case w := <-done:
+		return w, true
+	default:
+		return exited{}, false
 	}
 }
 
@@ -465,9 +432,12 @@ func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 	switch {
 	case s.reason != "":
 		res.Status = s.reason
-		what := "killed at the wall-clock limit of " + fmtDuration(job.Timeout)
+		what := "stopped at the wall-clock limit of " + fmtDuration(job.Timeout)
 		if s.reason == StatusCanceled {
 			what = "canceled after " + fmtDuration(res.Wall)
+			if s.cause != nil && !errors.Is(s.cause, context.Canceled) {
+				what += " (" + s.cause.Error() + ")"
+			}
 		}
 		if s.killed {
 			msg = what + ": SIGTERM to its process group, then SIGKILL after the " + fmtDuration(job.Grace) + " grace period"

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -361,6 +362,13 @@ func TestLocalCancel(t *testing.T) {
 	}
 	assertGone(t, readPids(t, filepath.Join(job.Dir, "pids")))
 
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	time.AfterFunc(100*time.Millisecond, func() { cancel2(errors.New("search budget spent")) })
+	res = runCtx(t, ctx2, job)
+	if res.Status != StatusCanceled || !strings.Contains(res.Message, "(search budget spent)") {
+		t.Errorf("canceled with a cause: %s: %s", res.Status, res.Message)
+	}
+
 	res = runCtx(t, ctx, job) // already canceled: never starts
 	if res.Status != StatusCanceled || res.Wall != 0 {
 		t.Errorf("pre-canceled: %s after %v: %s", res.Status, res.Wall, res.Message)
@@ -522,6 +530,8 @@ func TestLocalBadJob(t *testing.T) {
 		{"no dir", Job{Argv: []string{"/bin/true"}}, "no working directory"},
 		{"missing dir", Job{Dir: filepath.Join(dir, "nope"), Argv: []string{"/bin/true"}}, "no such file or directory"},
 		{"bad env", Job{Dir: dir, Argv: []string{"/bin/true"}, Env: []string{"A=1", "oops"}}, `Job.Env[1] = "oops"`},
+		{"huge cap", Job{Dir: dir, Argv: []string{"/bin/true"}, TailBytes: 1 << 40}, "Job.TailBytes = 1099511627776: want 0 (the default) to 268435456"},
+		{"negative timeout", Job{Dir: dir, Argv: []string{"/bin/true"}, Timeout: -1}, "negative Timeout"},
 		{"same files", Job{Dir: dir, Argv: []string{"/bin/true"}, StdoutFile: "x", StderrFile: "x"}, "same file"},
 		{"bad output file", Job{Dir: dir, Argv: []string{"/bin/true"}, StdoutFile: filepath.Join(dir, "no/such/dir/out")}, "stdout file"},
 	}
