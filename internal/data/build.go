@@ -112,7 +112,7 @@ func buildTinyShards(ctx context.Context, dir string, m *TinyModel, log *slog.Lo
 			}); err != nil {
 				return nil, nil, fmt.Errorf("build tiny corpus: %w", err)
 			}
-			log.Info("wrote tiny shard", "file", path, "tokens", n, "sha256", hexSum)
+			log.Debug("wrote tiny shard", "file", path, "tokens", n, "sha256", hexSum)
 		default:
 			return nil, nil, fmt.Errorf("build tiny corpus: %w", err)
 		}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/data"
+)
+
+func TestDataBuildAndVerify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes the full tiny corpus (17 MB)")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	var out bytes.Buffer
+	o := dataBuildOptions{out: dir, valTokens: 65536, valSeqLen: 128, yaml: true}
+	if err := runDataBuildTiny(ctx, &out, slog.New(slog.DiscardHandler), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		data.TinyValFile, "tiny_train_000008.bin", "1048576",
+		"loss floor (Bayes-optimal, window context)  2.3887",
+		"bigram reference", "unigram reference", "full-context entropy",
+		"loss_floor: 2.388721", `sha256: "`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("build output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := runDataVerify(ctx, &out, dir, nil, 256, "*.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "9 shards, 8650752 tokens") {
+		t.Errorf("verify output:\n%s", out.String())
+	}
+	pins, err := data.Manifest(ctx, dir, "*.bin", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runDataVerify(ctx, &out, dir, pins, 256, ""); err != nil {
+		t.Fatalf("verify against pins: %v\n%s", err, out.String())
+	}
+
+	// A corrupt shard fails both ways, naming the file.
+	path := filepath.Join(dir, "tiny_train_000003.bin")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)-2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = runDataVerify(ctx, &out, dir, pins, 256, "")
+	var ce *exitCodeError
+	if !errors.As(err, &ce) || ce.code != exitFailure || !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "tiny_train_000003.bin: shard truncated") {
+		t.Errorf("pinned verify of a truncated shard: %v\n%s", err, out.String())
+	}
+	err = runDataVerify(ctx, &out, dir, nil, 0, "*.bin")
+	if !errors.Is(err, data.ErrTruncated) || !strings.Contains(err.Error(), "tiny_train_000003.bin") {
+		t.Errorf("manifest verify of a truncated shard: %v", err)
+	}
+}
+
+func TestDataCommandBadInput(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"data", "build", "fineweb"}, exitUsage, "only the synthetic corpus"},
+		{[]string{"data", "build", "tiny", "--val-tokens", "100"}, exitUsage, "multiple of --val-seq-len"},
+		{[]string{"data", "build", "tiny", "--val-tokens", "262144"}, exitUsage, "val shard holds"},
+		{[]string{"data", "verify", filepath.Join(home, "nowhere")}, exitFailure, "nowhere"},
+		{[]string{"data", "verify"}, exitUsage, "accepts 1 arg"},
+		{[]string{"data", "verify", home, "--track", "no-such-track"}, exitUsage, "no-such-track"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"--home", home}, c.args...), &stdout, &stderr)
+		if code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), c.code, c.want)
+		}
+	}
+}
