@@ -50,11 +50,15 @@
 // A process that leaves the group, closes or redirects its output, and
 // whose parent exits between two scans cannot be attributed to the job and
 // survives. Result.Survivors lists known processes that SIGKILL could not
-// remove. The robust mechanism is a cgroup per job (cgroup v2 cgroup.kill,
-// available on kernels 5.14 and later with a delegated subtree), which a
-// sandboxing wrapper can add; the /proc scan is the fallback that needs no
-// privileges. On Unix systems other than Linux only the process group is
-// tracked.
+// remove.
+//
+// The robust mechanism is a cgroup per job, which needs a writable cgroup
+// v2 directory (root, or a subtree delegated to the user): set
+// Local.CgroupParent and every job is born in its own child cgroup that
+// none of its processes can leave, and is ended with cgroup.kill. Then no
+// process of the job outlives Run, daemons included. Without it, the /proc
+// scan is the fallback that needs no privileges. On Unix systems other
+// than Linux only the process group is tracked.
 //
 // # Classification
 //

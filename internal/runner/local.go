@@ -46,6 +46,16 @@ type Local struct {
 	// means one second; a negative value disables the periodic scans
 	// (the scans at kill time and after the exit still happen).
 	ScanInterval time.Duration
+
+	// CgroupParent, when set (Linux only), is a cgroup v2 directory in
+	// which the runner creates one child cgroup per job: the job starts
+	// inside it, none of its processes can leave it, and all are killed
+	// through cgroup.kill when the job ends, which makes "no process
+	// left" a guarantee. The directory must be writable by the runner
+	// (root, or a subtree delegated to its user, as systemd does for
+	// Delegate=yes units); Run fails if it cannot create the child. The
+	// kernel must be 5.7 or later (clone3 into a cgroup).
+	CgroupParent string
 }
 
 // NewLocal returns a Local runner that logs to log (nil discards).
@@ -81,11 +91,7 @@ func (l *Local) Run(ctx context.Context, job Job) (Result, error) {
 		files.write(res, log)
 		return res, nil
 	}
-	scan := l.ScanInterval
-	if scan == 0 {
-		scan = defaultScanInterval
-	}
-	res, err := run(ctx, job, path, scan, log.With("argv0", job.Argv[0], "dir", job.Dir))
+	res, err := l.run(ctx, job, path, log.With("argv0", job.Argv[0], "dir", job.Dir))
 	if err != nil {
 		files.close()
 		return Result{}, err
@@ -153,7 +159,21 @@ type exited struct {
 
 // run starts the process and supervises it until it and every process of
 // its group are gone and its output is drained.
-func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *slog.Logger) (Result, error) {
+func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger) (Result, error) {
+	scanMax := l.ScanInterval
+	if scanMax == 0 {
+		scanMax = defaultScanInterval
+	}
+	cg, err := newJobCgroup(l.CgroupParent)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %q: %w", job.Argv[0], err)
+	}
+	defer func() {
+		if err := cg.remove(); err != nil {
+			log.Warn("runner: " + err.Error())
+		}
+	}()
+
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("run %q: stdout pipe: %w", job.Argv[0], err)
@@ -170,6 +190,8 @@ func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *
 	if env == nil {
 		env = []string{} // nil would make exec inherit our environment
 	}
+	attr := sysProcAttr()
+	cg.attach(attr)
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        job.Argv,
@@ -177,7 +199,7 @@ func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *
 		Dir:         job.Dir,
 		Stdout:      outW,
 		Stderr:      errW,
-		SysProcAttr: sysProcAttr(),
+		SysProcAttr: attr,
 	}
 
 	// The process is started and waited for on one locked OS thread:
@@ -199,6 +221,7 @@ func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *
 		done <- exited{state: cmd.ProcessState, err: err, at: time.Now()}
 	}()
 	startErr := <-started
+	cg.started()
 	outW.Close()
 	errW.Close()
 	if startErr != nil {
@@ -215,7 +238,7 @@ func run(ctx context.Context, job Job, path string, scanMax time.Duration, log *
 	readers.Go(func() { drain(outR, stdout, lines.splitter(StreamStdout, job.LineBytes)) })
 	readers.Go(func() { drain(errR, stderr, lines.splitter(StreamStderr, job.LineBytes)) })
 
-	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid), oom: newOOMCounter(pid)}
+	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid, cg), oom: newOOMCounter(pid)}
 	w := s.wait(ctx, job.Timeout, scanMax, done)
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
@@ -280,6 +303,9 @@ type supervisor struct {
 	log   *slog.Logger
 	tr    *tracker
 	oom   oomCounter
+
+	ooms     int64 // OOM kills recorded during the run
+	oomKnown bool  // whether ooms could be read
 
 	reason    Status // StatusTimeout or StatusCanceled once we decided to stop it
 	cause     error  // context.Cause when canceled
@@ -369,6 +395,8 @@ func (s *supervisor) signal(sig syscall.Signal) {
 // left of the job, waits for the output pipes to close and for the killed
 // processes to be gone.
 func (s *supervisor) cleanUp(readers *sync.WaitGroup, pipes []*os.File) {
+	// Read the OOM counter before the job's cgroup, if any, goes away.
+	s.readOOM()
 	s.tr.scan()
 	s.leftover = len(s.tr.alive())
 	if s.leftover > 0 {
@@ -417,6 +445,10 @@ func (s *supervisor) cleanUp(readers *sync.WaitGroup, pipes []*os.File) {
 	}
 }
 
+// readOOM records the OOM kills since the start; the main process has
+// exited, so any OOM kill that ended it has been counted.
+func (s *supervisor) readOOM() { s.ooms, s.oomKnown = s.oom.delta() }
+
 // classify fills Status, ExitCode, Signal, the Python error and Message.
 func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 	ws, _ := state.Sys().(syscall.WaitStatus)
@@ -426,7 +458,7 @@ func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 		sig = ws.Signal()
 		res.Signal = unix.SignalName(sig)
 	}
-	ooms, oomKnown := s.oom.delta()
+	ooms, oomKnown := s.ooms, s.oomKnown
 
 	var msg string
 	switch {

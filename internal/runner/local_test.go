@@ -437,12 +437,14 @@ func TestClassifyOOM(t *testing.T) {
 	}
 	state := exitState(t, killed)
 	s := supervisor{oom: oomCounter{path: counter, before: 3}}
+	s.readOOM()
 	var got Result
 	s.classify(&got, state, killed)
 	if got.Status != StatusOOM || !strings.Contains(got.Message, "out-of-memory killer") || !strings.Contains(got.Message, "rose by 1") {
 		t.Errorf("got %s: %s", got.Status, got.Message)
 	}
 	s = supervisor{oom: oomCounter{path: counter, before: 4}}
+	s.readOOM()
 	got = Result{}
 	s.classify(&got, state, killed)
 	if got.Status != StatusSignaled || !strings.Contains(got.Message, "recorded no OOM kill") {
@@ -605,4 +607,67 @@ func TestHelperRunner(t *testing.T) {
 		Argv: []string{"/bin/sh", "-c", "echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 1000"},
 		Env:  testEnv,
 	})
+}
+
+// daemonScript starts a daemon the /proc scan cannot attribute: it leaves
+// the session, closes its output, and its parent exits at once.
+const daemonScript = "(setsid sh -c 'echo $$ > pids; exec sleep 1000' >/dev/null 2>&1 </dev/null &)\nwhile [ ! -s pids ]; do :; done\n"
+
+// TestLocalCgroupKillsDaemon: with a job cgroup, even that daemon dies.
+func TestLocalCgroupKillsDaemon(t *testing.T) {
+	parent := testCgroupParent(t)
+	job := shJob(t, daemonScript)
+	r := &Local{CgroupParent: parent, ScanInterval: -1}
+	res, err := r.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusOK || res.Leftover != 1 {
+		t.Errorf("got %s, leftover %d: %s", res.Status, res.Leftover, res.Message)
+	}
+	assertGone(t, readPids(t, filepath.Join(job.Dir, "pids")))
+	if left, _ := filepath.Glob(filepath.Join(parent, "job-*")); len(left) > 0 {
+		t.Errorf("job cgroups not removed: %q", left)
+	}
+
+	// A timeout through the cgroup path: SIGTERM reaches the daemon too.
+	job = shJob(t, daemonScript+"sleep 1000\n")
+	job.Timeout = 200 * time.Millisecond
+	res, err = r.Run(context.Background(), job)
+	if err != nil || res.Status != StatusTimeout {
+		t.Fatalf("got %s, %v: %s", res.Status, err, res.Message)
+	}
+	assertGone(t, readPids(t, filepath.Join(job.Dir, "pids")))
+
+	if _, err := (&Local{CgroupParent: t.TempDir()}).Run(context.Background(), job); err == nil || !strings.Contains(err.Error(), "not a cgroup v2 directory") {
+		t.Errorf("bad CgroupParent: %v", err)
+	}
+}
+
+// testCgroupParent makes a cgroup v2 directory for the test below this
+// process's own cgroup, or skips when that is not allowed (not root and
+// nothing delegated).
+func testCgroupParent(t *testing.T) string {
+	t.Helper()
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skip(err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, f := range oomCounterFiles(string(cg), string(mi)) {
+		if filepath.Base(f) != "memory.events" {
+			continue
+		}
+		dir, err := os.MkdirTemp(filepath.Dir(f), "runnertest-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.Remove(dir) })
+		return dir
+	}
+	t.Skip("no writable cgroup v2 directory")
+	return ""
 }

@@ -108,13 +108,14 @@ func listProcs() []procStat {
 // it cannot be attributed (it is reparented to init); the output pipes are
 // the last clue for those (adoptPipeHolders).
 type tracker struct {
+	cg    *jobCgroup // nil without a job cgroup
 	pgid  int
 	start uint64         // the leader's start time
 	known map[int]uint64 // pid -> start time
 }
 
-func newTracker(pid int) *tracker {
-	t := &tracker{pgid: pid, known: map[int]uint64{}}
+func newTracker(pid int, cg *jobCgroup) *tracker {
+	t := &tracker{cg: cg, pgid: pid, known: map[int]uint64{}}
 	if p, err := readProcStat(pid); err == nil {
 		t.start = p.start
 		t.known[pid] = p.start
@@ -132,6 +133,11 @@ func (t *tracker) scan() {
 	isKnown := func(pid int) bool {
 		st, ok := t.known[pid]
 		return ok && now[pid] == st
+	}
+	for _, pid := range t.cg.pids() { // members by construction
+		if st, ok := now[pid]; ok {
+			t.known[pid] = st
+		}
 	}
 	// Children can be listed before their parents (pids wrap around), so
 	// repeat until nothing new is found.
@@ -165,6 +171,9 @@ func (t *tracker) alive() []int {
 // check before kill leaves a window of microseconds for a pid to be
 // reused, which needs the pid space to wrap around in between.
 func (t *tracker) signal(sig syscall.Signal) {
+	if sig == syscall.SIGKILL {
+		t.cg.kill()
+	}
 	for _, pid := range t.alive() {
 		_ = syscall.Kill(pid, sig)
 	}

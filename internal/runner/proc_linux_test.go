@@ -50,7 +50,7 @@ func TestOOMCounterFiles(t *testing.T) {
 // BenchmarkTrackerScan measures one /proc scan, the periodic cost of
 // following a job's descendants (one a second in a long run).
 func BenchmarkTrackerScan(b *testing.B) {
-	tr := newTracker(os.Getpid())
+	tr := newTracker(os.Getpid(), nil)
 	for b.Loop() {
 		tr.scan()
 	}

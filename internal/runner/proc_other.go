@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"syscall"
@@ -29,7 +30,7 @@ func maxRSSKB(state *os.ProcessState) int64 {
 
 type tracker struct{}
 
-func newTracker(int) *tracker                      { return &tracker{} }
+func newTracker(int, *jobCgroup) *tracker          { return &tracker{} }
 func (*tracker) scan()                             {}
 func (*tracker) alive() []int                      { return nil }
 func (*tracker) signal(syscall.Signal)             {}
@@ -39,3 +40,16 @@ type oomCounter struct{}
 
 func newOOMCounter(int) oomCounter      { return oomCounter{} }
 func (oomCounter) delta() (int64, bool) { return 0, false }
+
+type jobCgroup struct{}
+
+func newJobCgroup(parent string) (*jobCgroup, error) {
+	if parent != "" {
+		return nil, errors.New("job cgroup: Local.CgroupParent needs Linux (cgroup v2)")
+	}
+	return nil, nil
+}
+
+func (*jobCgroup) attach(*syscall.SysProcAttr) {}
+func (*jobCgroup) started()                    {}
+func (*jobCgroup) remove() error               { return nil }
