@@ -1,17 +1,111 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/frontier-bench/frontier/internal/config"
+	"github.com/frontier-bench/frontier/internal/pyenv"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:    "doctor",
-		Hidden: true,
+		Use:   "doctor",
+		Short: "Check this machine: Python, PyTorch, threads, BLAS, GPUs, sandbox tools",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("doctor: not built yet")
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			return runDoctor(cmd.Context(), g.stdout, cfg)
 		},
 	}
+}
+
+// runDoctor prints what frontier found. It fails only when training
+// programs cannot run at all (no Python with PyTorch).
+func runDoctor(ctx context.Context, w io.Writer, cfg *config.Config) error {
+	fmt.Fprintf(w, "frontier      %s/%s, %d CPUs, Go %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	cfgPath := cfg.Path
+	if cfgPath == "" {
+		cfgPath = "(none: defaults)"
+	}
+	fmt.Fprintf(w, "config        %s\n", cfgPath)
+	fmt.Fprintf(w, "home          %s\n", cfg.Home)
+	fmt.Fprintf(w, "database      %s\n", cfg.DB)
+
+	info, perr := pyenv.Find(ctx, cfg.Python)
+	if info != nil {
+		fmt.Fprintf(w, "python        %s (Python %s)\n", info.Path, info.Python)
+	}
+	if perr != nil {
+		fmt.Fprintf(w, "torch         MISSING: %v\n", perr)
+	} else {
+		fmt.Fprintf(w, "torch         %s (numpy %s)\n", info.Torch, nonEmpty(info.Numpy, "missing"))
+		fmt.Fprintf(w, "threads       torch default %d; tracks set their own (tiny uses 2)\n", info.Threads)
+		fmt.Fprintf(w, "blas          %s\n", nonEmpty(info.BLAS, "unknown"))
+		switch {
+		case len(info.GPUs) > 0:
+			fmt.Fprintf(w, "cuda          %s, %d devices:\n", info.CUDA, len(info.GPUs))
+			for i, gname := range info.GPUs {
+				fmt.Fprintf(w, "                %d: %s\n", i, gname)
+			}
+		case info.CUDA != "":
+			fmt.Fprintf(w, "cuda          built with CUDA %s, but no device is visible\n", info.CUDA)
+		default:
+			fmt.Fprintf(w, "cuda          none (CPU-only PyTorch): the tiny track works, GPU tracks do not\n")
+		}
+		fmt.Fprintf(w, "torchrun      %v\n", yesNo(info.Distributed, "available", "torch.distributed missing"))
+	}
+	fmt.Fprintf(w, "sandbox       %s\n", sandboxStatus(ctx))
+	if perr != nil {
+		return withCode(exitFailure, fmt.Errorf("training programs cannot run: %w", perr))
+	}
+	return nil
+}
+
+// sandboxStatus says which confinement tools work here.
+func sandboxStatus(ctx context.Context) string {
+	var parts []string
+	if path, err := exec.LookPath("bwrap"); err != nil {
+		parts = append(parts, "bubblewrap not installed (Debian: apt-get install bubblewrap)")
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("bubblewrap installed but cannot create namespaces here (%s)", strings.TrimSpace(string(out))))
+		} else {
+			parts = append(parts, "bubblewrap works")
+		}
+	}
+	if lsm, err := os.ReadFile("/sys/kernel/security/lsm"); err == nil && strings.Contains(string(lsm), "landlock") {
+		parts = append(parts, "landlock enabled")
+	} else {
+		parts = append(parts, "landlock not reported by the kernel")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func yesNo(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -1,17 +1,126 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/frontier-bench/frontier/internal/eval"
 )
 
+type evalOptions struct {
+	track   string
+	fast    bool
+	asJSON  bool
+	keep    string
+	seed    int
+	quiet   bool
+	program string
+}
+
 func newEvalCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "eval",
-		Hidden: true,
+	var o evalOptions
+	cmd := &cobra.Command{
+		Use:   "eval [PROGRAM]",
+		Short: "Evaluate a training program on a track and print the verdict",
+		Long: `Evaluate a training program on a track: a fast check (a few steps, seconds),
+then the full run, verified and timed by frontier's harness. Without PROGRAM the
+track's reference program is evaluated; "-" reads the program from stdin.
+
+Exit codes: 0 acceptable, 3 loss_too_high, 4 error, 5 timeout, 6 invalid,
+7 no_result, 2 bad input, 1 any other failure.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("eval: not built yet")
+			if len(args) == 1 {
+				o.program = args[0]
+			}
+			return runEval(cmd.Context(), g, o)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.track, "track", "tiny", "track to evaluate on (a name or a track folder)")
+	f.BoolVar(&o.fast, "fast", false, "run only the fast check")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (schema frontier.eval/v1, docs/eval-json.md)")
+	f.StringVar(&o.keep, "keep", "", "keep the run folder (program, config, telemetry, logs) in `DIR`")
+	f.IntVar(&o.seed, "seed", 0, "seed injected into the program")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	return cmd
+}
+
+func runEval(ctx context.Context, g *globals, o evalOptions) error {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	spec, err := registry(cfg).Get(o.track)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	var src []byte
+	name := o.program
+	switch o.program {
+	case "":
+		src, err = spec.ReferenceSource()
+		name = spec.Name + "/" + spec.Reference
+	case "-":
+		src, err = io.ReadAll(os.Stdin)
+		name = "stdin.py"
+	default:
+		src, err = os.ReadFile(o.program)
+		if errors.Is(err, os.ErrNotExist) {
+			return withCode(exitUsage, fmt.Errorf("program %s does not exist", o.program))
+		}
+	}
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("read program: %w", err))
+	}
+	env, err := openEnvironment(ctx, g, cfg)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if !o.quiet {
+		env.eval.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
+	}
+	res, err := env.eval.Evaluate(ctx, eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep})
+	if err != nil {
+		if errors.Is(err, eval.ErrBadProgram) {
+			return withCode(exitUsage, err)
+		}
+		return err
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else if err := eval.WriteReport(g.stdout, res); err != nil {
+		return err
+	}
+	return withCode(verdictExitCode(res.Verdict), nil)
+}
+
+// verdictExitCode maps a verdict to the process exit code.
+func verdictExitCode(v eval.Verdict) int {
+	switch v {
+	case eval.Acceptable:
+		return exitOK
+	case eval.LossTooHigh:
+		return exitTooHigh
+	case eval.Error:
+		return exitError
+	case eval.Timeout:
+		return exitTimeout
+	case eval.Invalid:
+		return exitInvalid
+	case eval.NoResult:
+		return exitNoResult
+	}
+	return exitFailure
 }

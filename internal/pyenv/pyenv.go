@@ -44,10 +44,24 @@ try:
     out["cuda"] = torch.version.cuda or ""
     out["distributed"] = torch.distributed.is_available()
     cfg = torch.__config__.show()
-    for name in ("OpenBLAS", "MKL", "BLIS", "Accelerate"):
-        if name.lower() in cfg.lower():
-            out["blas"] = name
-            break
+    blas = ""
+    for part in cfg.replace(",", " ").split():
+        if part.startswith("BLAS_INFO="):
+            blas = part.split("=", 1)[1]
+    # "generic" means the system's libblas: name the library actually loaded.
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    try:
+        libs = set()
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = line.rsplit("/", 1)[-1].strip()
+                if "blas" in name.lower() or "mkl_rt" in name.lower():
+                    libs.add(name)
+        if libs:
+            blas = "%s (%s)" % (blas, ", ".join(sorted(libs))) if blas else ", ".join(sorted(libs))
+    except OSError:
+        pass
+    out["blas"] = blas
     if torch.cuda.is_available():
         out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 except Exception as e:

@@ -1,0 +1,39 @@
+# frontier: the two commands of the quick start are `make demo` and `make test`.
+# Each installs what it needs (Go modules through `go`, Python with PyTorch
+# through scripts/install-deps.sh).
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+BIN := bin/frontier
+# Test packages run in parallel up to this many at a time.
+TEST_P ?= 2
+
+.PHONY: all build deps demo test test-short lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/frontier
+
+deps:
+	./scripts/install-deps.sh
+
+# The main job: evaluate the tiny track's reference program end to end.
+demo: deps build
+	./$(BIN) eval --track tiny
+
+# The whole test suite, slow end-to-end tests included.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -p $(TEST_P) -timeout 40m ./...
+
+# Everything but the slow end-to-end tests.
+test-short:
+	$(GO) test -short ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/frontier-bench/frontier/internal/config"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/pyenv"
+	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// environment is what evaluating programs needs: the store, the Python
+// interpreter and the evaluator wired to them.
+type environment struct {
+	cfg   *config.Config
+	store *store.Store
+	eval  *eval.Evaluator
+}
+
+func (e *environment) Close() error {
+	if e.store != nil {
+		return e.store.Close()
+	}
+	return nil
+}
+
+// openEnvironment finds Python, opens the store and builds the evaluator.
+func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*environment, error) {
+	py, err := pyenv.Find(ctx, cfg.Python)
+	if err != nil {
+		if errors.Is(err, pyenv.ErrNoTorch) {
+			return nil, withCode(exitUsage, err)
+		}
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
+	}
+	ev := &eval.Evaluator{
+		Runner:  runner.NewLocal(g.log),
+		Store:   st,
+		Python:  py.Path,
+		Torch:   py.Torch,
+		RunsDir: cfg.RunsDir,
+		Data:    &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data},
+		Log:     g.log,
+	}
+	return &environment{cfg: cfg, store: st, eval: ev}, nil
+}

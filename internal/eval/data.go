@@ -1,0 +1,73 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/frontier-bench/frontier/internal/data"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// LocalData finds track data on the local disk and verifies it before every
+// evaluation: headers, sizes and SHA-256 of every pinned shard. A mismatch is
+// an error, never a silent run on other data. The built-in tiny data is
+// generated on first use.
+type LocalData struct {
+	// Root holds one folder per track (config data_dir).
+	Root string
+	// Dirs maps a track name to its data folder, overriding Root (config
+	// data:).
+	Dirs map[string]string
+}
+
+// Dir returns the data folder of spec.
+func (d *LocalData) Dir(spec *track.Spec) string {
+	if dir, ok := d.Dirs[spec.Name]; ok && dir != "" {
+		return dir
+	}
+	if spec.Data.Dir != "" {
+		if filepath.IsAbs(spec.Data.Dir) {
+			return spec.Data.Dir
+		}
+		return filepath.Join(d.Root, spec.Data.Dir)
+	}
+	return filepath.Join(d.Root, spec.Name)
+}
+
+// Resolve verifies the data of spec and returns its files.
+func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error) {
+	dir := d.Dir(spec)
+	switch spec.Data.Builtin {
+	case "tiny":
+		if err := data.EnsureTiny(ctx, dir, spec.Data.Shards); err != nil {
+			return nil, err
+		}
+	case "":
+		if len(spec.Data.Shards) > 0 {
+			rep, err := data.Verify(ctx, dir, spec.Data.Shards, spec.Data.VocabSize)
+			if err != nil {
+				return nil, err
+			}
+			if !rep.OK() {
+				return nil, fmt.Errorf("data in %s does not match the track's pinned shards:\n%s", dir, rep)
+			}
+		}
+	}
+	train, err := filepath.Glob(filepath.Join(dir, spec.Data.Train))
+	if err != nil {
+		return nil, fmt.Errorf("data.train pattern %q: %w", spec.Data.Train, err)
+	}
+	if len(train) == 0 {
+		return nil, fmt.Errorf("no training shards match %s in %s: put the data there or set `data: {%s: DIR}` in frontier.yaml", spec.Data.Train, dir, spec.Name)
+	}
+	sort.Strings(train)
+	val := filepath.Join(dir, spec.Data.Val)
+	for _, f := range append([]string{val}, train...) {
+		if err := data.CheckShardFile(f, spec.Data.VocabSize); err != nil {
+			return nil, err
+		}
+	}
+	return &DataFiles{Train: train, Val: val}, nil
+}

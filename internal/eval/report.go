@@ -1,0 +1,187 @@
+package eval
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteReport prints a result for people: the verdict, the headline
+// figures against the target and the floor, then the telemetry tables.
+func WriteReport(w io.Writer, r *Result) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "verdict       %s", strings.ToUpper(string(r.Verdict)))
+	if r.Rule != "" {
+		fmt.Fprintf(b, " (%s)", r.Rule)
+	}
+	fmt.Fprintf(b, "\nreason        %s\n", r.Reason)
+	fmt.Fprintf(b, "program       %s  sha256 %s  %d bytes\n", nonEmpty(r.Program.Name, "(stdin)"), short(r.Program.Hash), r.Program.Bytes)
+	fmt.Fprintf(b, "track         %s  (%s, target %.4g", r.Track.Name, r.Track.Device, r.Track.Target)
+	if r.Track.LossFloor > 0 {
+		fmt.Fprintf(b, ", loss floor %.4f", r.Track.LossFloor)
+	}
+	fmt.Fprintf(b, ")  seed %d  verification %s\n", r.Seed, r.Verification)
+	if r.EvaluationID > 0 {
+		fmt.Fprintf(b, "evaluation    #%d\n", r.EvaluationID)
+	}
+	m := r.Metrics
+	if m.ValLoss > 0 {
+		fmt.Fprintf(b, "\nval loss      %.4f  (target %.4g: %+.4f", m.ValLoss, r.Track.Target, m.ValLoss-r.Track.Target)
+		if r.Track.LossFloor > 0 {
+			fmt.Fprintf(b, "; floor %.4f: %+.4f", r.Track.LossFloor, m.GapToFloor)
+		}
+		fmt.Fprintf(b, ")  over %d tokens\n", m.ValTokens)
+	}
+	if m.TrainTimeMs > 0 {
+		fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s)\n",
+			fmtMs(m.TrainTimeMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
+		fmt.Fprintf(b, "throughput    %s tokens/s  (%s training tokens)\n", humanInt(int64(m.TokensPerS)), humanInt(m.Tokens))
+		fmt.Fprintf(b, "score         %.2f  (step_avg_ms x val_loss, lower is better)\n", m.Score)
+	}
+	if m.PeakRSSMB > 0 {
+		fmt.Fprintf(b, "peak memory   %.0f MB RSS", m.PeakRSSMB)
+		if m.CUDAAllocMB > 0 {
+			fmt.Fprintf(b, ", CUDA %.0f MB allocated / %.0f MB reserved", m.CUDAAllocMB, m.CUDAResMB)
+		}
+		b.WriteString("\n")
+	}
+	if r.Environment.Torch != "" {
+		fmt.Fprintf(b, "environment   torch %s, %d threads, %s, sandbox %s\n", r.Environment.Torch, r.Environment.Threads, r.Environment.Device, r.Environment.Sandbox)
+	}
+	for _, ph := range []*Phase{r.Fast, r.Full} {
+		if ph == nil {
+			continue
+		}
+		fmt.Fprintf(b, "%-13s %s in %s", ph.Mode+" run", ph.Status, fmtMs(ph.WallMs))
+		if ph.Steps > 0 {
+			fmt.Fprintf(b, ", %d steps", ph.Steps)
+		}
+		if ph.Message != "" && ph.Status != "ok" {
+			fmt.Fprintf(b, ": %s", ph.Message)
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Curve) > 0 {
+		b.WriteString("\nprogress\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  step\ttrain time\tms/step\ttokens/s\ttrain loss\t")
+		for _, s := range r.Curve {
+			loss := "-"
+			if s.TrainLoss != nil {
+				loss = fmt.Sprintf("%.4f", *s.TrainLoss)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%.2f\t%s\t%s\t\n", s.Step, fmtMs(s.TrainTimeMs), s.StepAvgMs, humanInt(int64(s.TokensPerS)), loss)
+		}
+		tw.Flush()
+	}
+	if len(r.Vals) > 0 {
+		b.WriteString("\nvalidation\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  step\tval loss\ttokens\ttook\t")
+		for _, v := range r.Vals {
+			fmt.Fprintf(tw, "  %d\t%.4f\t%d\t%s\t\n", v.Step, v.ValLoss, v.Tokens, fmtMs(v.Ms))
+		}
+		tw.Flush()
+	}
+	if len(r.Sections) > 0 {
+		b.WriteString("\nsections (share of train time)\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  section\ttotal\tavg\t%\tcalls\t")
+		for _, s := range r.Sections {
+			fmt.Fprintf(tw, "  %s\t%s\t%.3f ms\t%.1f\t%d\t\n", s.Name, fmtMs(s.TotalMs), s.AvgMs, s.Pct, s.Calls)
+		}
+		tw.Flush()
+	}
+	if r.TopOps != nil && len(r.TopOps.Ops) > 0 {
+		kind := "CPU ops"
+		if r.TopOps.Kind == "cuda" {
+			kind = "CUDA kernels"
+		}
+		fmt.Fprintf(b, "\ntop %d %s (profiled steps %v)\n", len(r.TopOps.Ops), kind, r.TopOps.Steps)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  op\ttotal\tcalls\t")
+		for _, op := range r.TopOps.Ops {
+			fmt.Fprintf(tw, "  %s\t%.3f ms\t%d\t\n", clip(op.Name, 60), op.TotalMs, op.Calls)
+		}
+		tw.Flush()
+	}
+	if r.Traceback != "" {
+		fmt.Fprintf(b, "\ntraceback\n%s\n", indent(r.Traceback))
+	} else if ph := failedPhase(r); ph != nil && ph.StderrTail != "" {
+		fmt.Fprintf(b, "\nend of stderr (%s run)\n%s\n", ph.Mode, indent(ph.StderrTail))
+	}
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(b, "\nwarning: %s", wmsg)
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	if r.RunDir != "" {
+		fmt.Fprintf(b, "\nrun folder kept in %s\n", r.RunDir)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func failedPhase(r *Result) *Phase {
+	for _, ph := range []*Phase{r.Full, r.Fast} {
+		if ph != nil && ph.Status != "ok" {
+			return ph
+		}
+	}
+	return nil
+}
+
+func fmtMs(ms float64) string {
+	switch {
+	case ms <= 0:
+		return "0s"
+	case ms < 1000:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	}
+	return fmt.Sprintf("%dm%04.1fs", int(ms/60_000), (ms-float64(int(ms/60_000))*60_000)/1000)
+}
+
+func humanInt(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var out []byte
+	for i, c := range []byte(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

@@ -1,0 +1,142 @@
+package eval
+
+import (
+	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runner"
+)
+
+// Schema is the version of the JSON document `frontier eval --json` prints
+// (docs/eval-json.md). A change that removes or renames a field bumps it.
+const Schema = "frontier.eval/v1"
+
+// Verdict is the outcome of an evaluation.
+type Verdict string
+
+// Verdicts, from best to worst. Failures never outrank valid programs.
+const (
+	Acceptable  Verdict = "acceptable"    // val loss at or under the target
+	LossTooHigh Verdict = "loss_too_high" // ran correctly, val loss above the target
+	Invalid     Verdict = "invalid"       // broke a rule; Rule says which
+	Error       Verdict = "error"         // the program failed; see the traceback
+	Timeout     Verdict = "timeout"       // killed at a wall-clock limit
+	NoResult    Verdict = "no_result"     // ended without a result
+)
+
+// Rank orders verdicts for ranking programs: lower is better.
+func (v Verdict) Rank() int {
+	switch v {
+	case Acceptable:
+		return 0
+	case LossTooHigh:
+		return 1
+	case NoResult:
+		return 2
+	case Timeout:
+		return 3
+	case Error:
+		return 4
+	case Invalid:
+		return 5
+	}
+	return 6
+}
+
+// Result is everything an evaluation established. It is what
+// `frontier eval --json` prints and what the store keeps.
+type Result struct {
+	Schema  string  `json:"schema"`
+	Verdict Verdict `json:"verdict"`
+	// Rule is set for invalid verdicts: the id of the broken rule.
+	Rule string `json:"rule,omitempty"`
+	// Reason says in one or two sentences why the verdict is what it is.
+	Reason string `json:"reason"`
+	// Traceback is the program's Python traceback for error verdicts.
+	Traceback string `json:"traceback,omitempty"`
+
+	EvaluationID int64       `json:"evaluation_id,omitempty"`
+	Track        TrackInfo   `json:"track"`
+	Program      ProgramInfo `json:"program"`
+	Seed         int         `json:"seed"`
+	// Verification is "full" (harness contract) or "log" (parsed logs).
+	Verification string `json:"verification"`
+
+	Metrics Metrics `json:"metrics"`
+
+	// Curve holds the metrics at designated steps; Vals every validation.
+	Curve    []harness.Step    `json:"curve,omitempty"`
+	Vals     []harness.Val     `json:"vals,omitempty"`
+	Sections []harness.Section `json:"sections,omitempty"`
+	TopOps   *harness.TopOps   `json:"top_ops,omitempty"`
+
+	Fingerprint      harness.Fingerprint `json:"fingerprint"`
+	FingerprintClass string              `json:"fingerprint_class"`
+	Environment      Environment         `json:"environment"`
+
+	Fast *Phase `json:"fast,omitempty"`
+	Full *Phase `json:"full,omitempty"`
+
+	Warnings []string `json:"warnings,omitempty"`
+	// RunDir is where the run folder was kept (--keep), if it was.
+	RunDir string `json:"run_dir,omitempty"`
+}
+
+// TrackInfo identifies the track and its targets.
+type TrackInfo struct {
+	Name      string  `json:"name"`
+	Hash      string  `json:"hash"` // SHA-256 of the spec file
+	Target    float64 `json:"target_val_loss"`
+	LossFloor float64 `json:"loss_floor,omitempty"`
+	Device    string  `json:"device"`
+}
+
+// ProgramInfo identifies the program.
+type ProgramInfo struct {
+	Name  string `json:"name"`
+	Hash  string `json:"hash"`
+	Bytes int    `json:"bytes"`
+}
+
+// Metrics are the headline figures of the full run. Zero means unknown.
+type Metrics struct {
+	ValLoss     float64 `json:"val_loss,omitempty"`
+	ValTokens   int64   `json:"val_tokens,omitempty"`
+	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
+	StepAvgMs   float64 `json:"step_avg_ms,omitempty"`
+	Steps       int     `json:"steps,omitempty"`
+	Tokens      int64   `json:"tokens,omitempty"`
+	TokensPerS  float64 `json:"tokens_per_s,omitempty"`
+	PreTrainMs  float64 `json:"pre_train_ms,omitempty"`
+	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	CUDAAllocMB float64 `json:"cuda_allocated_mb,omitempty"`
+	CUDAResMB   float64 `json:"cuda_reserved_mb,omitempty"`
+	WallMs      float64 `json:"wall_ms,omitempty"`
+	// Score is the paper's s = step_avg_ms x val_loss (lower is better).
+	Score float64 `json:"score,omitempty"`
+	// GapToFloor is val_loss minus the track's loss floor.
+	GapToFloor float64 `json:"gap_to_floor,omitempty"`
+}
+
+// Environment is the software that ran the program.
+type Environment struct {
+	Python  string `json:"python"`
+	Torch   string `json:"torch"`
+	Threads int    `json:"threads"`
+	Device  string `json:"device"`
+	Sandbox string `json:"sandbox"`
+}
+
+// Phase is how one process (fast check or full run) went.
+type Phase struct {
+	Mode      string        `json:"mode"`
+	Status    runner.Status `json:"status"`
+	ExitCode  int           `json:"exit_code"`
+	WallMs    float64       `json:"wall_ms"`
+	Message   string        `json:"message,omitempty"`
+	ErrorLine string        `json:"error_line,omitempty"`
+	Steps     int           `json:"steps,omitempty"`
+	ValLoss   float64       `json:"val_loss,omitempty"`
+	// StderrTail is the end of the program's stderr, for failed phases.
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// SkippedLines counts telemetry lines that were not valid events.
+	SkippedLines int `json:"skipped_lines,omitempty"`
+}
