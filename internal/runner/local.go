@@ -170,7 +170,7 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 	}
 	defer func() {
 		if err := cg.remove(); err != nil {
-			log.Warn("runner: " + err.Error())
+			log.Warn("runner: remove job cgroup", "err", err)
 		}
 	}()
 
@@ -238,7 +238,13 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 	readers.Go(func() { drain(outR, stdout, lines.splitter(StreamStdout, job.LineBytes)) })
 	readers.Go(func() { drain(errR, stderr, lines.splitter(StreamStderr, job.LineBytes)) })
 
-	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid, cg), oom: newOOMCounter(pid)}
+	oom := newOOMCounter(pid)
+	if oom == (oomCounter{}) {
+		// The child may already be gone; it started in our cgroup or,
+		// with a job cgroup, below it, where v2 counts propagate.
+		oom = newOOMCounter(os.Getpid())
+	}
+	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid, cg), oom: oom}
 	w := s.wait(ctx, job.Timeout, scanMax, done)
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
