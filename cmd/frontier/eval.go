@@ -109,7 +109,7 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 // verdictExitCode maps a verdict to the process exit code.
 func verdictExitCode(v eval.Verdict) int {
 	switch v {
-	case eval.Acceptable:
+	case eval.Acceptable, eval.FastOK:
 		return exitOK
 	case eval.LossTooHigh:
 		return exitTooHigh

@@ -205,7 +205,7 @@ type phaseOutcome struct {
 }
 
 func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
-	return Acceptable, fmt.Sprintf("fast check passed: %d steps ran and the program reached finish (val loss %.4f on the short slice); the full run was skipped, so this is not a measurement against the target %.4g",
+	return FastOK, fmt.Sprintf("fast check passed: %d steps ran and the program reached finish (val loss %.4f on the short slice); the full run was skipped, so this is not a measurement against the target %.4g",
 		o.phase.Steps, o.phase.ValLoss, spec.TargetValLoss)
 }
 

@@ -20,6 +20,10 @@ const (
 	Error       Verdict = "error"         // the program failed; see the traceback
 	Timeout     Verdict = "timeout"       // killed at a wall-clock limit
 	NoResult    Verdict = "no_result"     // ended without a result
+	// FastOK is the verdict of a fast check run on its own (--fast): the
+	// program ran its first steps and reached finish. It says nothing
+	// about the target.
+	FastOK Verdict = "fast_ok"
 )
 
 // Rank orders verdicts for ranking programs: lower is better.
@@ -29,7 +33,7 @@ func (v Verdict) Rank() int {
 		return 0
 	case LossTooHigh:
 		return 1
-	case NoResult:
+	case FastOK, NoResult:
 		return 2
 	case Timeout:
 		return 3
