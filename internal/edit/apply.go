@@ -1,8 +1,10 @@
 package edit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -85,8 +87,10 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 	crlf := strings.Count(src, "\r\n") > strings.Count(src, "\n")/2
 	if crlf {
 		src = strings.ReplaceAll(src, "\r\n", "\n")
+		program = []byte(src)
 	}
-	if _, err := Regions([]byte(src)); err != nil {
+	regions, err := Regions(program)
+	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	var res *Result
@@ -95,7 +99,7 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 		if err := checkRewrite(splitProgram(src).lines, splitProgram(child).lines, e.RewriteLine); err != nil {
 			return nil, err
 		}
-		if err := CheckProtected([]byte(src), []byte(child)); err != nil {
+		if err := CheckProtected(program, []byte(child)); err != nil {
 			err = protectedFailure(err, 0, 0, e.RewriteLine)
 			if ae, ok := err.(*ApplyError); ok {
 				ae.Reason = "the rewritten program breaks a protected region: " + ae.Reason
@@ -108,6 +112,7 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 			return nil, &ApplyError{Kind: NoEdit, Reason: "the edit has no blocks.", Hint: blockFormat}
 		}
 		t := splitProgram(src)
+		t.regions = regions
 		var errs []error
 		var matches []Match
 		for _, b := range e.Blocks {
@@ -124,11 +129,15 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 		if len(errs) > 1 {
 			return nil, errors.Join(errs...)
 		}
-		child := t.String()
-		if err := CheckProtected([]byte(src), []byte(child)); err != nil {
-			return nil, protectedFailure(err, 0, 0, 0)
+		child := t.Bytes()
+		// Blocks cannot reach a region unnoticed, but check the whole
+		// result anyway whenever markers are about.
+		if len(regions) > 0 || bytes.Contains(child, []byte(markerWord)) {
+			if err := CheckProtected(program, child); err != nil {
+				return nil, protectedFailure(err, 0, 0, 0)
+			}
 		}
-		res = &Result{Child: []byte(child), Matches: matches}
+		res = &Result{Child: child, Matches: matches}
 	}
 	if string(res.Child) == src {
 		return nil, &ApplyError{
@@ -168,6 +177,9 @@ func protectedHint(name string) string {
 type text struct {
 	lines   []string
 	finalNL bool
+	// regions are the protected regions of lines, kept up to date as
+	// blocks apply.
+	regions []Region
 }
 
 func splitProgram(src string) *text {
@@ -177,6 +189,25 @@ func splitProgram(src string) *text {
 		t.lines = strings.Split(src, "\n")
 	}
 	return t
+}
+
+// Bytes returns the program text.
+func (t *text) Bytes() []byte {
+	n := 0
+	for _, l := range t.lines {
+		n += len(l) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, l := range t.lines {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, l...)
+	}
+	if t.finalNL && len(t.lines) > 0 {
+		b = append(b, '\n')
+	}
+	return b
 }
 
 func (t *text) String() string {
@@ -225,7 +256,7 @@ func (t *text) apply(b Block, total int) (Match, error) {
 			return Match{}, ae
 		}
 	}
-	regions, _ := Regions([]byte(t.String())) // the parent's markers were checked by Apply
+	regions := t.regions
 	if strings.TrimSpace(b.Search) == "" {
 		return t.insert(b, total, regions)
 	}
@@ -371,18 +402,32 @@ func find(rung Method, lines, search []string) []hit {
 		if len(ws) == 0 {
 			return nil
 		}
-		hits := []hit{{window: ws[0], method: MatchFuzzy, sim: sims[0], fix: reindent(commonIndent(search), commonIndent(lines[ws[0].start:ws[0].start+ws[0].n]))}}
-		for k, w := range ws[1:] {
-			if !w.overlaps(ws[0]) {
-				hits = append(hits, hit{window: w, method: MatchFuzzy, sim: sims[k+1]})
+		// Keep the best window of each place: a window overlapping a better
+		// one is the same place read slightly differently.
+		var hits []hit
+	next:
+		for k, w := range ws {
+			for _, h := range hits {
+				if w.overlaps(h.window) {
+					continue next
+				}
 			}
+			hits = append(hits, hit{window: w, method: MatchFuzzy, sim: sims[k]})
 		}
+		hits[0].fix = reindent(commonIndent(search), commonIndent(lines[ws[0].start:ws[0].start+ws[0].n]))
 		return hits
 	}
 	return nil
 }
 
-func trimRight(s string) string { return strings.TrimRight(s, " \t") }
+// trimRight strips trailing spaces and tabs.
+func trimRight(s string) string {
+	i := len(s)
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	return s[:i]
+}
 
 func equalLines(a, b []string, norm func(string) string) bool {
 	for k := range b {
@@ -562,15 +607,27 @@ func tabsToSpaces(ls []string, unit int) []string {
 	return out
 }
 
-// replace puts repl in place of the window's lines.
+// replace puts repl in place of the window's lines and moves the
+// protected regions below it.
 func (t *text) replace(w window, repl []string) {
-	out := make([]string, 0, len(t.lines)-w.n+len(repl))
-	out = append(out, t.lines[:w.start]...)
-	out = append(out, repl...)
-	out = append(out, t.lines[w.start+w.n:]...)
-	t.lines = out
+	t.lines = slices.Replace(t.lines, w.start, w.start+w.n, repl...)
 	if len(t.lines) == 0 {
 		t.finalNL = false
+	}
+	if len(t.regions) == 0 {
+		return
+	}
+	if overlapping(t.regions, w) != nil {
+		// A region was kept as context inside the window: find it anew.
+		t.regions, _ = Regions([]byte(t.String()))
+		return
+	}
+	delta := len(repl) - w.n
+	for i := range t.regions {
+		if r := &t.regions[i]; r.StartLine > w.start {
+			r.StartLine += delta
+			r.EndLine += delta
+		}
 	}
 }
 
@@ -681,6 +738,8 @@ func listInts(xs []int) string {
 }
 
 func (t *text) ambiguousError(fail func(ErrorKind, string, string) *ApplyError, hits []hit) error {
+	hits = slices.Clone(hits)
+	slices.SortFunc(hits, func(a, b hit) int { return a.start - b.start })
 	lines := make([]int, len(hits))
 	for k, h := range hits {
 		lines[k] = h.start + 1

@@ -3,17 +3,24 @@ package edit
 import (
 	"sort"
 	"strings"
+
+	"github.com/aymanbagabas/go-udiff/lcs"
 )
 
 const (
 	// fuzzyThreshold is the least similarity at which a window of the program
 	// is taken as a block's SEARCH text.
 	fuzzyThreshold = 0.85
-	// fuzzyMaxChars bounds the SEARCH size tried at the fuzzy rung, which costs
-	// O(chars x allowed edits) per window.
+	// fuzzyMaxChars bounds the SEARCH size tried at the fuzzy rung.
 	fuzzyMaxChars = 20000
 	// maxCandidates bounds the windows examined per block.
 	maxCandidates = 64
+	// longLine is the length above which two different lines are counted as
+	// wholly different rather than compared character by character.
+	longLine = 500
+	// workBudget bounds the character comparisons one search may make, so
+	// that a pathological program or answer cannot stall Apply.
+	workBudget = 50_000_000
 )
 
 // editDistance returns the Levenshtein distance of a and b in bytes, or
@@ -95,22 +102,94 @@ func similarity(a, b string, minSim float64) (float64, bool) {
 	return s, s >= minSim
 }
 
-// normLine collapses all runs of white space, for anchoring.
-func normLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// matcher compares runs of lines within a budget of work.
+type matcher struct{ budget int }
 
-// dedentText strips the common indentation of the non-blank lines and the
-// trailing white space of every line, and joins them.
-func dedentText(ls []string) string {
-	ind := commonIndent(ls)
-	var b strings.Builder
-	for k, l := range ls {
-		if k > 0 {
-			b.WriteByte('\n')
-		}
-		l = strings.TrimRight(l, " \t")
-		b.WriteString(strings.TrimPrefix(l, ind))
+// lineDistance is the edit distance of two lines, capped at k+1, counting
+// long lines that differ as wholly different.
+func (mt *matcher) lineDistance(a, b string, k int) int {
+	if a == b {
+		return 0
 	}
-	return b.String()
+	n := max(len(a), len(b))
+	if n > longLine || mt.budget <= 0 {
+		return min(n, k+1)
+	}
+	k = min(k, n)
+	mt.budget -= n * (2*k + 1)
+	return editDistance(a, b, k)
+}
+
+// linesSimilarity is the similarity of two runs of lines (compared without
+// their common indentation and trailing white space), as 1 - an edit
+// distance over the longer text's length. The distance comes from a line
+// diff with changed lines compared character by character, so it is an
+// upper bound of the character edit distance and the similarity is on the
+// safe side. ok is false when it is below minSim.
+func (mt *matcher) linesSimilarity(a, b []string, minSim float64) (float64, bool) {
+	ta, tb := dedentLines(a), dedentLines(b)
+	la, lb := textLen(ta), textLen(tb)
+	m := max(la, lb)
+	if m == 0 {
+		return 1, true
+	}
+	allowed := int((1 - minSim) * float64(m))
+	if abs(la-lb) > allowed || mt.budget <= 0 {
+		return 0, false
+	}
+	mt.budget -= len(ta) + len(tb)
+	dist := 0
+	for _, d := range lcs.DiffLines(ta, tb) {
+		x, y := ta[d.Start:d.End], tb[d.ReplStart:d.ReplEnd]
+		pairs := min(len(x), len(y))
+		for i := range pairs {
+			dist += mt.lineDistance(x[i], y[i], allowed-dist)
+			if dist > allowed {
+				return 0, false
+			}
+		}
+		for _, l := range x[pairs:] {
+			dist += len(l) + 1
+		}
+		for _, l := range y[pairs:] {
+			dist += len(l) + 1
+		}
+		if dist > allowed {
+			return 0, false
+		}
+	}
+	s := 1 - float64(dist)/float64(m)
+	return s, s >= minSim
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func textLen(ls []string) int {
+	n := len(ls)
+	for _, l := range ls {
+		n += len(l)
+	}
+	return n
+}
+
+// normLine is the form of a line used to anchor fuzzy windows: without
+// its indentation and trailing white space (this does not allocate).
+func normLine(s string) string { return strings.TrimSpace(s) }
+
+// dedentLines strips the common indentation of the non-blank lines and
+// the trailing white space of every line.
+func dedentLines(ls []string) []string {
+	ind := commonIndent(ls)
+	out := make([]string, len(ls))
+	for k, l := range ls {
+		out[k] = strings.TrimPrefix(trimRight(l), ind)
+	}
+	return out
 }
 
 // window is a run of program lines.
@@ -168,7 +247,7 @@ func fuzzyWindows(lines, search []string, minSim float64) ([]window, []float64) 
 	if len(starts) > maxCandidates {
 		starts = starts[:maxCandidates]
 	}
-	target := dedentText(search)
+	mt := &matcher{budget: workBudget}
 	seen := map[window]bool{}
 	var ws []window
 	var sims []float64
@@ -180,7 +259,7 @@ func fuzzyWindows(lines, search []string, minSim float64) ([]window, []float64) 
 					continue
 				}
 				seen[w] = true
-				if sim, ok := similarity(dedentText(lines[st:st+ln]), target, minSim); ok {
+				if sim, ok := mt.linesSimilarity(lines[st:st+ln], search, minSim); ok {
 					ws = append(ws, w)
 					sims = append(sims, sim)
 				}
@@ -214,19 +293,26 @@ func nearest(lines, search []string) (w window, sim float64, ok bool) {
 	}
 	// No anchored window: find the program line most like one of the first
 	// search lines and line the search up on it.
+	mt := &matcher{budget: workBudget}
 	bestSim, bestI, bestJ := 0.0, -1, 0
 	tried := 0
 	for j, s := range search {
 		t := strings.TrimSpace(s)
-		if t == "" || len(t) > 500 {
+		if t == "" || len(t) > longLine {
 			continue
 		}
 		for i, l := range lines {
 			lt := strings.TrimSpace(l)
-			if lt == "" || len(lt) > 500 {
+			if lt == "" || len(lt) > longLine || mt.budget <= 0 {
 				continue
 			}
-			if sim, ok := similarity(lt, t, max(0.4, bestSim)); ok && sim > bestSim {
+			floor := max(0.4, bestSim)
+			if float64(min(len(lt), len(t))) < floor*float64(max(len(lt), len(t))) {
+				continue // the lengths alone rule it out
+			}
+			k := int((1 - floor) * float64(max(len(lt), len(t))))
+			mt.budget -= max(len(lt), len(t)) * (2*k + 1)
+			if sim, ok := similarity(lt, t, floor); ok && sim > bestSim {
 				bestSim, bestI, bestJ = sim, i, j
 			}
 		}
@@ -239,6 +325,6 @@ func nearest(lines, search []string) (w window, sim float64, ok bool) {
 	}
 	start := max(0, bestI-bestJ)
 	n := min(len(search), len(lines)-start)
-	sim, _ = similarity(dedentText(lines[start:start+n]), dedentText(search), 0)
+	sim, _ = mt.linesSimilarity(lines[start:start+n], search, 0)
 	return window{start, n}, sim, true
 }

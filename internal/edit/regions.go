@@ -67,8 +67,8 @@ func Regions(src []byte) ([]Region, error) {
 		} else {
 			end = len(src)
 		}
-		line := strings.TrimSuffix(string(src[start:end]), "\r")
-		if isMarkerLine(line) {
+		if raw := src[start:end]; bytes.Contains(raw, []byte(markerWord)) && isMarkerLine(string(raw)) {
+			line := strings.TrimSuffix(string(raw), "\r")
 			m := markerRe.FindStringSubmatch(line)
 			if m == nil {
 				return nil, fmt.Errorf("line %d: malformed protected-region marker %q: write \"# frontier:protected begin NAME\" or \"# frontier:protected end NAME\" (NAME: letters, digits, _ . -)", num, strings.TrimSpace(line))
