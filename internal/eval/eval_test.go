@@ -1,0 +1,267 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/pyenv"
+	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/tracks"
+)
+
+// testTrack is the tiny track's data with short limits and a small
+// validation slice, so that test programs finish in seconds.
+func testTrack(t *testing.T, target float64) *track.Spec {
+	t.Helper()
+	tiny, err := track.NewRegistry(tracks.FS).Get("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := *tiny
+	s.Name = "evaltest"
+	s.TargetValLoss = target
+	s.Data.ValTokens = 4096
+	s.Limits.FullRun = track.Duration(60e9)
+	s.Limits.FastCheck = track.Duration(30e9)
+	s.Limits.FastSteps = 2
+	s.Telemetry.LogEvery = 10
+	s.Telemetry.ProfileSteps = []int{3, 4}
+	s.Verification.Probe.Enabled = false
+	return &s
+}
+
+var shared struct {
+	dataDir string
+	python  *pyenv.Info
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "evaltest-data-")
+	if err != nil {
+		panic(err)
+	}
+	shared.dataDir = dir
+	shared.python, shared.err = pyenv.Find(context.Background(), "")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newEvaluator(t *testing.T) (*Evaluator, *store.Store) {
+	t.Helper()
+	if shared.err != nil {
+		t.Skipf("no Python with PyTorch: %v", shared.err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &Evaluator{
+		Runner:  runner.NewLocal(nil),
+		Store:   st,
+		Python:  shared.python.Path,
+		Torch:   shared.python.Torch,
+		RunsDir: t.TempDir(),
+		Data:    &LocalData{Dirs: map[string]string{"evaltest": shared.dataDir}},
+	}, st
+}
+
+// program returns the bigram program training for steps steps, with body
+// run after every step.
+func program(t *testing.T, steps int, body string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/bigram.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "STEPS", fmt.Sprint(steps), 1)
+	return []byte(strings.Replace(s, "BODY", body, 1))
+}
+
+func evaluate(t *testing.T, ev *Evaluator, spec *track.Spec, src []byte) *Result {
+	t.Helper()
+	res, err := ev.Evaluate(context.Background(), Request{Track: spec, Program: src, Name: "prog.py", Seed: 1})
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	return res
+}
+
+func TestAcceptableAndStored(t *testing.T) {
+	ev, st := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	res := evaluate(t, ev, spec, program(t, 120, "pass"))
+	if res.Verdict != Acceptable {
+		t.Fatalf("verdict %s: %s\n%s", res.Verdict, res.Reason, res.Traceback)
+	}
+	m := res.Metrics
+	if m.ValLoss <= spec.Data.LossFloor || m.ValLoss > 4.1 || m.Steps != 120 || m.TrainTimeMs <= 0 || m.ValTokens != 4096 || m.TokensPerS <= 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+	if m.Score != m.StepAvgMs*m.ValLoss {
+		t.Fatalf("score %v is not step_avg x val_loss", m.Score)
+	}
+	if res.Fast == nil || res.Fast.Steps != 2 || res.Full == nil || res.Full.Status != runner.StatusOK {
+		t.Fatalf("phases: fast %+v full %+v", res.Fast, res.Full)
+	}
+	if len(res.Sections) == 0 || res.TopOps == nil || len(res.TopOps.Ops) == 0 || len(res.Curve) == 0 || res.FingerprintClass == "" {
+		t.Fatalf("telemetry missing: sections %d, top ops %v, curve %d, class %q", len(res.Sections), res.TopOps, len(res.Curve), res.FingerprintClass)
+	}
+	rec, err := st.Evaluation(context.Background(), res.EvaluationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verdict != "acceptable" || rec.ValLoss != m.ValLoss || rec.State != store.StateDone {
+		t.Fatalf("stored %+v", rec)
+	}
+	tel, err := st.Telemetry(context.Background(), res.EvaluationID)
+	if err != nil || !strings.Contains(string(tel), `"event": "final"`) && !strings.Contains(string(tel), `"event":"final"`) {
+		t.Fatalf("stored telemetry %d bytes: %v", len(tel), err)
+	}
+	var sb strings.Builder
+	if err := WriteReport(&sb, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ACCEPTABLE", "val loss", "sections", "top ", "forward"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, sb.String())
+		}
+	}
+}
+
+func TestLossTooHigh(t *testing.T) {
+	ev, _ := newEvaluator(t)
+	res := evaluate(t, ev, testTrack(t, 2.5), program(t, 10, "pass"))
+	if res.Verdict != LossTooHigh || !strings.Contains(res.Reason, "above the target 2.5") {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}
+
+// The bad inputs of the environment issue: each gets a clear verdict and
+// message, and no evaluation is lost.
+func TestBadPrograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a Python process per case")
+	}
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	cases := []struct {
+		name    string
+		src     []byte
+		verdict Verdict
+		want    []string // in reason or traceback
+		fastErr bool     // decided by the fast check
+	}{
+		{"syntax error", []byte("import frontier_harness as fh\ndef broken(:\n    pass\n"), Error, []string{"SyntaxError"}, true},
+		{"import error", []byte("import frontier_harness as fh\nimport no_such_module_xyz\n"), Error, []string{"No module named 'no_such_module_xyz'"}, true},
+		{"no finish", []byte(strings.Replace(string(program(t, 5, "pass")), "fh.finish(logits_fn)", "pass", 1)), NoResult, []string{"finish"}, true},
+		{"nan loss", program(t, 40, "if step == 12: model.weight.data.fill_(float('nan'))"), Error, []string{"nan"}, false},
+		{"raises late", program(t, 40, "if step == 20: raise RuntimeError('boom at step 20')"), Error, []string{"boom at step 20"}, false},
+		{"huge stdout", program(t, 120, "print('x' * 1000000)"), Acceptable, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := evaluate(t, ev, spec, c.src)
+			if res.Verdict != c.verdict {
+				t.Fatalf("verdict %s, want %s: %s\n%s", res.Verdict, c.verdict, res.Reason, res.Traceback)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(res.Reason+res.Traceback, w) {
+					t.Errorf("reason %q / traceback %q lacks %q", res.Reason, res.Traceback, w)
+				}
+			}
+			if c.fastErr && (res.Full != nil || !strings.HasPrefix(res.Reason, "fast check:")) {
+				t.Errorf("the fast check should have decided: full %+v, reason %q", res.Full, res.Reason)
+			}
+			if c.name == "huge stdout" && (res.Full.StderrTail != "" || res.Metrics.ValLoss == 0) {
+				t.Errorf("huge stdout: %+v", res.Full)
+			}
+		})
+	}
+}
+
+func TestHangIsKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a time limit")
+	}
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	spec.Limits.FastCheck = track.Duration(4e9)
+	res := evaluate(t, ev, spec, []byte("import time\nimport frontier_harness as fh\nfh.train_begin()\nwhile True:\n    time.sleep(1)\n"))
+	if res.Verdict != Timeout || !strings.Contains(res.Reason, "4s") {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}
+
+func TestNotAProgram(t *testing.T) {
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	for name, src := range map[string][]byte{"empty.py": []byte("  \n"), "x.txt": []byte("print(1)"), "bin.py": {0x7f, 'E', 'L', 'F', 0}} {
+		_, err := ev.Evaluate(context.Background(), Request{Track: spec, Program: src, Name: name})
+		if !errors.Is(err, ErrBadProgram) {
+			t.Errorf("%s: error %v, want ErrBadProgram", name, err)
+		}
+	}
+}
+
+func TestCorruptShard(t *testing.T) {
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	// A copy of the data with one byte of a training shard changed.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(shared.dataDir)); err != nil {
+		// The shared data is built by the first evaluation; build it here.
+		t.Fatal(err)
+	}
+	if _, err := ev.Data.Resolve(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	if err := os.CopyFS(dir, os.DirFS(shared.dataDir)); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "tiny_train_000003.bin")
+	os.Chmod(f, 0o644)
+	b, _ := os.ReadFile(f)
+	b[5000] ^= 1
+	os.WriteFile(f, b, 0o644)
+	ev.Data = &LocalData{Dirs: map[string]string{"evaltest": dir}}
+	_, err := ev.Evaluate(context.Background(), Request{Track: spec, Program: program(t, 5, "pass"), Name: "p.py"})
+	if err == nil || !strings.Contains(err.Error(), "tiny_train_000003.bin") {
+		t.Fatalf("corrupt shard: %v", err)
+	}
+	// Truncated validation shard.
+	v := filepath.Join(dir, "tiny_val_000000.bin")
+	os.Chmod(v, 0o644)
+	os.Truncate(v, 4000)
+	_, err = ev.Evaluate(context.Background(), Request{Track: spec, Program: program(t, 5, "pass"), Name: "p.py"})
+	if err == nil || !strings.Contains(err.Error(), "tiny_val_000000.bin") {
+		t.Fatalf("truncated shard: %v", err)
+	}
+}
+
+func TestTorchMissing(t *testing.T) {
+	ev, _ := newEvaluator(t)
+	// An interpreter that cannot see site-packages, so torch is missing.
+	py := filepath.Join(t.TempDir(), "python")
+	real, err := exec.LookPath(shared.python.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(py, []byte("#!/bin/sh\nexec "+real+" -S \"$@\"\n"), 0o755)
+	ev.Python = py
+	res := evaluate(t, ev, testTrack(t, 4.1), program(t, 5, "pass"))
+	if res.Verdict != Error || !strings.Contains(res.Reason+res.Traceback, "torch") {
+		t.Fatalf("verdict %s: %s\n%s", res.Verdict, res.Reason, res.Traceback)
+	}
+}
