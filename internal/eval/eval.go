@@ -40,7 +40,12 @@ type Evaluator struct {
 	RunsDir string
 	// Data resolves and verifies a track's data (see Data).
 	Data DataResolver
-	Log  *slog.Logger
+	// Checks run on the program before any process starts.
+	Checks []Check
+	// Sandbox names the confinement Runner applies, for the report
+	// ("bwrap", "landlock", "none").
+	Sandbox string
+	Log     *slog.Logger
 	// Progress, when set, receives a line per phase and per designated
 	// step, for a live display.
 	Progress func(line string)
@@ -97,7 +102,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			LossFloor: spec.Data.LossFloor, Device: spec.Hardware.Device,
 		},
 		Program:     ProgramInfo{Name: req.Name, Hash: store.Hash(req.Program), Bytes: len(req.Program)},
-		Environment: Environment{Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: "none"},
+		Environment: Environment{Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
 	}
 	if spec.Contract == "log" {
 		res.Verification = "log"
@@ -108,9 +113,19 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		return nil, fmt.Errorf("data of track %s: %w", spec.Name, err)
 	}
 
+	// Static checks first: an invalid program never runs. The program that
+	// runs is the one the checks hand back (protected regions restored).
+	prog, findings, err := e.runChecks(ctx, spec, req.Name, req.Program)
+	if err != nil {
+		return nil, err
+	}
+	res.Findings = findings
+	orig := req.Program
+	req.Program = prog
+
 	var rec *store.Evaluation
 	if e.Store != nil {
-		if _, err := e.Store.PutProgram(ctx, req.Program, ""); err != nil {
+		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
 			return nil, err
 		}
 		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: specHash, Seed: req.Seed, FastOnly: req.FastOnly}
@@ -130,6 +145,22 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			os.RemoveAll(runDir)
 		}
 	}()
+
+	for _, f := range findings {
+		if f.Severity == SeverityInvalid {
+			res.Verdict, res.Rule, res.Reason = Invalid, f.Rule, f.String()
+			break
+		}
+		res.Warnings = append(res.Warnings, f.String())
+	}
+	if res.Verdict == Invalid {
+		if rec != nil {
+			if err := e.record(ctx, rec, res, nil); err != nil {
+				return res, err
+			}
+		}
+		return res, nil
+	}
 
 	// Fast check: a few steps and a small validation, to fail in seconds.
 	fast, _, err := e.runPhase(ctx, spec, files, req, runDir, "fast", res)
@@ -438,6 +469,13 @@ func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {
 		return "", fmt.Errorf("create run folder: %w", err)
 	}
 	return dir, nil
+}
+
+func (e *Evaluator) sandboxName() string {
+	if e.Sandbox == "" {
+		return "none"
+	}
+	return e.Sandbox
 }
 
 func (e *Evaluator) progress(format string, args ...any) {

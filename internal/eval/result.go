@@ -79,7 +79,9 @@ type Result struct {
 	Fast *Phase `json:"fast,omitempty"`
 	Full *Phase `json:"full,omitempty"`
 
-	Warnings []string `json:"warnings,omitempty"`
+	// Findings are what the static checks found (invalid or warnings).
+	Findings []Finding `json:"findings,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 	// RunDir is where the run folder was kept (--keep), if it was.
 	RunDir string `json:"run_dir,omitempty"`
 }

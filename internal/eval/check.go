@@ -1,0 +1,82 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// Check inspects a candidate program before any process starts: static
+// rules, protected regions. A Check may return a rewritten program (for
+// example with protected regions restored from the reference), which is
+// what then runs.
+type Check interface {
+	Check(ctx context.Context, in CheckInput) (*CheckResult, error)
+}
+
+// CheckInput is what a check sees.
+type CheckInput struct {
+	Track     *track.Spec
+	Reference []byte // the track's reference program
+	Program   []byte // the candidate, after earlier checks' rewrites
+	Name      string
+}
+
+// Severity of a finding.
+type Severity string
+
+const (
+	// SeverityInvalid makes the verdict invalid: the program does not run.
+	SeverityInvalid Severity = "invalid"
+	// SeverityWarning is reported with the result; the program runs.
+	SeverityWarning Severity = "warning"
+)
+
+// Finding is one thing a check found.
+type Finding struct {
+	Rule     string   `json:"rule"` // e.g. "no-inductor-config", "protected-region"
+	Severity Severity `json:"severity"`
+	Line     int      `json:"line,omitempty"` // 1-based line in the program; 0 when not tied to one
+	Message  string   `json:"message"`
+}
+
+func (f Finding) String() string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s (line %d): %s", f.Rule, f.Line, f.Message)
+	}
+	return fmt.Sprintf("%s: %s", f.Rule, f.Message)
+}
+
+// CheckResult is a check's outcome. Program is nil when unchanged.
+type CheckResult struct {
+	Program  []byte
+	Findings []Finding
+}
+
+// runChecks applies the checks in order. It returns the program to run and
+// every finding; the first invalid finding decides the verdict.
+func (e *Evaluator) runChecks(ctx context.Context, spec *track.Spec, name string, prog []byte) ([]byte, []Finding, error) {
+	if len(e.Checks) == 0 {
+		return prog, nil, nil
+	}
+	ref, err := spec.ReferenceSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []Finding
+	for _, c := range e.Checks {
+		r, err := c.Check(ctx, CheckInput{Track: spec, Reference: ref, Program: prog, Name: name})
+		if err != nil {
+			return nil, nil, fmt.Errorf("check program: %w", err)
+		}
+		if r == nil {
+			continue
+		}
+		all = append(all, r.Findings...)
+		if r.Program != nil {
+			prog = r.Program
+		}
+	}
+	return prog, all, nil
+}
