@@ -110,8 +110,8 @@ var (
 type param struct {
 	name  string // as written, e.g. "lr", "args.lr"
 	cat   category
-	line  int    // 0-based line
-	start int    // byte offsets of the literal within the line
+	line  int // 0-based line
+	start int // byte offsets of the literal within the line
 	end   int
 	lit   string // the literal, e.g. "3e-3", "8*64*1024"
 	elem  int    // tuple element, or -1
