@@ -1,18 +1,128 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/frontier-bench/frontier/internal/edit"
 )
 
-// newEditCmd is a placeholder until the edit commands land.
 func newEditCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "edit",
-		Hidden: true,
+	cmd := &cobra.Command{
+		Use:   "edit",
+		Short: "Apply model answers (SEARCH/REPLACE blocks or rewrites) to programs",
+	}
+	cmd.AddCommand(newEditApplyCmd(g))
+	return cmd
+}
+
+// editApplyOptions are the inputs of "frontier edit apply".
+type editApplyOptions struct {
+	program      string // parent program file
+	answer       string // saved model answer
+	output       string // child file, "-" for stdout, "" for none
+	finishReason string // the model's finish reason, if known
+}
+
+func newEditApplyCmd(g *globals) *cobra.Command {
+	var o editApplyOptions
+	cmd := &cobra.Command{
+		Use:   "apply PROGRAM ANSWER_FILE",
+		Short: "Apply a saved model answer to a program and print the diff",
+		Long: `Apply reads a model's answer (SEARCH/REPLACE blocks, or a whole program in a
+code fence) and applies it to PROGRAM the way the search does. It prints a
+unified diff on stdout and a summary on stderr; with -o it also writes the
+child program. If the answer does not apply, it prints the exact failure,
+as a model would receive it, and exits with code 1.
+
+See docs/edits.md for the accepted answer format.`,
+		Example: `  frontier edit apply train_gpt.py answer.md
+  frontier edit apply train_gpt.py answer.md -o child.py
+  frontier edit apply train_gpt.py answer.md -o - > child.py`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("edit: not built yet")
+			o.program, o.answer = args[0], args[1]
+			return runEditApply(cmd.Context(), g, o)
 		},
 	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", `write the child program to this file ("-": to stdout, instead of the diff)`)
+	cmd.Flags().StringVar(&o.finishReason, "finish-reason", "", `the model's finish reason, if known ("length" refuses the answer as cut)`)
+	return cmd
+}
+
+// runEditApply applies the answer in o.answer to o.program.
+func runEditApply(ctx context.Context, g *globals, o editApplyOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	parent, err := os.ReadFile(o.program)
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("read program: %w", err))
+	}
+	answer, err := os.ReadFile(o.answer)
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("read answer: %w", err))
+	}
+	e, err := edit.Parse(string(answer), o.finishReason)
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("the answer in %s cannot be read as an edit (%s):\n%w", o.answer, edit.KindOf(err), err))
+	}
+	res, err := edit.Apply(parent, e)
+	if err != nil {
+		kind := edit.KindOf(err)
+		if kind == "" {
+			return withCode(exitFailure, fmt.Errorf("%s: %w", o.program, err))
+		}
+		return withCode(exitFailure, fmt.Errorf("the answer in %s does not apply to %s (%s):\n%w", o.answer, o.program, kind, err))
+	}
+
+	name := filepath.Base(o.program)
+	diff, st := edit.Diff(name, name+" (child)", parent, res.Child)
+	switch o.output {
+	case "-":
+		if _, err := g.stdout.Write(res.Child); err != nil {
+			return err
+		}
+	default:
+		fmt.Fprint(g.stdout, diff)
+		if o.output != "" {
+			if err := writeEditChild(o.output, res.Child); err != nil {
+				return withCode(exitFailure, err)
+			}
+		}
+	}
+	fmt.Fprintf(g.stderr, "applied %s: +%d -%d lines\n", res.Summary(), st.Added, st.Removed)
+	if o.output != "" && o.output != "-" {
+		fmt.Fprintf(g.stderr, "wrote %s\n", o.output)
+	}
+	return nil
+}
+
+// writeEditChild writes data to path through a temporary file in the same
+// folder, so a reader never sees a half-written program.
+func writeEditChild(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
