@@ -83,7 +83,9 @@ func ParseSpec(s string) (Spec, error) {
 		sp.BaseURL = rest[i+1:]
 		rest = rest[:i]
 		if err := checkBaseURL(sp.BaseURL); err != nil {
-			return Spec{}, fmt.Errorf("model spec %q: %w", s, err)
+			// The error shows the URL, redacted; the spec is not repeated
+			// whole since it may hold a password.
+			return Spec{}, fmt.Errorf("model spec %q: %w", rest+"@…", err)
 		}
 	}
 	prov, model, ok := strings.Cut(rest, "/")
