@@ -83,6 +83,9 @@ func (r *Result) Summary() string {
 //
 // A program written with CRLF line endings keeps them.
 func Apply(program []byte, e *Edit) (*Result, error) {
+	if e == nil {
+		return nil, &ApplyError{Kind: NoEdit, Reason: "there is no edit to apply.", Hint: blockFormat}
+	}
 	src := string(program)
 	crlf := strings.Count(src, "\r\n") > strings.Count(src, "\n")/2
 	if crlf {
