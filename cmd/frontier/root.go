@@ -103,6 +103,10 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newEvalCmd(g),
 		newLLMCmd(g),
 		newEditCmd(g),
+		newEvolveCmd(g),
+		newRunsCmd(g),
+		newDemoCmd(g),
+		newReportCmd(g),
 	)
 	return root
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 )
 
@@ -37,7 +38,8 @@ type Config struct {
 	// user brings, like nanogpt).
 	Data map[string]string `yaml:"data"`
 
-	LLM llm.Config `yaml:"llm"`
+	LLM    llm.Config    `yaml:"llm"`
+	Evolve evolve.Config `yaml:"evolve"`
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`

@@ -71,6 +71,9 @@ type Request struct {
 	Seed int
 	// FastOnly stops after the fast check.
 	FastOnly bool
+	// SkipFast goes straight to the full run: for callers that ran the
+	// fast check already (the evolution engine's fix loop).
+	SkipFast bool
 	// Keep, when set, is where the run folder is moved afterwards;
 	// otherwise it is removed once everything is stored.
 	Keep string
@@ -163,17 +166,21 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	}
 
 	// Fast check: a few steps and a small validation, to fail in seconds.
-	fast, _, err := e.runPhase(ctx, spec, files, req, runDir, "fast", res)
-	if err != nil {
-		return nil, err
+	var fast *phaseOutcome
+	if !req.SkipFast || req.FastOnly {
+		fast, _, err = e.runPhase(ctx, spec, files, req, runDir, "fast", res)
+		if err != nil {
+			return nil, err
+		}
+		res.Fast = fast.phase
 	}
-	res.Fast = fast.phase
-	if fast.verdict != "" {
+	switch {
+	case fast != nil && fast.verdict != "":
 		res.Verdict, res.Reason, res.Traceback = fast.verdict, "fast check: "+fast.reason, fast.traceback
-	} else if req.FastOnly {
+	case req.FastOnly:
 		res.Verdict, res.Reason = fast.fastVerdict(spec)
 		e.fill(res, fast)
-	} else {
+	default:
 		full, tel, err := e.runPhase(ctx, spec, files, req, runDir, "full", res)
 		if err != nil {
 			return nil, err
