@@ -20,7 +20,7 @@ apt_install() {
 }
 
 if command -v apt-get >/dev/null 2>&1; then
-	apt_install python3 python3-torch python3-numpy libopenblas0-pthread bubblewrap ${EXTRA_APT_PACKAGES:-}
+	apt_install python3 python3-torch python3-numpy libopenblas0-pthread bubblewrap chromium ${EXTRA_APT_PACKAGES:-}
 else
 	for p in python3 python; do
 		if command -v "$p" >/dev/null 2>&1 && have_torch "$p"; then exit 0; fi
