@@ -572,3 +572,31 @@ func (c Config) Redactor(lookup LookupEnv) *Redactor {
 	}
 	return NewRedactor(secrets...)
 }
+
+// Choose picks a configured model's name in proportion to the models'
+// weights (a weight of 0 counts as 1), given u in [0, 1), such as
+// rand.Float64(). It returns "" when no model is configured.
+func (c Config) Choose(u float64) string {
+	total := 0.0
+	for _, m := range c.Models {
+		total += weight(m)
+	}
+	if total == 0 {
+		return ""
+	}
+	x := min(max(u, 0), 1) * total
+	for _, m := range c.Models {
+		if x < weight(m) {
+			return m.displayName()
+		}
+		x -= weight(m)
+	}
+	return c.Models[len(c.Models)-1].displayName()
+}
+
+func weight(m ModelConfig) float64 {
+	if m.Weight > 0 {
+		return m.Weight
+	}
+	return 1
+}

@@ -240,3 +240,17 @@ func TestModelApplyDefaults(t *testing.T) {
 		t.Errorf("request values overridden: %+v", req)
 	}
 }
+
+func TestChoose(t *testing.T) {
+	c := Config{Models: []ModelConfig{{Name: "a", Weight: 3}, {Name: "b"}, {Name: "c", Weight: 0.5}, {Name: "d", Weight: 0.5}}}
+	// Weights 3, 1, 0.5, 0.5 over a total of 5.
+	cases := map[float64]string{0: "a", 0.59: "a", 0.6: "b", 0.79: "b", 0.8: "c", 0.89: "c", 0.9: "d", 0.999: "d", 1: "d", -1: "a"}
+	for u, want := range cases {
+		if got := c.Choose(u); got != want {
+			t.Errorf("Choose(%g) = %q, want %q", u, got, want)
+		}
+	}
+	if (Config{}).Choose(0.5) != "" {
+		t.Error("no models")
+	}
+}
