@@ -40,6 +40,12 @@ const gpt2RanksFile = "r50k_base.tiktoken"
 type GPT2 struct {
 	ranks   map[string]uint32
 	decoder [][]byte
+	// byteToken is the token of each single byte.
+	byteToken [256]uint16
+	// merges maps a pair of adjacent tokens, a<<16|b, to the token whose
+	// bytes are theirs concatenated, when there is one: the merge loop
+	// then works on token ids, never on strings.
+	merges map[uint32]uint16
 }
 
 // noRank marks a byte sequence that is not a token.
@@ -64,8 +70,21 @@ func NewGPT2() (*GPT2, error) {
 		t.decoder[r] = []byte(s)
 	}
 	for b := range 256 {
-		if _, ok := t.ranks[string([]byte{byte(b)})]; !ok {
+		r, ok := t.ranks[string([]byte{byte(b)})]
+		if !ok {
 			return nil, fmt.Errorf("load GPT-2 vocabulary %s: byte %#x has no token", gpt2RanksFile, b)
+		}
+		t.byteToken[b] = uint16(r)
+	}
+	// Every way of cutting a token in two tokens is a merge that makes it.
+	t.merges = make(map[uint32]uint16, 6*len(ranks))
+	for id, b := range t.decoder[:GPT2BOS] {
+		for k := 1; k < len(b); k++ {
+			left, lok := t.ranks[string(b[:k])]
+			right, rok := t.ranks[string(b[k:])]
+			if lok && rok {
+				t.merges[left<<16|right] = uint16(id)
+			}
 		}
 	}
 	t.decoder[GPT2BOS] = []byte("<|endoftext|>")
@@ -83,7 +102,7 @@ func (t *GPT2) BOS() uint16 { return GPT2BOS }
 
 // NewEncoder returns an encoder with its own cache of merged pieces.
 func (t *GPT2) NewEncoder() Encoder {
-	return &gpt2Encoder{t: t, cache: make(map[string][]uint16, 1024)}
+	return &gpt2Encoder{t: t, hot: new([hotEntries]hotEntry), cache: make(map[string][]uint16, 1024)}
 }
 
 // Decode returns the bytes of tokens; 50256 decodes to "<|endoftext|>" and
@@ -116,10 +135,39 @@ const (
 )
 
 type gpt2Encoder struct {
-	t     *GPT2
+	t *GPT2
+	// hot is a small direct-mapped cache of short pieces that stays in
+	// the processor's cache: the vocabulary and merge maps are a few MB,
+	// and looking them up for every piece is bound by memory latency.
+	hot   *[hotEntries]hotEntry
 	cache map[string][]uint16
 	parts []bpePart
 	heap  pairHeap
+}
+
+// hotEntries is the size of an encoder's hot cache (24 bytes each); with
+// Zipf-distributed words, a few thousand pieces cover most running text.
+const (
+	hotEntries = 1 << 13
+	hotKeyLen  = 15
+)
+
+// hotEntry holds a piece of up to hotKeyLen bytes and its up to three
+// tokens; klen 0 is an empty slot (pieces are never empty).
+type hotEntry struct {
+	key  [hotKeyLen]byte
+	klen uint8
+	n    uint8
+	toks [3]uint16
+}
+
+// hotSlot hashes a short piece (FNV-1a) to its slot in the hot cache.
+func hotSlot(p []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range p {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return (h ^ h>>15) & (hotEntries - 1)
 }
 
 // Encode appends the tokens of text (no BOS) to dst.
@@ -133,6 +181,24 @@ func (e *gpt2Encoder) Encode(dst []uint16, text []byte) []uint16 {
 }
 
 func (e *gpt2Encoder) encodePiece(dst []uint16, piece []byte) []uint16 {
+	if len(piece) > hotKeyLen {
+		return e.encodeCold(dst, piece)
+	}
+	ent := &e.hot[hotSlot(piece)]
+	if int(ent.klen) == len(piece) && string(ent.key[:ent.klen]) == string(piece) {
+		return append(dst, ent.toks[:ent.n]...)
+	}
+	n := len(dst)
+	dst = e.encodeCold(dst, piece)
+	if k := len(dst) - n; k <= len(ent.toks) {
+		ent.klen, ent.n = uint8(copy(ent.key[:], piece)), uint8(k)
+		copy(ent.toks[:], dst[n:])
+	}
+	return dst
+}
+
+// encodeCold tokenizes a piece the hot cache does not hold.
+func (e *gpt2Encoder) encodeCold(dst []uint16, piece []byte) []uint16 {
 	if r, ok := e.t.ranks[string(piece)]; ok {
 		return append(dst, uint16(r))
 	}
@@ -156,39 +222,33 @@ func (e *gpt2Encoder) encodePiece(dst []uint16, piece []byte) []uint16 {
 	return dst
 }
 
-// rank is the rank of b as a token, or noRank.
-func (e *gpt2Encoder) rank(b []byte) uint32 {
-	if r, ok := e.t.ranks[string(b)]; ok {
-		return r
+// merge returns the token made of a followed by b and its rank (the
+// token id itself), or noRank when their bytes together are no token.
+func (e *gpt2Encoder) merge(a, b uint16) uint32 {
+	if m, ok := e.t.merges[uint32(a)<<16|uint32(b)]; ok {
+		return uint32(m)
 	}
 	return noRank
 }
 
-// bpePart is one part of a piece during merging: it starts at start, and
-// rank is the rank of it merged with the next part.
+// bpePart is one part of a piece during merging: its token, and the rank
+// of the token it makes merged with the next part.
 type bpePart struct {
-	start int
-	rank  uint32
+	tok  uint16
+	rank uint32
 }
 
 // mergeScan is tiktoken's byte-pair merge for short pieces: find the pair
 // of adjacent parts with the lowest rank (the leftmost on ties), merge it,
-// update the ranks of its neighbours, repeat until no pair is a token.
+// update the ranks of its neighbours, repeat until no pair is a token. A
+// token's rank is its id, so the pair table gives both at once.
 func (e *gpt2Encoder) mergeScan(dst []uint16, piece []byte) []uint16 {
 	parts := e.parts[:0]
-	for i := range len(piece) + 1 {
-		parts = append(parts, bpePart{start: i, rank: noRank})
+	for _, c := range piece {
+		parts = append(parts, bpePart{tok: e.t.byteToken[c], rank: noRank})
 	}
-	// pairRank is the rank of parts i and i+1 merged with i+2 onward
-	// skipped: the bytes from parts[i].start to parts[i+skip+2].start.
-	pairRank := func(i, skip int) uint32 {
-		if i+skip+2 < len(parts) {
-			return e.rank(piece[parts[i].start:parts[i+skip+2].start])
-		}
-		return noRank
-	}
-	for i := 0; i+2 < len(parts); i++ {
-		parts[i].rank = pairRank(i, 0)
+	for i := 0; i+1 < len(parts); i++ {
+		parts[i].rank = e.merge(parts[i].tok, parts[i+1].tok)
 	}
 	for len(parts) > 1 {
 		best, at := uint32(noRank), -1
@@ -200,37 +260,42 @@ func (e *gpt2Encoder) mergeScan(dst []uint16, piece []byte) []uint16 {
 		if at < 0 {
 			break
 		}
-		parts[at].rank = pairRank(at, 1)
-		if at > 0 {
-			parts[at-1].rank = pairRank(at-1, 1)
-		}
+		parts[at].tok = uint16(best)
 		parts = append(parts[:at+1], parts[at+2:]...)
+		parts[at].rank = noRank
+		if at+1 < len(parts) {
+			parts[at].rank = e.merge(parts[at].tok, parts[at+1].tok)
+		}
+		if at > 0 {
+			parts[at-1].rank = e.merge(parts[at-1].tok, parts[at].tok)
+		}
 	}
-	for i := 0; i+1 < len(parts); i++ {
-		dst = append(dst, uint16(e.rank(piece[parts[i].start:parts[i+1].start])))
+	for _, p := range parts {
+		dst = append(dst, p.tok)
 	}
 	e.parts = parts
 	return dst
 }
 
 // mergeHeap gives the same result as mergeScan in O(n log n): the parts
-// are a linked list, and a heap ordered by (rank, start) yields the
+// are a linked list, and a heap ordered by (rank, position) yields the
 // lowest-ranked, leftmost pair. Entries made stale by a merge are skipped.
 func (e *gpt2Encoder) mergeHeap(dst []uint16, piece []byte) []uint16 {
 	n := len(piece)
-	next := make([]int, n) // start of the part after the one at i
+	tok := make([]uint16, n) // token of the part that starts at i
+	next := make([]int, n)   // start of the part after the one at i
 	prev := make([]int, n)
 	ver := make([]uint32, n) // bumped whenever the pair at i changes
 	alive := make([]bool, n)
-	for i := range n {
-		next[i], prev[i], alive[i] = i+1, i-1, true
+	for i, c := range piece {
+		tok[i], next[i], prev[i], alive[i] = e.t.byteToken[c], i+1, i-1, true
 	}
 	h := e.heap[:0]
 	pairAt := func(i int) (uint32, bool) {
 		if i < 0 || next[i] >= n {
 			return noRank, false
 		}
-		r := e.rank(piece[i:next[next[i]]])
+		r := e.merge(tok[i], tok[next[i]])
 		return r, r != noRank
 	}
 	for i := 0; i+1 < n; i++ {
@@ -248,6 +313,7 @@ func (e *gpt2Encoder) mergeHeap(dst []uint16, piece []byte) []uint16 {
 		// Merge the part at i with the next one.
 		j := next[i]
 		alive[j] = false
+		tok[i] = uint16(top.rank)
 		next[i] = next[j]
 		if next[j] < n {
 			prev[next[j]] = i
@@ -265,7 +331,7 @@ func (e *gpt2Encoder) mergeHeap(dst []uint16, piece []byte) []uint16 {
 	}
 	e.heap = h[:0]
 	for i := 0; i < n; i = next[i] {
-		dst = append(dst, uint16(e.rank(piece[i:next[i]])))
+		dst = append(dst, tok[i])
 	}
 	return dst
 }
