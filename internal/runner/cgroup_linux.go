@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,8 +18,13 @@ import (
 // sessions and process groups, and cgroup.kill ends them all at once. A
 // nil *jobCgroup is no cgroup: its methods do nothing.
 type jobCgroup struct {
-	dir string
-	fd  int // open until the child has started
+	parent string
+	dir    string
+	fd     int // open until the child has started
+
+	// Limits written to memory.max and pids.max, which the kernel
+	// enforces.
+	memLimit, tasksLimit bool
 }
 
 // newJobCgroup creates a fresh cgroup under parent, which must be a cgroup
@@ -40,7 +46,7 @@ func newJobCgroup(parent string) (*jobCgroup, error) {
 		os.Remove(dir)
 		return nil, fmt.Errorf("job cgroup: open %s: %w", dir, err)
 	}
-	return &jobCgroup{dir: dir, fd: fd}, nil
+	return &jobCgroup{parent: parent, dir: dir, fd: fd}, nil
 }
 
 // attach makes the child start inside the cgroup.
@@ -111,4 +117,100 @@ func (c *jobCgroup) remove() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// setLimits writes the job's limits into its cgroup before the child
+// starts: memory.max (with swap.max at 0, so that the limit is not turned
+// into swapping, and oom.group, so that an OOM kill takes the whole job
+// rather than one of its processes) and pids.max. The controllers are
+// enabled in the parent first when they are not yet; that needs a parent
+// without processes of its own, as a delegated subtree is. It returns one
+// error per limit it could not set, which the runner then measures itself.
+func (c *jobCgroup) setLimits(memory int64, tasks int) []error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	if memory > 0 {
+		if err := c.enable("memory"); err != nil {
+			errs = append(errs, err)
+		} else if err := writeCgroupFile(c.dir, "memory.max", strconv.FormatInt(memory, 10)); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.memLimit = true
+			// Best effort: swap accounting may be off, and oom.group
+			// needs Linux 4.19.
+			_ = writeCgroupFile(c.dir, "memory.swap.max", "0")
+			_ = writeCgroupFile(c.dir, "memory.oom.group", "1")
+		}
+	}
+	if tasks > 0 {
+		if err := c.enable("pids"); err != nil {
+			errs = append(errs, err)
+		} else if err := writeCgroupFile(c.dir, "pids.max", strconv.Itoa(tasks)); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.tasksLimit = true
+		}
+	}
+	return errs
+}
+
+// enable turns a controller on for the children of the parent cgroup.
+func (c *jobCgroup) enable(controller string) error {
+	b, err := os.ReadFile(filepath.Join(c.parent, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("job cgroup: %w", err)
+	}
+	if slices.Contains(strings.Fields(string(b)), controller) {
+		return nil
+	}
+	if err := writeCgroupFile(c.parent, "cgroup.subtree_control", "+"+controller); err != nil {
+		return fmt.Errorf("job cgroup: enable the %s controller (it must be listed in %s, and the parent must hold no processes itself): %w",
+			controller, filepath.Join(c.parent, "cgroup.controllers"), err)
+	}
+	return nil
+}
+
+func (c *jobCgroup) memoryLimited() bool { return c != nil && c.memLimit }
+func (c *jobCgroup) tasksLimited() bool  { return c != nil && c.tasksLimit }
+
+// forksRefused returns how many forks pids.max refused so far.
+func (c *jobCgroup) forksRefused() int64 {
+	if c == nil {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids.events"))
+	if err != nil {
+		return 0
+	}
+	return eventCount(b, "max")
+}
+
+// eventCount reads one "key value" line of a cgroup events file.
+func eventCount(b []byte, key string) int64 {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// writeCgroupFile writes an existing interface file; cgroupfs does not
+// let files be created, so a missing controller shows as ENOENT.
+func writeCgroupFile(dir, name, value string) error {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("job cgroup: %w", err)
+	}
+	_, err = f.WriteString(value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("job cgroup: write %q to %s: %w", value, filepath.Join(dir, name), err)
+	}
+	return nil
 }

@@ -60,13 +60,33 @@
 // scan is the fallback that needs no privileges. On Unix systems other
 // than Linux only the process group is tracked.
 //
+// # Limits
+//
+// Job.MemoryBytes and Job.MaxTasks bound what all the processes of a job
+// use together. With a job cgroup (Local.CgroupParent) they become the
+// cgroup's memory.max (with memory.swap.max 0 and memory.oom.group 1) and
+// pids.max, and the kernel enforces them exactly: an OOM kill in the
+// cgroup and a fork refused by pids.max both end the job with
+// StatusLimit. Without one, the runner measures the job every 100ms: it
+// follows the job's processes through /proc/PID/task/PID/children (plus
+// the periodic full scans), sums RssAnon+RssShmem and the thread counts,
+// and kills every process of the job with SIGKILL, without a grace
+// period, as soon as a limit is passed. Memory is then bounded up to what
+// the job can allocate in 100ms, and shared memory mapped by several
+// processes is counted once per process, which errs on the side of
+// stopping. RLIMIT_NPROC is not used: it counts every process of the
+// user on the machine rather than the job's, and does not apply to root.
+// RLIMIT_AS is not used either: CUDA reserves terabytes of virtual
+// address space that it never touches.
+//
 // # Classification
 //
 // Result.Status is ok (exit 0), error (non-zero exit; for Python, the last
 // traceback and its final "SomethingError: message" line are extracted from
 // stderr, SyntaxError reports and interpreter messages such as "can't open
 // file" or "No module named" included), timeout, canceled, signaled (which
-// signal), oom or not_start (with the path searched). A SIGKILL the runner
+// signal), oom, limit (with Result.Limit naming the limit) or not_start
+// (with the path searched). A SIGKILL the runner
 // did not send is reported as oom when the memory cgroup's oom_kill counter
 // rose during the run, and otherwise as signaled with a message saying
 // whether out-of-memory is possible. Result.Message says what happened in

@@ -29,6 +29,11 @@ const (
 	maxLineBytes        = 1 << 20
 	defaultScanInterval = time.Second
 	firstScanDelay      = 10 * time.Millisecond
+	// limitInterval is how often the job's usage is checked against
+	// Job.MemoryBytes and Job.MaxTasks: often enough that a runaway
+	// allocation or fork loop is stopped within a fraction of a second,
+	// cheap because only the job's own processes are read.
+	limitInterval = 100 * time.Millisecond
 )
 
 // Local runs jobs as child processes of the current process, each in its
@@ -55,6 +60,13 @@ type Local struct {
 	// (root, or a subtree delegated to its user, as systemd does for
 	// Delegate=yes units); Run fails if it cannot create the child. The
 	// kernel must be 5.7 or later (clone3 into a cgroup).
+	//
+	// Job.MemoryBytes and Job.MaxTasks are then written to the job
+	// cgroup's memory.max and pids.max (the runner enables the memory
+	// and pids controllers in CgroupParent's cgroup.subtree_control when
+	// it may), and the kernel enforces them exactly. A limit whose
+	// controller is unavailable falls back to the runner's own
+	// measurement, with a warning in the log.
 	CgroupParent string
 }
 
@@ -75,6 +87,11 @@ func (l *Local) Run(ctx context.Context, job Job) (Result, error) {
 	job, err := withDefaults(job)
 	if err != nil {
 		return Result{}, err
+	}
+	if job.MemoryBytes > 0 || job.MaxTasks > 0 {
+		if err := limitsSupported(); err != nil {
+			return Result{}, fmt.Errorf("run %q: %w", job.Argv[0], err)
+		}
 	}
 	files, err := createOutputFiles(job)
 	if err != nil {
@@ -132,6 +149,9 @@ func withDefaults(job Job) (Job, error) {
 			return job, fmt.Errorf("run %q: Job.%s = %d: want 0 (the default) to %d", job.Argv[0], x.name, x.val, x.max)
 		}
 	}
+	if job.MemoryBytes < 0 || job.MaxTasks < 0 {
+		return job, fmt.Errorf("run %q: negative MemoryBytes (%d) or MaxTasks (%d); 0 means no limit", job.Argv[0], job.MemoryBytes, job.MaxTasks)
+	}
 	if job.StdoutFile != "" && job.StdoutFile == job.StderrFile {
 		return job, fmt.Errorf("run %q: StdoutFile and StderrFile are the same file %s", job.Argv[0], job.StdoutFile)
 	}
@@ -173,6 +193,9 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 			log.Warn("runner: remove job cgroup", "err", err)
 		}
 	}()
+	for _, err := range cg.setLimits(job.MemoryBytes, job.MaxTasks) {
+		log.Warn("runner: cgroup limit unavailable; the runner measures the job instead", "err", err)
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -199,6 +222,7 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 		Dir:         job.Dir,
 		Stdout:      outW,
 		Stderr:      errW,
+		ExtraFiles:  job.ExtraFiles,
 		SysProcAttr: attr,
 	}
 
@@ -244,7 +268,8 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 		// with a job cgroup, below it, where v2 counts propagate.
 		oom = newOOMCounter(os.Getpid())
 	}
-	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: newTracker(pid, cg), oom: oom}
+	tr := newTracker(pid, cg)
+	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: tr, oom: oom, lim: newLimiter(job, cg, tr)}
 	w := s.wait(ctx, job.Timeout, scanMax, done)
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
@@ -309,12 +334,15 @@ type supervisor struct {
 	log   *slog.Logger
 	tr    *tracker
 	oom   oomCounter
+	lim   *limiter // nil when the job has no limits
 
 	ooms     int64 // OOM kills recorded during the run
 	oomKnown bool  // whether ooms could be read
 
-	reason    Status // StatusTimeout or StatusCanceled once we decided to stop it
+	reason    Status // StatusTimeout, StatusCanceled or StatusLimit once we decided to stop it
 	cause     error  // context.Cause when canceled
+	limit     string // the limit passed, with StatusLimit
+	limitMsg  string // what was measured, with StatusLimit
 	killed    bool   // we sent SIGKILL because the grace period ran out
 	leftover  int
 	survivors []int
@@ -335,6 +363,12 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 	scanC := scanT.C
 	if scanMax < 0 {
 		scanC = nil
+	}
+	var limitC <-chan time.Time
+	if s.lim != nil {
+		t := time.NewTicker(limitInterval)
+		defer t.Stop()
+		limitC = t.C
 	}
 	ctxDone := ctx.Done()
 	stop := func(reason Status) {
@@ -373,6 +407,22 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 			s.tr.scan()
 			interval = min(2*interval, scanMax)
 			scanT.Reset(interval)
+		case <-limitC:
+			name, msg := s.lim.check()
+			if name == "" {
+				continue
+			}
+			if w, ok := exitedAlready(done); ok {
+				return w
+			}
+			// No grace period: a process filling memory or forking
+			// would use it to do more of the same.
+			s.reason, s.limit, s.limitMsg = StatusLimit, name, msg
+			timeoutC, ctxDone, graceC, limitC = nil, nil, nil, nil
+			s.killed = true
+			s.log.Info("runner: limit passed, killing the job", "limit", name, "detail", msg)
+			s.tr.scan()
+			s.signal(syscall.SIGKILL)
 		}
 	}
 }
@@ -468,6 +518,12 @@ func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 
 	var msg string
 	switch {
+	case s.reason == StatusLimit:
+		res.Status, res.Limit = StatusLimit, s.limit
+		msg = "stopped after " + fmtDuration(res.Wall) + ": " + s.limitMsg + "; all its processes were killed"
+	case sig == syscall.SIGKILL && oomKnown && ooms > 0 && s.lim.kernelMemory():
+		res.Status, res.Limit = StatusLimit, LimitMemory
+		msg = "killed by the kernel after " + fmtDuration(res.Wall) + " at the memory limit of " + fmtBytes(s.lim.memory) + " (memory.max of the job's cgroup)"
 	case s.reason != "":
 		res.Status = s.reason
 		what := "stopped at the wall-clock limit of " + fmtDuration(job.Timeout)
@@ -513,7 +569,7 @@ func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 			msg += ": " + bound(res.ErrorLine, 200)
 		}
 	}
-	if res.Status != StatusOOM && oomKnown && ooms > 0 {
+	if res.Status != StatusOOM && res.Status != StatusLimit && oomKnown && ooms > 0 {
 		msg += "; the memory cgroup recorded " + plural(ooms, "OOM kill") + " during the run"
 	}
 	if s.leftover > 0 {

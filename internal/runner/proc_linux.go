@@ -326,3 +326,96 @@ func relCgroup(path, root string) string {
 	}
 	return path
 }
+
+// follow adds the children of the known live processes, and theirs, to the
+// known set. It reads /proc/PID/task/PID/children of the job's processes
+// only, so it costs little next to a full scan, which the limit checks
+// need far more often than the periodic scans run. Children forked by a
+// thread other than the main one, and orphans adopted by init, are left to
+// the full scans (which find the latter by process group).
+func (t *tracker) follow() {
+	queue := t.alive()
+	for len(queue) > 0 {
+		pid := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+		if err != nil {
+			continue
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			child, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			p, err := readProcStat(child)
+			if err != nil || p.ppid != pid || p.state == 'Z' {
+				continue
+			}
+			if st, ok := t.known[child]; ok && st == p.start {
+				continue
+			}
+			t.known[child] = p.start
+			queue = append(queue, child)
+		}
+	}
+}
+
+// usage sums what the known live processes use, and forgets the dead ones
+// (nothing needs to be done to them any more).
+func (t *tracker) usage() usage {
+	var u usage
+	for pid, start := range t.known {
+		p, err := readProcStat(pid)
+		if err != nil || p.start != start {
+			delete(t.known, pid)
+			continue
+		}
+		if p.state == 'Z' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			continue
+		}
+		mem, threads, ok := parseProcStatus(b)
+		if !ok {
+			continue
+		}
+		u.memory += mem
+		u.tasks += threads
+		u.procs++
+	}
+	return u
+}
+
+// parseProcStatus reads the resident anonymous and shared memory (bytes)
+// and the thread count from /proc/PID/status. File-backed pages are left
+// out: libraries and memory-mapped data files can be dropped and read
+// again by the kernel, so they are not memory the job holds.
+func parseProcStatus(b []byte) (memory int64, threads int, ok bool) {
+	for line := range strings.Lines(string(b)) {
+		key, val, found := strings.Cut(line, ":")
+		if !found {
+			continue
+		}
+		switch key {
+		case "RssAnon", "RssShmem":
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			memory += kb << 10
+		case "Threads":
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil {
+				return 0, 0, false
+			}
+			threads, ok = n, true
+		}
+	}
+	return memory, threads, ok
+}
+
+// limitsSupported reports whether Job.MemoryBytes and Job.MaxTasks can be
+// enforced here; they can on Linux.
+func limitsSupported() error { return nil }

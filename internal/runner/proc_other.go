@@ -32,6 +32,8 @@ type tracker struct{}
 
 func newTracker(int, *jobCgroup) *tracker          { return &tracker{} }
 func (*tracker) scan()                             {}
+func (*tracker) follow()                           {}
+func (*tracker) usage() usage                      { return usage{} }
 func (*tracker) alive() []int                      { return nil }
 func (*tracker) signal(syscall.Signal)             {}
 func (*tracker) adoptPipeHolders([]*os.File) []int { return nil }
@@ -50,6 +52,15 @@ func newJobCgroup(parent string) (*jobCgroup, error) {
 	return nil, nil
 }
 
-func (*jobCgroup) attach(*syscall.SysProcAttr) {}
-func (*jobCgroup) started()                    {}
-func (*jobCgroup) remove() error               { return nil }
+func (*jobCgroup) attach(*syscall.SysProcAttr)  {}
+func (*jobCgroup) started()                     {}
+func (*jobCgroup) remove() error                { return nil }
+func (*jobCgroup) setLimits(int64, int) []error { return nil }
+func (*jobCgroup) memoryLimited() bool          { return false }
+func (*jobCgroup) tasksLimited() bool           { return false }
+func (*jobCgroup) forksRefused() int64          { return 0 }
+
+// limitsSupported: without /proc, the job's usage cannot be measured.
+func limitsSupported() error {
+	return errors.New("Job.MemoryBytes and Job.MaxTasks need Linux")
+}

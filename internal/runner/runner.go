@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"time"
 )
@@ -61,6 +62,47 @@ type Job struct {
 	// are skipped and a line saying how many is delivered instead.
 	OnLine    func(stream, line string)
 	LineBytes int
+
+	// ExtraFiles are open files the program inherits as file descriptors
+	// 3, 4, ... in this order, as with exec.Cmd.ExtraFiles (a nil entry
+	// leaves its descriptor closed). They let a program read a file it
+	// cannot open by path, such as one listed in Hidden. The runner does
+	// not close them.
+	ExtraFiles []*os.File
+
+	// Resource limits, counted over all the processes of the job. When one
+	// is passed, every process of the job is killed at once and the
+	// Result has StatusLimit and names the limit. Zero means no limit.
+	// The local runner enforces them through the job's cgroup when
+	// Local.CgroupParent is set and the controllers are available, and
+	// otherwise by measuring the job's processes every 100ms, so a fast
+	// allocation can overshoot briefly; see the package doc.
+	//
+	// MemoryBytes bounds resident memory that the kernel cannot simply
+	// drop: anonymous and shared memory (RssAnon+RssShmem), not pages of
+	// mapped files such as libraries and memory-mapped data. It is not a
+	// limit on virtual address space, which CUDA reserves by the
+	// terabyte. MaxTasks bounds processes and threads together, as the
+	// kernel's pids controller counts them; a PyTorch process has tens of
+	// threads, so values in the thousands are usual.
+	MemoryBytes int64
+	MaxTasks    int
+
+	// Sandbox policy. The local runner itself confines nothing and
+	// ignores these fields; a sandboxing wrapper (package sandbox)
+	// enforces them, and documents how far each of its modes does.
+	//
+	// The program may write only in Dir and in the Writable paths
+	// (compile caches, for example); it reads the rest of the file
+	// system. Hidden paths (files or directories) cannot be read at all;
+	// pass such a file through ExtraFiles when the program's harness
+	// needs it. LoopbackTCP says the job's processes talk to each other
+	// over TCP on 127.0.0.1 (a multi-process run: rendezvous, NCCL and
+	// Gloo bootstrap), which sandboxes that cannot tell loopback from
+	// other addresses must then allow.
+	Writable    []string
+	Hidden      []string
+	LoopbackTCP bool
 }
 
 // The streams named to Job.OnLine.
@@ -80,6 +122,13 @@ const (
 	StatusOOM      Status = "oom"       // killed by the kernel's OOM killer (best guess)
 	StatusCanceled Status = "canceled"  // the context was canceled
 	StatusNoStart  Status = "not_start" // the process could not be started
+	StatusLimit    Status = "limit"     // killed for passing a resource limit (Result.Limit says which)
+)
+
+// The limits named in Result.Limit.
+const (
+	LimitMemory = "memory" // Job.MemoryBytes
+	LimitTasks  = "tasks"  // Job.MaxTasks
 )
 
 // Output is a capped capture of one stream.
@@ -130,4 +179,11 @@ type Result struct {
 	// escaped unseen cannot be listed; see the package doc for what is
 	// and is not guaranteed.
 	Survivors []int `json:"survivors,omitempty"`
+	// Limit names the resource limit that stopped the job (LimitMemory,
+	// LimitTasks) when Status is StatusLimit.
+	Limit string `json:"limit,omitempty"`
+	// Sandbox says how the program was confined ("bwrap", "landlock",
+	// "none"), as set by a sandboxing wrapper; empty when no wrapper
+	// was involved.
+	Sandbox string `json:"sandbox,omitempty"`
 }
