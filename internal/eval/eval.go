@@ -257,6 +257,9 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	if err := os.WriteFile(progPath, req.Program, 0o444); err != nil {
 		return nil, nil, fmt.Errorf("write program: %w", err)
 	}
+	if spec.Contract == "log" {
+		return e.runLogPhase(ctx, spec, files, req, dir, mode)
+	}
 	if _, err := harness.Materialize(dir); err != nil {
 		return nil, nil, fmt.Errorf("write harness: %w", err)
 	}
