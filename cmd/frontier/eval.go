@@ -11,16 +11,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 type evalOptions struct {
-	track   string
-	fast    bool
-	asJSON  bool
-	keep    string
-	seed    int
-	quiet   bool
-	program string
+	track    string
+	fast     bool
+	asJSON   bool
+	keep     string
+	seed     int
+	quiet    bool
+	program  string
+	repeats  int
+	baseline string
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -49,6 +52,8 @@ Exit codes: 0 acceptable, 3 loss_too_high, 4 error, 5 timeout, 6 invalid,
 	f.StringVar(&o.keep, "keep", "", "keep the run folder (program, config, telemetry, logs) in `DIR`")
 	f.IntVar(&o.seed, "seed", 0, "seed injected into the program")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	f.IntVar(&o.repeats, "repeats", 1, "run the full evaluation `N` times with seeds seed..seed+N-1; the verdict then needs a one-sided t-test (mean val loss under the target at the track's alpha)")
+	f.StringVar(&o.baseline, "baseline", "reference", "with --repeats, compare train times (Welch's t-test) with the stored runs of this program: reference, a program sha256, or none")
 	return cmd
 }
 
@@ -87,7 +92,25 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	if !o.quiet {
 		env.eval.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
 	}
-	res, err := env.eval.Evaluate(ctx, eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep})
+	req := eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep}
+	var res *eval.Result
+	if o.repeats > 1 && !o.fast {
+		rr := eval.RepeatRequest{Request: req, N: o.repeats}
+		switch o.baseline {
+		case "none", "":
+		case "reference":
+			ref, err := spec.ReferenceSource()
+			if err != nil {
+				return err
+			}
+			rr.BaselineHash = store.Hash(ref)
+		default:
+			rr.BaselineHash = o.baseline
+		}
+		res, err = env.eval.EvaluateRepeats(ctx, rr)
+	} else {
+		res, err = env.eval.Evaluate(ctx, req)
+	}
 	if err != nil {
 		if errors.Is(err, eval.ErrBadProgram) {
 			return withCode(exitUsage, err)

@@ -265,3 +265,48 @@ func TestTorchMissing(t *testing.T) {
 		t.Fatalf("verdict %s: %s\n%s", res.Verdict, res.Reason, res.Traceback)
 	}
 }
+
+func TestRepeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs several full evaluations")
+	}
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	src := program(t, 120, "pass")
+	rr := RepeatRequest{Request: Request{Track: spec, Program: src, Name: "p.py", Seed: 1}, N: 3, BaselineHash: store.Hash(src)}
+	res, err := ev.EvaluateRepeats(context.Background(), rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := res.Repeats
+	if res.Verdict != Acceptable || rp == nil || len(rp.Runs) != 3 || rp.LossTest == nil || !rp.LossTest.Significant {
+		t.Fatalf("verdict %s (%s), repeats %+v", res.Verdict, res.Reason, rp)
+	}
+	seeds := map[int]bool{}
+	for _, r := range rp.Runs {
+		seeds[r.Seed] = true
+	}
+	if len(seeds) != 3 || rp.ValLoss.N != 3 || rp.ValLoss.SD == 0 || rp.TrainTimeMs.CILo > rp.TrainTimeMs.Mean {
+		t.Fatalf("runs %+v, loss %+v", rp.Runs, rp.ValLoss)
+	}
+	// The first series is not its own baseline.
+	if rp.Baseline != nil || rp.Record || len(res.Warnings) == 0 {
+		t.Fatalf("baseline %+v, record %v, warnings %v", rp.Baseline, rp.Record, res.Warnings)
+	}
+	// A second series compares with the first.
+	rr.Seed = 10
+	res, err = ev.EvaluateRepeats(context.Background(), rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Repeats.Baseline == nil || res.Repeats.Baseline.TrainTimeMs.N != 3 {
+		t.Fatalf("baseline %+v, warnings %v", res.Repeats.Baseline, res.Warnings)
+	}
+	var sb strings.Builder
+	WriteReport(&sb, res)
+	for _, want := range []string{"repeats (3 of 3 runs)", "95% CI", "vs baseline", "t = "} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, sb.String())
+		}
+	}
+}

@@ -63,6 +63,9 @@ func WriteReport(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 	}
 
+	if rp := r.Repeats; rp != nil {
+		writeRepeats(b, r, rp)
+	}
 	if len(r.Curve) > 0 {
 		b.WriteString("\nprogress\n")
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -123,6 +126,31 @@ func WriteReport(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func writeRepeats(b *strings.Builder, r *Result, rp *Repeats) {
+	fmt.Fprintf(b, "\nrepeats (%d of %d runs)\n", len(rp.Runs), rp.N)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  seed\tverdict\tval loss\ttrain time\tms/step\tevaluation\t")
+	for _, run := range rp.Runs {
+		fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%.2f\t#%d\t\n", run.Seed, run.Verdict, run.ValLoss, fmtMs(run.TrainTimeMs), run.StepAvgMs, run.EvaluationID)
+	}
+	tw.Flush()
+	l, t := rp.ValLoss, rp.TrainTimeMs
+	fmt.Fprintf(b, "  val loss    mean %.4f  sd %.4f  95%% CI [%.4f, %.4f]\n", l.Mean, l.SD, l.CILo, l.CIHi)
+	fmt.Fprintf(b, "  train time  mean %s  sd %s  95%% CI [%s, %s]\n", fmtMs(t.Mean), fmtMs(t.SD), fmtMs(t.CILo), fmtMs(t.CIHi))
+	if rp.LossTest != nil {
+		fmt.Fprintf(b, "  loss < %.4g: %s\n", r.Track.Target, rp.LossTest)
+	}
+	if bc := rp.Baseline; bc != nil {
+		fmt.Fprintf(b, "  vs baseline %s (%d runs, mean %s): %.2f%% faster; Welch %s\n",
+			short(bc.ProgramHash), bc.TrainTimeMs.N, fmtMs(bc.TrainTimeMs.Mean), bc.SpeedupPct, bc.Test)
+	}
+	claim := "no record claim"
+	if rp.Record {
+		claim = "RECORD CLAIM"
+	}
+	fmt.Fprintf(b, "  %s: %s\n", claim, rp.RecordReason)
 }
 
 func failedPhase(r *Result) *Phase {

@@ -76,6 +76,10 @@ type Result struct {
 	FingerprintClass string              `json:"fingerprint_class"`
 	Environment      Environment         `json:"environment"`
 
+	// Repeats holds the statistics when the program ran with several
+	// seeds; the verdict then follows the t-test.
+	Repeats *Repeats `json:"repeats,omitempty"`
+
 	Fast *Phase `json:"fast,omitempty"`
 	Full *Phase `json:"full,omitempty"`
 

@@ -1,0 +1,190 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/frontier-bench/frontier/internal/stats"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// Repeats is the statistics of one program run with several seeds.
+type Repeats struct {
+	N    int         `json:"n"`
+	Runs []RepeatRun `json:"runs"`
+	// ValLoss and TrainTimeMs summarize the runs with 95% intervals.
+	ValLoss     stats.Summary `json:"val_loss"`
+	TrainTimeMs stats.Summary `json:"train_time_ms"`
+	// LossTest is the one-sided one-sample t-test that the mean val loss
+	// is below the target (the speedrun's acceptance rule).
+	LossTest *stats.TTest `json:"loss_test,omitempty"`
+	// Baseline compares train times with the baseline's stored runs.
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
+	// Record is true when the loss is significantly under the target and
+	// the time significantly under the baseline's: a record claim.
+	Record       bool   `json:"record"`
+	RecordReason string `json:"record_reason"`
+}
+
+// RepeatRun is one of the repeated runs.
+type RepeatRun struct {
+	Seed         int     `json:"seed"`
+	EvaluationID int64   `json:"evaluation_id,omitempty"`
+	Verdict      Verdict `json:"verdict"`
+	ValLoss      float64 `json:"val_loss,omitempty"`
+	TrainTimeMs  float64 `json:"train_time_ms,omitempty"`
+	StepAvgMs    float64 `json:"step_avg_ms,omitempty"`
+}
+
+// BaselineComparison is Welch's one-sided t-test that the program's train
+// time is below the baseline's.
+type BaselineComparison struct {
+	ProgramHash string        `json:"program_hash"`
+	TrainTimeMs stats.Summary `json:"train_time_ms"`
+	Test        stats.TTest   `json:"test"`
+	// SpeedupPct is how much shorter the mean train time is, in percent
+	// of the baseline's mean.
+	SpeedupPct float64 `json:"speedup_pct"`
+}
+
+// RepeatRequest is a program to run n times with seeds Seed, Seed+1, ...
+type RepeatRequest struct {
+	Request
+	N int
+	// BaselineHash names the program to compare times with; its acceptable
+	// full runs on the same track version and machine class are read from
+	// the store. Empty means no comparison.
+	BaselineHash string
+}
+
+// EvaluateRepeats runs the fast check once, then n full runs with
+// consecutive seeds, each stored as its own evaluation, and returns a result
+// whose verdict follows the statistics: acceptable only when the mean val
+// loss is significantly under the target (p < the track's alpha). A failing
+// run ends the series: a program must work with every seed.
+func (e *Evaluator) EvaluateRepeats(ctx context.Context, rr RepeatRequest) (*Result, error) {
+	if rr.N < 1 {
+		return nil, fmt.Errorf("repeats must be at least 1, got %d", rr.N)
+	}
+	first, err := e.Evaluate(ctx, rr.Request)
+	if err != nil || rr.N == 1 {
+		return first, err
+	}
+	results := []*Result{first}
+	for i := 1; i < rr.N && ok(first.Verdict); i++ {
+		req := rr.Request
+		req.Seed = rr.Seed + i
+		req.SkipFast = true
+		req.Keep = ""
+		if e.Progress != nil {
+			e.Progress(fmt.Sprintf("repeat %d of %d (seed %d)", i+1, rr.N, req.Seed))
+		}
+		r, err := e.Evaluate(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("repeat %d of %d: %w", i+1, rr.N, err)
+		}
+		results = append(results, r)
+		if !ok(r.Verdict) {
+			break
+		}
+	}
+	return e.aggregate(ctx, rr, results)
+}
+
+// ok reports whether a run measured something: its loss counts in the
+// statistics even when it is above the target.
+func ok(v Verdict) bool { return v == Acceptable || v == LossTooHigh }
+
+func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*Result) (*Result, error) {
+	spec := rr.Track
+	out := *results[0] // telemetry tables of the first run
+	rep := &Repeats{N: rr.N}
+	var losses, times []float64
+	for _, r := range results {
+		rep.Runs = append(rep.Runs, RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
+			ValLoss: r.Metrics.ValLoss, TrainTimeMs: r.Metrics.TrainTimeMs, StepAvgMs: r.Metrics.StepAvgMs})
+		if ok(r.Verdict) {
+			losses = append(losses, r.Metrics.ValLoss)
+			times = append(times, r.Metrics.TrainTimeMs)
+		}
+	}
+	rep.ValLoss = stats.Summarize(losses, 0.95)
+	rep.TrainTimeMs = stats.Summarize(times, 0.95)
+	out.Repeats = rep
+	out.Metrics.ValLoss = rep.ValLoss.Mean
+	out.Metrics.TrainTimeMs = rep.TrainTimeMs.Mean
+
+	last := results[len(results)-1]
+	if !ok(last.Verdict) {
+		out.Verdict, out.Rule, out.Traceback = last.Verdict, last.Rule, last.Traceback
+		out.Reason = fmt.Sprintf("run %d of %d (seed %d) failed: %s", len(results), rr.N, last.Seed, last.Reason)
+		rep.RecordReason = "a run failed"
+		return &out, nil
+	}
+	t, err := stats.MeanBelow(losses, spec.TargetValLoss, spec.Verification.Alpha)
+	if err != nil {
+		return nil, err
+	}
+	rep.LossTest = &t
+	if t.Significant {
+		out.Verdict = Acceptable
+		out.Reason = fmt.Sprintf("mean val loss %.4f over %d runs is significantly under the target %.4g (one-sided t-test: %s)", rep.ValLoss.Mean, len(losses), spec.TargetValLoss, t)
+	} else {
+		out.Verdict = LossTooHigh
+		out.Reason = fmt.Sprintf("mean val loss %.4f over %d runs is not significantly under the target %.4g (one-sided t-test: %s)", rep.ValLoss.Mean, len(losses), spec.TargetValLoss, t)
+	}
+
+	if rr.BaselineHash != "" && e.Store != nil {
+		mine := map[int64]bool{}
+		for _, r := range results {
+			mine[r.EvaluationID] = true
+		}
+		cmp, err := e.compareBaseline(ctx, rr, out.FingerprintClass, times, mine)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("no comparison with the baseline: %v", err))
+		}
+		rep.Baseline = cmp
+	}
+	switch {
+	case !t.Significant:
+		rep.RecordReason = "the loss is not significantly under the target"
+	case rep.Baseline == nil:
+		rep.RecordReason = "no baseline runs to compare times with"
+	case !rep.Baseline.Test.Significant:
+		rep.RecordReason = fmt.Sprintf("the time is not significantly under the baseline's (Welch: %s)", rep.Baseline.Test)
+	default:
+		rep.Record = true
+		rep.RecordReason = fmt.Sprintf("loss significantly under the target and time %.2f%% under the baseline's (Welch: %s)", rep.Baseline.SpeedupPct, rep.Baseline.Test)
+	}
+	return &out, nil
+}
+
+// compareBaseline reads the baseline's acceptable full runs on the same
+// track version and machine class and runs Welch's test.
+// Runs of this series (mine) are not part of the baseline.
+func (e *Evaluator) compareBaseline(ctx context.Context, rr RepeatRequest, class string, times []float64, mine map[int64]bool) (*BaselineComparison, error) {
+	hash, err := SpecHash(rr.Track)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := e.Store.Evaluations(ctx, store.Filter{Track: rr.Track.Name, ProgramHash: rr.BaselineHash, Verdict: string(Acceptable), Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	var base []float64
+	for _, ev := range evs {
+		if ev.TrackHash == hash && ev.FingerprintClass == class && !ev.FastOnly && ev.TrainTimeMs > 0 && !mine[ev.ID] {
+			base = append(base, ev.TrainTimeMs)
+		}
+	}
+	if len(base) < 2 {
+		return nil, fmt.Errorf("the baseline %s has %d acceptable runs on this track version and machine class (%s); run it with --repeats first", short(rr.BaselineHash), len(base), class)
+	}
+	t, err := stats.WelchLess(times, base, rr.Track.Verification.Alpha)
+	if err != nil {
+		return nil, err
+	}
+	bs := stats.Summarize(base, 0.95)
+	mean := stats.Summarize(times, 0.95).Mean
+	return &BaselineComparison{ProgramHash: rr.BaselineHash, TrainTimeMs: bs, Test: t, SpeedupPct: 100 * (bs.Mean - mean) / bs.Mean}, nil
+}
