@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,14 @@ func TestEstimateTokens(t *testing.T) {
 	}
 	if n := EstimateTokens("<|endoftext|>"); n < 2 {
 		t.Errorf("special token text must count as ordinary text: %d", n)
+	}
+}
+
+func BenchmarkEstimateTokens(b *testing.B) {
+	s := strings.Repeat("def forward(self, idx):\n    x = self.tok_emb(idx)  # token embeddings\n", 1000) // ~70 KB of code
+	EstimateTokens("warm up")
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		EstimateTokens(s)
 	}
 }

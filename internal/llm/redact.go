@@ -10,33 +10,37 @@ import (
 // RedactedMarker replaces every secret that Redact finds.
 const RedactedMarker = "[REDACTED]"
 
-// secretPatterns match credentials by their shape. Each keeps the text
-// before the secret (group 1, may be empty) and replaces the rest.
-var secretPatterns = []*regexp.Regexp{
-	// PEM private keys, whole block.
-	regexp.MustCompile(`()-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`),
-	// Anthropic (sk-ant-...), OpenAI (sk-..., sk-proj-..., sk-svcacct-...),
-	// OpenRouter (sk-or-v1-...) and the many servers that copy the shape.
-	regexp.MustCompile(`(\b)sk-[A-Za-z0-9_\-]{16,}`),
-	// Google API keys.
-	regexp.MustCompile(`(\b)AIza[0-9A-Za-z_\-]{30,}`),
-	// Hugging Face, GitHub, Slack, Groq, Replicate tokens.
-	regexp.MustCompile(`(\b)(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|gsk_[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,})`),
-	// AWS access key ids.
-	regexp.MustCompile(`(\b)(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
-	// JSON web tokens.
-	regexp.MustCompile(`(\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
-	// Authorization headers: "Bearer <token>".
-	regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{16,}`),
-	// Query parameters in URLs: ?key=..., &access_token=...
-	regexp.MustCompile(`(?i)([?&](?:key|api[_-]?key|token|access[_-]?token|secret)=)[^&\s"']{8,}`),
+// A rule finds one kind of secret. Group 1 of re is kept (the text before
+// the secret, possibly empty) and the rest of the match is replaced. A rule
+// runs on a line only when the line, in lower case, contains one of its
+// triggers: Go's regular expressions are slow on megabytes of program
+// output, and most lines hold none of the triggers.
+type rule struct {
+	re       *regexp.Regexp
+	triggers []string
 }
 
-// assignment matches "NAME = value" and "NAME: value" (also quoted JSON and
-// YAML) where NAME ends in a word that names a secret. The value is
-// replaced only when it looks like one (see looksSecret), so code such as
-// "token = tokenizer(text)" stays readable.
-var assignment = regexp.MustCompile(`(?i)(\b[A-Za-z0-9_.-]*(?:api[_-]?key|apikey|secret|token|password|passwd|access[_-]?key|private[_-]?key|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;()\[\]{}<>]{8,})`)
+var rules = []rule{
+	// Anthropic (sk-ant-...), OpenAI (sk-..., sk-proj-..., sk-svcacct-...),
+	// OpenRouter (sk-or-v1-...) and the many servers that copy the shape.
+	{re: regexp.MustCompile(`(\b)sk-[A-Za-z0-9_\-]{16,}`), triggers: []string{"sk-"}},
+	// Google API keys.
+	{re: regexp.MustCompile(`(\b)AIza[0-9A-Za-z_\-]{30,}`), triggers: []string{"aiza"}},
+	// Hugging Face, GitHub, Slack, Groq, Replicate tokens.
+	{re: regexp.MustCompile(`(\b)(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}|gsk_[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,})`),
+		triggers: []string{"hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "gsk_", "r8_"}},
+	// AWS access key ids.
+	{re: regexp.MustCompile(`(\b)(?:AKIA|ASIA)[0-9A-Z]{16}\b`), triggers: []string{"akia", "asia"}},
+	// JSON web tokens.
+	{re: regexp.MustCompile(`(\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), triggers: []string{"eyj"}},
+	// Authorization headers: "Bearer <token>".
+	{re: regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{16,}`), triggers: []string{"bearer"}},
+	// Query parameters in URLs: ?key=..., &access_token=...
+	{re: regexp.MustCompile(`(?i)([?&](?:key|api[_-]?key|token|access[_-]?token|secret)=)[^&\s"']{8,}`), triggers: []string{"key=", "token=", "secret="}},
+}
+
+// pemBlock matches PEM private keys, which span lines.
+var pemBlock = regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)
 
 // Redact replaces anything in s that looks like an API key, a token or a
 // password with RedactedMarker. It is meant for prompts, model answers and
@@ -46,16 +50,161 @@ func Redact(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, re := range secretPatterns {
-		s = re.ReplaceAllString(s, "${1}"+RedactedMarker)
+	if strings.Contains(s, "PRIVATE KEY-----") {
+		s = pemBlock.ReplaceAllString(s, RedactedMarker)
 	}
-	return assignment.ReplaceAllStringFunc(s, func(m string) string {
-		sub := assignment.FindStringSubmatch(m)
-		if sub == nil || !looksSecret(sub[2]) {
-			return m
+	lower := asciiLower(s)
+	if !containsAny(lower, allTriggers) {
+		return s
+	}
+	var b strings.Builder
+	changed := false
+	for start := 0; start < len(s); {
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += start + 1
 		}
-		return sub[1] + RedactedMarker
-	})
+		line, out := s[start:end], s[start:end]
+		if containsAny(lower[start:end], assignmentWords) {
+			out = redactAssignments(out, lower[start:end])
+		}
+		for _, r := range rules {
+			if containsAny(lower[start:end], r.triggers) {
+				out = r.apply(out)
+			}
+		}
+		if out != line && !changed {
+			changed = true
+			b.Grow(len(s))
+			b.WriteString(s[:start])
+		}
+		if changed {
+			b.WriteString(out)
+		}
+		start = end
+	}
+	if !changed {
+		return s
+	}
+	return b.String()
+}
+
+func (r rule) apply(s string) string {
+	ms := r.re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m[3]])
+		b.WriteString(RedactedMarker)
+		last = m[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+var allTriggers = func() []string {
+	all := append([]string(nil), assignmentWords...)
+	for _, r := range rules {
+		all = append(all, r.triggers...)
+	}
+	return all
+}()
+
+// assignmentWords end the names whose values redactAssignments checks.
+var assignmentWords = []string{"key", "secret", "token", "password", "passwd"}
+
+// redactAssignments replaces the value in "NAME = value" and "NAME: value"
+// (also quoted, as in JSON and YAML) where NAME ends in one of
+// assignmentWords (OPENAI_API_KEY, x-api-key, HF_TOKEN, client_secret), if
+// the value looks like a secret (see looksSecret), so that code such as
+// "token = tokenizer(text)" stays readable. It scans by hand: a regular
+// expression costs tens of microseconds per line of program output.
+// lower is asciiLower(line).
+func redactAssignments(line, lower string) string {
+	var spans [][2]int
+	for _, w := range assignmentWords {
+		for from := 0; ; {
+			i := strings.Index(lower[from:], w)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + len(w)
+			if vs, ve, ok := assignedValue(line, i+len(w)); ok && looksSecret(line[vs:ve]) {
+				spans = append(spans, [2]int{vs, ve})
+			}
+		}
+	}
+	if spans == nil {
+		return line
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var b strings.Builder
+	b.Grow(len(line))
+	last := 0
+	for _, sp := range spans {
+		if sp[0] < last {
+			continue
+		}
+		b.WriteString(line[last:sp[0]])
+		b.WriteString(RedactedMarker)
+		last = sp[1]
+	}
+	b.WriteString(line[last:])
+	return b.String()
+}
+
+// assignedValue reads, from position i just after a name, an optional
+// closing quote, a ":" or "=" between optional blanks and an optional
+// opening quote, and returns the span of the value that follows.
+func assignedValue(s string, i int) (start, end int, ok bool) {
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i >= len(s) || (s[i] != ':' && s[i] != '=') {
+		return 0, 0, false
+	}
+	i++
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	start = i
+	for i < len(s) && !strings.ContainsRune(" \t\r\n\"'`,;&()[]{}<>", rune(s[i])) {
+		i++
+	}
+	return start, i, i-start >= 8
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiLower lower-cases ASCII letters only, so that byte offsets stay the
+// same as in s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // looksSecret tells a credential from the code and prose that follow words

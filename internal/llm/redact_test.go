@@ -90,3 +90,15 @@ func BenchmarkRedactProgramOutput(b *testing.B) {
 		Redact(s)
 	}
 }
+
+func TestRedactSeveralAssignmentsOnALine(t *testing.T) {
+	in := "token=Yb81QmT0pL2nV7rB5sK9 api_key=Xa81QmT0pL2nV7rB5sK9 secret_key: 'Zc81QmT0pL2nV7rB5sK9'"
+	want := "token=[REDACTED] api_key=[REDACTED] secret_key: '[REDACTED]'"
+	if got := Redact(in); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	multi := "line one\nOPENAI_API_KEY=abcdef0123456789abcdef\nline three"
+	if got := Redact(multi); got != "line one\nOPENAI_API_KEY=[REDACTED]\nline three" {
+		t.Errorf("multi-line: %q", got)
+	}
+}
