@@ -42,6 +42,10 @@ type Evaluator struct {
 	Data DataResolver
 	// Checks run on the program before any process starts.
 	Checks []Check
+	// GPUs, when set, are the node's GPUs: each process of a cuda track
+	// takes hardware.gpus of them (CUDA_VISIBLE_DEVICES), waiting while
+	// other evaluations hold them (see assignGPUs).
+	GPUs *runner.GPUPool
 	// Sandbox names the confinement Runner applies, for the report
 	// ("bwrap", "landlock", "none").
 	Sandbox string
@@ -271,7 +275,12 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("write config: %w", err)
 	}
 	argv, henv := harness.Command(e.Python, dir, cfg)
-	env := append(baseEnv(dir), henv...)
+	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer releaseGPUs()
+	env := append(append(baseEnv(dir), henv...), gpuEnv...)
 
 	limit := spec.Limits.FullRun.D()
 	if mode == "fast" {
