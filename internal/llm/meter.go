@@ -12,7 +12,8 @@ import (
 // the provider: it cuts the text at the first stop sequence, estimates
 // token counts the server did not report (marking Usage.Estimated), prices
 // the call from the table (marking PriceUnknown when the model has no
-// price) and logs the call at debug level.
+// price) unless the server reported the cost itself (OpenRouter does), and
+// logs the call at debug level.
 type Meter struct {
 	Next     Client
 	Prices   *PriceTable
@@ -48,13 +49,17 @@ func (m *Meter) Complete(ctx context.Context, req Request) (*Response, error) {
 		u.OutputTokens = EstimateTokens(resp.Text)
 		u.Estimated = true
 	}
-	price, ok := m.Prices.Lookup(m.Provider, m.Model)
-	if !ok && resp.Model != m.Model {
-		price, ok = m.Prices.Lookup(m.Provider, resp.Model)
-	}
-	resp.PriceUnknown = !ok
-	if ok {
-		resp.CostUSD = price.Cost(*u)
+	if resp.CostUSD > 0 {
+		resp.PriceUnknown = false // the server said what it charged
+	} else {
+		price, ok := m.Prices.Lookup(m.Provider, m.Model)
+		if !ok && resp.Model != m.Model {
+			price, ok = m.Prices.Lookup(m.Provider, resp.Model)
+		}
+		resp.PriceUnknown = !ok
+		if ok {
+			resp.CostUSD = price.Cost(*u)
+		}
 	}
 	if m.Log != nil && m.Log.Enabled(ctx, slog.LevelDebug) {
 		m.Log.Debug("llm call", "model", m.Name, "server_model", resp.Model, "latency", resp.Latency.Round(time.Millisecond),

@@ -41,6 +41,11 @@ func TestMeter(t *testing.T) {
 	if !resp.PriceUnknown || resp.CostUSD != 0 {
 		t.Errorf("unknown price: %+v", resp)
 	}
+	m = &Meter{Next: reply(&Response{Text: "x", CostUSD: 0.25, Usage: Usage{InputTokens: 10, OutputTokens: 5}}), Prices: prices, Provider: "openrouter", Model: "q"}
+	resp, _ = m.Complete(context.Background(), req)
+	if resp.PriceUnknown || resp.CostUSD != 0.25 {
+		t.Errorf("a cost the server reported must be kept: %+v", resp)
+	}
 	boom := errors.New("boom")
 	m = &Meter{Next: ClientFunc(func(ctx context.Context, req Request) (*Response, error) { return nil, boom }), Prices: prices}
 	if _, err := m.Complete(context.Background(), req); err != boom {

@@ -24,6 +24,9 @@ type Step struct {
 	Text string
 	// Usage is reported in the provider's format; nil reports none.
 	Usage *llm.Usage
+	// Cost, for the OpenAI protocol, is reported as usage.cost (USD), as
+	// OpenRouter does.
+	Cost float64
 	// Finish is the provider's own finish word ("length", "max_tokens",
 	// "MAX_TOKENS"); empty means a normal stop.
 	Finish string
@@ -330,14 +333,18 @@ func openAIFinish(st Step) string {
 	return "stop"
 }
 
-func openAIUsage(u *llm.Usage) map[string]any {
-	return map[string]any{
+func openAIUsage(u *llm.Usage, cost float64) map[string]any {
+	v := map[string]any{
 		"prompt_tokens":             u.InputTokens,
 		"completion_tokens":         u.OutputTokens,
 		"total_tokens":              u.InputTokens + u.OutputTokens,
 		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedTokens, "cache_write_tokens": u.CacheWriteTokens},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
 	}
+	if cost > 0 {
+		v["cost"] = cost
+	}
+	return v
 }
 
 func openAICompletion(a answer) map[string]any {
@@ -351,7 +358,7 @@ func openAICompletion(a answer) map[string]any {
 		}},
 	}
 	if a.step.Usage != nil {
-		v["usage"] = openAIUsage(a.step.Usage)
+		v["usage"] = openAIUsage(a.step.Usage, a.step.Cost)
 	}
 	return v
 }
@@ -381,7 +388,7 @@ func openAIEvents(a answer, rec Recorded) []string {
 	if a.step.Usage != nil && opts["include_usage"] == true {
 		out = append(out, sse("", map[string]any{
 			"id": "chatcmpl-" + a.id, "object": "chat.completion.chunk", "created": 1700000000, "model": a.model,
-			"choices": []any{}, "usage": openAIUsage(a.step.Usage),
+			"choices": []any{}, "usage": openAIUsage(a.step.Usage, a.step.Cost),
 		}))
 	}
 	return append(out, "data: [DONE]\n\n")

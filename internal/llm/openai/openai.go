@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +98,12 @@ func (c *Client) Params(req llm.Request) oai.ChatCompletionNewParams {
 	}
 	if c.cfg.Reasoning {
 		if req.MaxOutputTokens > 0 {
-			p.MaxCompletionTokens = oai.Int(int64(req.MaxOutputTokens))
+			if c.cfg.Provider == "openrouter" {
+				// OpenRouter takes max_tokens for every model and translates.
+				p.MaxTokens = oai.Int(int64(req.MaxOutputTokens))
+			} else {
+				p.MaxCompletionTokens = oai.Int(int64(req.MaxOutputTokens))
+			}
 		}
 		if req.ReasoningEffort != "" {
 			p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
@@ -157,6 +163,7 @@ func (c *Client) once(ctx context.Context, ex *wire.Exchange, params oai.ChatCom
 		RequestID:    cc.ID,
 		FinishReason: wire.FinishReason(ch.FinishReason),
 		Usage:        usage(cc.Usage),
+		CostUSD:      reportedCost(cc.Usage),
 	}
 	if ch.Message.Content == "" && ch.Message.Refusal != "" {
 		resp.FinishReason = llm.FinishContentFilter
@@ -197,6 +204,7 @@ func (c *Client) stream(ctx context.Context, ex *wire.Exchange, params oai.ChatC
 		}
 		if chunk.JSON.Usage.Valid() {
 			resp.Usage = usage(chunk.Usage)
+			resp.CostUSD = reportedCost(chunk.Usage)
 		}
 	}
 	if err := st.Err(); err != nil {
@@ -210,6 +218,20 @@ func (c *Client) stream(ctx context.Context, ex *wire.Exchange, params oai.ChatC
 		resp.FinishReason = llm.FinishContentFilter
 	}
 	return resp, nil
+}
+
+// reportedCost is the cost in USD that some servers (OpenRouter) add to
+// the usage, 0 when there is none.
+func reportedCost(u oai.CompletionUsage) float64 {
+	f, ok := u.JSON.ExtraFields["cost"]
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f.Raw(), 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }
 
 func usage(u oai.CompletionUsage) llm.Usage {

@@ -84,3 +84,24 @@ func TestNewRequiresModelAndURL(t *testing.T) {
 		t.Error("no base URL accepted")
 	}
 }
+
+func TestOpenRouterParametersAndReportedCost(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := llmtest.NewServer(t, llm.ProtocolOpenAI, llmtest.Step{Text: "ok", Usage: &llm.Usage{InputTokens: 8, OutputTokens: 11}, Cost: 0.00078})
+		c, err := openai.New(openai.Config{Provider: "openrouter", Model: "openai/o1", BaseURL: srv.BaseURL(), APIKey: "sk-or-v1-test", Reasoning: true, Stream: stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Complete(context.Background(), request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.CostUSD != 0.00078 {
+			t.Errorf("stream %v: cost %g, want the server's 0.00078", stream, resp.CostUSD)
+		}
+		j := srv.Requests()[0].JSON
+		if j["max_tokens"] != float64(1234) || j["reasoning_effort"] != "high" || j["max_completion_tokens"] != nil || srv.Requests()[0].Header.Get("X-Title") != "frontier" {
+			t.Errorf("body %s", srv.Requests()[0].Body)
+		}
+	}
+}
