@@ -46,7 +46,14 @@ type GPT2 struct {
 	// bytes are theirs concatenated, when there is one: the merge loop
 	// then works on token ids, never on strings.
 	merges map[uint32]uint16
+	// bytePair is merges for pairs of single-byte tokens, by the two
+	// bytes: every merge starts with these, and a 128 KB table stays in
+	// the processor's cache.
+	bytePair *[1 << 16]uint16
 }
+
+// noPair marks two bytes that do not merge; no token has this id.
+const noPair = math.MaxUint16
 
 // noRank marks a byte sequence that is not a token.
 const noRank = math.MaxUint32
@@ -77,13 +84,20 @@ func NewGPT2() (*GPT2, error) {
 		t.byteToken[b] = uint16(r)
 	}
 	// Every way of cutting a token in two tokens is a merge that makes it.
-	t.merges = make(map[uint32]uint16, 6*len(ranks))
+	t.merges = make(map[uint32]uint16, 2*len(ranks))
+	t.bytePair = new([1 << 16]uint16)
+	for i := range t.bytePair {
+		t.bytePair[i] = noPair
+	}
 	for id, b := range t.decoder[:GPT2BOS] {
 		for k := 1; k < len(b); k++ {
 			left, lok := t.ranks[string(b[:k])]
 			right, rok := t.ranks[string(b[k:])]
 			if lok && rok {
 				t.merges[left<<16|right] = uint16(id)
+				if len(b) == 2 {
+					t.bytePair[uint16(b[0])<<8|uint16(b[1])] = uint16(id)
+				}
 			}
 		}
 	}
@@ -124,10 +138,11 @@ func (t *GPT2) Encode(text string) []uint16 {
 
 // Cache sizes: pieces longer than maxCachedPiece are rare and merged each
 // time; the cache is emptied when it reaches maxCacheEntries, which bounds
-// an encoder's memory to a few MB on any corpus.
+// an encoder's memory to about 20 MB on any corpus. Web text has a long
+// tail of words that are not one token; a smaller cache thrashes on it.
 const (
 	maxCachedPiece  = 64
-	maxCacheEntries = 1 << 16
+	maxCacheEntries = 1 << 18
 	// heapMergeMin is the piece length from which merging uses a heap:
 	// the simple scan is quadratic, and a long run without spaces (a
 	// base64 blob, a line of dashes) would take minutes.
@@ -145,11 +160,12 @@ type gpt2Encoder struct {
 	heap  pairHeap
 }
 
-// hotEntries is the size of an encoder's hot cache (24 bytes each); with
-// Zipf-distributed words, a few thousand pieces cover most running text.
+// hotEntries is the size of an encoder's hot cache (32 bytes each, 512 KB
+// in all); with Zipf-distributed words, it holds the pieces that make up
+// most running text.
 const (
-	hotEntries = 1 << 13
-	hotKeyLen  = 15
+	hotEntries = 1 << 14
+	hotKeyLen  = 23
 )
 
 // hotEntry holds a piece of up to hotKeyLen bytes and its up to three
@@ -159,6 +175,7 @@ type hotEntry struct {
 	klen uint8
 	n    uint8
 	toks [3]uint16
+	_    byte
 }
 
 // hotSlot hashes a short piece (FNV-1a) to its slot in the hot cache.
@@ -244,11 +261,14 @@ type bpePart struct {
 // token's rank is its id, so the pair table gives both at once.
 func (e *gpt2Encoder) mergeScan(dst []uint16, piece []byte) []uint16 {
 	parts := e.parts[:0]
-	for _, c := range piece {
-		parts = append(parts, bpePart{tok: e.t.byteToken[c], rank: noRank})
-	}
-	for i := 0; i+1 < len(parts); i++ {
-		parts[i].rank = e.merge(parts[i].tok, parts[i+1].tok)
+	for i, c := range piece {
+		rank := uint32(noRank)
+		if i+1 < len(piece) {
+			if m := e.t.bytePair[uint16(c)<<8|uint16(piece[i+1])]; m != noPair {
+				rank = uint32(m)
+			}
+		}
+		parts = append(parts, bpePart{tok: e.t.byteToken[c], rank: rank})
 	}
 	for len(parts) > 1 {
 		best, at := uint32(noRank), -1

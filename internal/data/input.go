@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -464,6 +465,7 @@ func readTxtLines(r io.Reader, fx *utf8Fixer, split TextSplit, sink docSink) err
 // document. Blank lines are skipped; a line that is not an object with a
 // string text field is an error naming the file and line.
 func readJSONL(r io.Reader, o readerOptions, sink docSink) error {
+	dec := newTextDecoder(o.textField)
 	br := bufio.NewReaderSize(r, 1<<16)
 	var rec []byte
 	line := int64(0)
@@ -488,7 +490,7 @@ func readJSONL(r io.Reader, o readerOptions, sink docSink) error {
 		if len(rec) > 0 {
 			line++
 			if !isBlank(bytes.TrimSuffix(rec, []byte{'\n'})) {
-				text, err := jsonText(rec, o.textField)
+				text, err := dec.text(rec)
 				if err != nil {
 					return &InputError{Line: line, Err: err}
 				}
@@ -505,6 +507,58 @@ func readJSONL(r io.Reader, o readerOptions, sink docSink) error {
 		}
 		if rerr == io.EOF {
 			return nil
+		}
+	}
+}
+
+// textDecoder takes the text field out of JSON records. Decoding into a
+// struct whose only field is the text is two passes over a record (check,
+// then decode); a map of raw messages would take four. The struct type is
+// built at run time because the field's name is an option.
+type textDecoder struct {
+	field string
+	typ   reflect.Type
+}
+
+func newTextDecoder(field string) *textDecoder {
+	typ := reflect.StructOf([]reflect.StructField{{
+		Name: "Text",
+		Type: reflect.TypeFor[*string](),
+		Tag:  reflect.StructTag(`json:"` + strings.ReplaceAll(field, `"`, `\"`) + `"`),
+	}})
+	return &textDecoder{field: field, typ: typ}
+}
+
+// text returns the record's text. encoding/json also matches keys that
+// differ from the field's name in case, so the fast result is taken only
+// when the record spells the key exactly and no other way; anything else
+// goes the slow, exact way, which also explains what is wrong.
+func (d *textDecoder) text(rec []byte) ([]byte, error) {
+	v := reflect.New(d.typ)
+	if err := json.Unmarshal(rec, v.Interface()); err == nil {
+		if p := v.Elem().Field(0).Interface().(*string); p != nil && onlyExactKey(rec, d.field) {
+			return []byte(*p), nil
+		}
+	}
+	return jsonText(rec, d.field)
+}
+
+// onlyExactKey reports whether rec holds "name" in quotes and no quoted
+// string equal to name but for case.
+func onlyExactKey(rec []byte, name string) bool {
+	exact := false
+	for i := 0; ; {
+		j := bytes.IndexByte(rec[i:], '"')
+		if j < 0 {
+			return exact
+		}
+		i += j + 1
+		if end := i + len(name); end < len(rec) && rec[end] == '"' {
+			if w := rec[i:end]; string(w) == name {
+				exact = true
+			} else if bytes.EqualFold(w, []byte(name)) {
+				return false
+			}
 		}
 	}
 }

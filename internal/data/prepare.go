@@ -320,10 +320,13 @@ func (o *PrepareOptions) run(ctx context.Context, sw *shardWriter, res *PrepareR
 	// slots bounds the batches between the reader and the writer, and so
 	// the memory, whatever the order in which workers finish.
 	slots := make(chan struct{}, 2*o.Workers+2)
+	// free recycles batches, whose buffers are a few MB: allocating them
+	// anew would keep the garbage collector busy.
+	free := make(chan *batch, cap(slots)+1)
 
 	g.Go(func() error {
 		defer close(batches)
-		b := &batcher{ctx: gctx, out: batches, slots: slots, target: o.batchBytes, maxSegment: o.maxSegment, cur: &batch{}}
+		b := &batcher{ctx: gctx, out: batches, slots: slots, free: free, target: o.batchBytes, maxSegment: o.maxSegment, cur: &batch{}}
 		ro := readerOptions{split: o.Split, textField: o.TextField, strictUTF8: o.StrictUTF8, maxRecord: MaxRecordBytes}
 		for _, path := range o.Inputs {
 			r, closeFile, err := openInput(path, func(n int) { readBytes.Add(int64(n)) })
@@ -358,7 +361,6 @@ func (o *PrepareOptions) run(ctx context.Context, sw *shardWriter, res *PrepareR
 			enc := o.Tokenizer.NewEncoder()
 			for bt := range batches {
 				bt.tokens = encodeBatch(enc, bos, bt)
-				bt.text = nil
 				select {
 				case results <- bt:
 				case <-gctx.Done():
@@ -387,6 +389,10 @@ func (o *PrepareOptions) run(ctx context.Context, sw *shardWriter, res *PrepareR
 				if err := sw.write(b.tokens); err != nil {
 					return err
 				}
+				select {
+				case free <- b:
+				default:
+				}
 				<-slots
 				next++
 			}
@@ -399,9 +405,10 @@ func (o *PrepareOptions) run(ctx context.Context, sw *shardWriter, res *PrepareR
 	return g.Wait()
 }
 
-// encodeBatch tokenizes each segment, a document's start with BOS first.
+// encodeBatch tokenizes each segment, a document's start with BOS first,
+// into the batch's token buffer.
 func encodeBatch(enc Encoder, bos uint16, bt *batch) []uint16 {
-	toks := make([]uint16, 0, len(bt.text)/3+len(bt.segs)+16)
+	toks := bt.tokens[:0]
 	for i, s := range bt.segs {
 		end := len(bt.text)
 		if i+1 < len(bt.segs) {
@@ -423,6 +430,7 @@ type batcher struct {
 	ctx        context.Context
 	out        chan<- *batch
 	slots      chan struct{}
+	free       chan *batch // recycled batches, if any
 	target     int
 	maxSegment int
 
@@ -514,7 +522,12 @@ func (b *batcher) flush() error {
 	case <-b.ctx.Done():
 		return b.ctx.Err()
 	}
-	b.cur = &batch{text: make([]byte, 0, b.target+b.target/4)}
+	select {
+	case b.cur = <-b.free:
+		b.cur.text, b.cur.segs, b.cur.tokens = b.cur.text[:0], b.cur.segs[:0], b.cur.tokens[:0]
+	default:
+		b.cur = &batch{text: make([]byte, 0, b.target+b.target/4)}
+	}
 	return nil
 }
 

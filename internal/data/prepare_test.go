@@ -18,7 +18,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-func writeFile(t *testing.T, path string, b []byte) string {
+func writeFile(t testing.TB, path string, b []byte) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-func jsonlOf(t *testing.T, docs ...string) []byte {
+func jsonlOf(t testing.TB, docs ...string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	for i, d := range docs {
@@ -550,5 +550,35 @@ func TestBatcherCutsLongDocuments(t *testing.T) {
 	}
 	if n < 8 || !bytes.Equal(joined, doc) {
 		t.Errorf("%d batches; joined text equal: %v", n, bytes.Equal(joined, doc))
+	}
+}
+
+func TestJSONTextField(t *testing.T) {
+	for _, c := range []struct {
+		rec, field, want, err string
+	}{
+		{`{"text": "a"}`, "text", "a", ""},
+		{`{"id": 1, "text": "a\nb \u00e9 \ud83d\ude00", "x": [1, {"text": 2}]}`, "text", "a\nb \u00e9 \U0001f600", ""},
+		{`{"Text": "upper"}`, "text", "", `no "text" field (the object has "Text")`},
+		{`{"text": "lower", "TEXT": "upper"}`, "text", "lower", ""},
+		{`{"TEXT": "upper", "text": "lower"}`, "text", "lower", ""},
+		{`{"content": "c", "text": "t"}`, "content", "c", ""},
+		{`{"te\"xt": "q", "te\"xt2": 1}`, `te"xt`, "q", ""},
+		{`{"text": "\ud800 lone"}`, "text", "\uFFFD lone", ""},
+		{`{"text": ["a"]}`, "text", "", "is an array"},
+		{`{"text": true}`, "text", "", "is a boolean"},
+		{`"just a string"`, "text", "", "JSON object per line"},
+		{`{"text": "a"} trailing`, "text", "", "invalid JSON"},
+	} {
+		got, err := newTextDecoder(c.field).text([]byte(c.rec))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.rec, err, c.err)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.rec, got, err, c.want)
+		}
 	}
 }
