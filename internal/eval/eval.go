@@ -180,7 +180,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	}
 	switch {
 	case fast != nil && fast.verdict != "":
-		res.Verdict, res.Reason, res.Traceback = fast.verdict, "fast check: "+fast.reason, fast.traceback
+		res.Verdict, res.Rule, res.Reason, res.Traceback = fast.verdict, fast.rule, "fast check: "+fast.reason, fast.traceback
 	case req.FastOnly:
 		res.Verdict, res.Reason = fast.fastVerdict(spec)
 		e.fill(res, fast)
@@ -193,7 +193,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		res.Full = full.phase
 		e.fill(res, full)
 		if full.verdict != "" {
-			res.Verdict, res.Reason, res.Traceback = full.verdict, full.reason, full.traceback
+			res.Verdict, res.Rule, res.Reason, res.Traceback = full.verdict, full.rule, full.reason, full.traceback
 		} else {
 			res.Verdict, res.Reason = judgeLoss(spec, res.Metrics.ValLoss)
 		}
@@ -242,6 +242,7 @@ type phaseOutcome struct {
 	// verdict is set when the phase failed (error, timeout, no_result,
 	// invalid); empty when it reached finish with a finite loss.
 	verdict   Verdict
+	rule      string // for invalid verdicts
 	reason    string
 	traceback string
 }
@@ -367,8 +368,13 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 	case math.IsNaN(tel.Final.ValLoss) || math.IsInf(tel.Final.ValLoss, 0):
 		o.verdict = Error
 		o.reason = fmt.Sprintf("the validation loss is %v: training diverged", tel.Final.ValLoss)
+	case tel.Probe != nil && !tel.Probe.OK:
+		o.verdict = Invalid
+		o.rule = "causality"
+		o.reason = "causality: " + tel.Probe.Message
 	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
 		o.verdict = Invalid
+		o.rule = "timing"
 		o.reason = fmt.Sprintf("timing: the reported train time %.0f ms is longer than the process's whole wall time %.0f ms", tel.Final.TrainTimeMs, float64(rr.Wall)/1e6)
 	}
 	return o
