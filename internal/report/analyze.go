@@ -1,0 +1,327 @@
+package report
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// analysis holds what the report derives from Data before it draws or
+// formats anything. Every figure and table reads from it, so the numbers
+// in the text and in the figures cannot disagree.
+type analysis struct {
+	d *Data
+
+	// progs are the programs sorted by iteration, then creation, then ID.
+	progs []*Program
+
+	total, duplicates int
+	counts            [4]int // by Category, duplicates excluded
+	tokensIn          int64
+	tokensOut         int64
+	cost              float64
+
+	// minIter and maxIter bound the iterations seen; iters counts the
+	// iterations in between (empty ones included). iters is 0 with no
+	// programs.
+	minIter, maxIter, iters int
+	perIter                 []iterStats
+
+	// accTimed are acceptable, evaluated programs with a train time.
+	accTimed []*Program
+	// accUntimed counts acceptable programs without a train time.
+	accUntimed int
+
+	fastest  *Program // acceptable with the lowest train time
+	lowest   *Program // valid (acceptable or too high) with the lowest loss
+	records  []*Program
+	trend    fit
+	byModel  []group
+	byStage  []group
+	byPhase  []group // before and after meta-prompting; empty when never
+	hasPhase bool
+}
+
+// iterStats is one iteration's breakdown and the frontier after it.
+type iterStats struct {
+	iter   int
+	counts [4]int // by Category, duplicates excluded
+	dups   int
+	// bestTimeMs and bestLoss are the frontier after this iteration: the
+	// lowest acceptable time and the lowest valid loss so far; 0 if none.
+	bestTimeMs float64
+	bestLoss   float64
+}
+
+// evaluated is the number of programs with a final verdict.
+func (s iterStats) evaluated() int { return s.counts[Buggy] + s.counts[TooHigh] + s.counts[Acceptable] }
+
+// group aggregates the programs of one model, stage or phase.
+type group struct {
+	name       string
+	programs   int // every child, duplicates included
+	duplicates int
+	counts     [4]int // by Category, duplicates excluded
+	bestTimeMs float64
+	bestLoss   float64
+	tokensIn   int64
+	tokensOut  int64
+	cost       float64
+	trend      fit
+	points     []*Program // acceptable with a time, for the trend
+}
+
+func (g *group) evaluated() int {
+	return g.counts[Buggy] + g.counts[TooHigh] + g.counts[Acceptable]
+}
+
+// rate returns part/whole, or NaN when whole is 0 (shown as "–").
+func rate(part, whole int) float64 {
+	if whole == 0 {
+		return math.NaN()
+	}
+	return float64(part) / float64(whole)
+}
+
+// fit is a least-squares line y = a + b·x.
+type fit struct {
+	ok   bool
+	a, b float64
+	n    int
+}
+
+// at returns the line's value at x.
+func (f fit) at(x float64) float64 { return f.a + f.b*x }
+
+// leastSquares fits y = a + b·x. It needs two points with different x.
+func leastSquares(xs, ys []float64) fit {
+	n := len(xs)
+	if n < 2 || len(ys) != n {
+		return fit{n: n}
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(n)
+	my /= float64(n)
+	var sxx, sxy float64
+	for i := range xs {
+		dx := xs[i] - mx
+		sxx += dx * dx
+		sxy += dx * (ys[i] - my)
+	}
+	if sxx == 0 {
+		return fit{n: n}
+	}
+	b := sxy / sxx
+	return fit{ok: true, a: my - b*mx, b: b, n: n}
+}
+
+// trendOf fits train time against iteration.
+func trendOf(ps []*Program) fit {
+	xs := make([]float64, len(ps))
+	ys := make([]float64, len(ps))
+	for i, p := range ps {
+		xs[i] = float64(p.Iteration)
+		ys[i] = p.TrainTimeMs
+	}
+	return leastSquares(xs, ys)
+}
+
+// analyze derives the report's numbers from d. It never fails: whatever
+// is missing shows up as empty tables and notes, not as errors.
+func analyze(d *Data) *analysis {
+	a := &analysis{d: d, total: len(d.Programs)}
+	a.progs = make([]*Program, len(d.Programs))
+	for i := range d.Programs {
+		a.progs[i] = &d.Programs[i]
+	}
+	slices.SortStableFunc(a.progs, func(x, y *Program) int {
+		if c := cmp.Compare(x.Iteration, y.Iteration); c != 0 {
+			return c
+		}
+		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+
+	models := map[string]*group{}
+	stages := map[string]*group{}
+	var modelOrder, stageOrder []string
+	groupFor := func(m map[string]*group, order *[]string, name string) *group {
+		g, ok := m[name]
+		if !ok {
+			g = &group{name: name}
+			m[name] = g
+			*order = append(*order, name)
+		}
+		return g
+	}
+	// Configured models come first, in their configured order, so that a
+	// model that produced nothing still shows up with zeros.
+	for _, m := range d.Run.Models {
+		groupFor(models, &modelOrder, m)
+	}
+	a.hasPhase = d.Run.MetaPromptFrom >= 0
+	phases := []*group{{name: "before meta-prompting"}, {name: "with meta-prompting"}}
+
+	if len(a.progs) > 0 {
+		a.minIter = a.progs[0].Iteration
+		a.maxIter = a.progs[len(a.progs)-1].Iteration
+		a.iters = a.maxIter - a.minIter + 1
+		a.perIter = make([]iterStats, a.iters)
+		for i := range a.perIter {
+			a.perIter[i].iter = a.minIter + i
+		}
+	}
+
+	for _, p := range a.progs {
+		a.tokensIn += p.InputTokens
+		a.tokensOut += p.OutputTokens
+		if finite(p.CostUSD) {
+			a.cost += p.CostUSD
+		}
+		gs := []*group{
+			groupFor(models, &modelOrder, displayName(p.Model)),
+			groupFor(stages, &stageOrder, displayName(p.Stage)),
+		}
+		if a.hasPhase {
+			if p.Iteration < d.Run.MetaPromptFrom {
+				gs = append(gs, phases[0])
+			} else {
+				gs = append(gs, phases[1])
+			}
+		}
+		it := &a.perIter[p.Iteration-a.minIter]
+		c := p.Category()
+		for _, g := range gs {
+			g.programs++
+			g.tokensIn += p.InputTokens
+			g.tokensOut += p.OutputTokens
+			if finite(p.CostUSD) {
+				g.cost += p.CostUSD
+			}
+		}
+		if p.Duplicate {
+			a.duplicates++
+			it.dups++
+			for _, g := range gs {
+				g.duplicates++
+			}
+			continue
+		}
+		a.counts[c]++
+		it.counts[c]++
+		for _, g := range gs {
+			g.counts[c]++
+		}
+		valid := c == Acceptable || c == TooHigh
+		if valid && measured(p.ValLoss) {
+			if a.lowest == nil || p.ValLoss < a.lowest.ValLoss {
+				a.lowest = p
+			}
+			for _, g := range gs {
+				g.bestLoss = minMeasured(g.bestLoss, p.ValLoss)
+			}
+		}
+		if c != Acceptable {
+			continue
+		}
+		if !measured(p.TrainTimeMs) {
+			a.accUntimed++
+			continue
+		}
+		a.accTimed = append(a.accTimed, p)
+		if a.fastest == nil || p.TrainTimeMs < a.fastest.TrainTimeMs {
+			a.fastest = p
+			a.records = append(a.records, p)
+		}
+		for _, g := range gs {
+			g.bestTimeMs = minMeasured(g.bestTimeMs, p.TrainTimeMs)
+			g.points = append(g.points, p)
+		}
+	}
+
+	// The frontier after each iteration.
+	var bestT, bestL float64
+	j := 0
+	for i := range a.perIter {
+		it := &a.perIter[i]
+		for ; j < len(a.progs) && a.progs[j].Iteration <= it.iter; j++ {
+			p := a.progs[j]
+			if p.Duplicate {
+				continue
+			}
+			c := p.Category()
+			if c == Acceptable && measured(p.TrainTimeMs) {
+				bestT = minMeasured(bestT, p.TrainTimeMs)
+			}
+			if (c == Acceptable || c == TooHigh) && measured(p.ValLoss) {
+				bestL = minMeasured(bestL, p.ValLoss)
+			}
+		}
+		it.bestTimeMs, it.bestLoss = bestT, bestL
+	}
+
+	a.trend = trendOf(a.accTimed)
+	for _, name := range modelOrder {
+		g := models[name]
+		g.trend = trendOf(g.points)
+		a.byModel = append(a.byModel, *g)
+	}
+	for _, name := range stageOrder {
+		g := stages[name]
+		g.trend = trendOf(g.points)
+		a.byStage = append(a.byStage, *g)
+	}
+	if a.hasPhase {
+		for _, g := range phases {
+			g.trend = trendOf(g.points)
+			a.byPhase = append(a.byPhase, *g)
+		}
+	}
+	return a
+}
+
+// top returns up to n acceptable programs, fastest first; ties go to the
+// lower loss, then the earlier program.
+func (a *analysis) top(n int) []*Program {
+	ps := slices.Clone(a.accTimed)
+	slices.SortStableFunc(ps, func(x, y *Program) int {
+		if c := cmp.Compare(x.TrainTimeMs, y.TrainTimeMs); c != 0 {
+			return c
+		}
+		return cmp.Compare(lossKey(x.ValLoss), lossKey(y.ValLoss))
+	})
+	if len(ps) > n {
+		ps = ps[:n]
+	}
+	return ps
+}
+
+// lossKey sorts unmeasured losses last.
+func lossKey(x float64) float64 {
+	if measured(x) {
+		return x
+	}
+	return math.Inf(1)
+}
+
+// minMeasured returns the smaller of cur and x where 0 means none yet.
+func minMeasured(cur, x float64) float64 {
+	if cur == 0 || x < cur {
+		return x
+	}
+	return cur
+}
+
+// displayName names an empty model or stage.
+func displayName(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

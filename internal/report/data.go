@@ -1,0 +1,189 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/harness"
+)
+
+// Data is everything a run report shows. It is plain data: the engine
+// fills it from its database and Write renders it.
+//
+// Measurements that were not taken are 0. Write also treats NaN and ±Inf
+// as not measured, but encoding/json cannot encode them, so a loader
+// should store 0.
+type Data struct {
+	Run Run `json:"run"`
+	// Reference is the track's reference program as measured in this run
+	// (same machine class), the baseline every speedup is against.
+	Reference Point `json:"reference"`
+	// Programs holds every child the run created, in any order, including
+	// duplicates and children still being evaluated.
+	Programs []Program `json:"programs"`
+	// Best is the run's best program by its objective with its source and
+	// telemetry; nil when no program is acceptable.
+	Best *Best `json:"best,omitempty"`
+	// GeneratedAt is when the data was read from the database; the report
+	// shows it in its footer. Zero leaves it out.
+	GeneratedAt time.Time `json:"generated_at,omitzero"`
+}
+
+// Run describes the evolution run.
+type Run struct {
+	ID    string `json:"id"`
+	Name  string `json:"name,omitempty"`
+	Track string `json:"track"`
+	// TargetValLoss is the track's target: a program is acceptable when its
+	// validation loss is at or under it.
+	TargetValLoss float64 `json:"target_val_loss"`
+	// LossFloor is the lowest loss the track's data allows (the tiny
+	// track's entropy floor); 0 when unknown.
+	LossFloor float64   `json:"loss_floor,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// EndedAt is zero while the run is still going.
+	EndedAt time.Time `json:"ended_at,omitzero"`
+	// StopReason says why the run ended: the budget reached first
+	// ("iterations", "evaluations", "wall_time", "usd", "tokens"),
+	// "interrupted", or "" while it runs.
+	StopReason string `json:"stop_reason,omitempty"`
+	// Models are the proposer's models as configured ("mutate" for the
+	// non-LLM baseline).
+	Models []string `json:"models,omitempty"`
+	// Objective is what ranks programs in the database, e.g. "score"
+	// (step_avg_ms × val_loss, the paper's) or "time".
+	Objective string `json:"objective,omitempty"`
+	// MetaPromptFrom is the first iteration that used meta-prompting, -1
+	// when the run never did. Note that 0 is an iteration, not "unset".
+	MetaPromptFrom int `json:"meta_prompt_from"`
+	// FingerprintClass is the hardware and software class every time in
+	// the run was measured on.
+	FingerprintClass string `json:"fingerprint_class,omitempty"`
+}
+
+// Point is one measured program in the loss/time plane.
+type Point struct {
+	ValLoss     float64 `json:"val_loss"`
+	TrainTimeMs float64 `json:"train_time_ms"`
+	StepAvgMs   float64 `json:"step_avg_ms"`
+}
+
+// Stages a child can come from. Other values are shown as given.
+const (
+	StageTemplate = "template" // one prompt from the template pool
+	StageMeta     = "meta"     // a meta-prompted idea, then its implementation
+	StageFix      = "fix"      // repaired by the fast error catcher's fix loop
+	StageMutate   = "mutate"   // the non-LLM mutate baseline
+)
+
+// Program is one child of the run and the outcome of its evaluation.
+type Program struct {
+	ID        int64  `json:"id"`
+	Hash      string `json:"hash"`
+	Iteration int    `json:"iteration"`
+	Island    int    `json:"island"`
+	// ParentID is 0 for a child of the reference program.
+	ParentID int64  `json:"parent_id,omitempty"`
+	Model    string `json:"model"`
+	// Stage is one of the Stage constants.
+	Stage string `json:"stage"`
+	// Verdict is the evaluation's verdict ("acceptable", "loss_too_high",
+	// "error", "timeout", "invalid", "no_result"), or "" while the child
+	// waits for or is in its evaluation. A child whose edit did not apply
+	// carries "error". See Classify.
+	Verdict string `json:"verdict"`
+	// Reason is the verdict's one-line explanation.
+	Reason      string  `json:"reason,omitempty"`
+	ValLoss     float64 `json:"val_loss,omitempty"`
+	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
+	StepAvgMs   float64 `json:"step_avg_ms,omitempty"`
+	// Score is the database's ranking value (lower is better).
+	Score float64 `json:"score,omitempty"`
+	// Token counts and cost cover every model call made for this child:
+	// idea, implementation and fix attempts.
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	FixAttempts  int     `json:"fix_attempts,omitempty"`
+	// Duplicate marks a child identical to a known program (after
+	// normalizing whitespace); it was not evaluated again, so the report
+	// leaves it out of every measured figure.
+	Duplicate bool      `json:"duplicate,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// Best is the best program with what the report shows about it.
+type Best struct {
+	Program Program `json:"program"`
+	Source  string  `json:"source"`
+	// ReferenceSource is the track's reference program; the report shows
+	// the best program's diff against it. Empty leaves the diff out.
+	ReferenceSource string `json:"reference_source,omitempty"`
+	// Sections is the best program's section profile (full run).
+	Sections []harness.Section `json:"sections,omitempty"`
+	// ReferenceSections is the reference's profile in this run, if
+	// known; the sections table then compares the two.
+	ReferenceSections []harness.Section `json:"reference_sections,omitempty"`
+	// TopOps holds the profiler's top operators (one table per kind).
+	TopOps []harness.TopOps `json:"top_ops,omitempty"`
+	// Curve is the best program's metrics at the designated steps.
+	Curve []harness.Step `json:"curve,omitempty"`
+	// ReferenceCurve is the reference's curve, if known, drawn for
+	// comparison.
+	ReferenceCurve []harness.Step `json:"reference_curve,omitempty"`
+	// Vals are the best program's validation passes.
+	Vals []harness.Val `json:"vals,omitempty"`
+}
+
+// Category is the paper's breakdown of evaluated programs (Fig. 3c).
+type Category int
+
+// Categories, in the order the breakdown stacks them.
+const (
+	Pending    Category = iota // not evaluated (yet): no verdict
+	Buggy                      // error, timeout, invalid, no_result, or anything unknown
+	TooHigh                    // ran correctly but the loss is above the target
+	Acceptable                 // loss at or under the target
+)
+
+// String returns the category's name as the report and CSV write it.
+func (c Category) String() string {
+	switch c {
+	case Pending:
+		return "pending"
+	case Buggy:
+		return "buggy"
+	case TooHigh:
+		return "loss_too_high"
+	case Acceptable:
+		return "acceptable"
+	}
+	return "unknown"
+}
+
+// Classify maps an evaluation verdict to its category. Verdicts it does
+// not know count as buggy: they are not a completed, valid run. A
+// fast-check-only verdict ("fast_ok") is not a final result.
+func Classify(verdict string) Category {
+	v := strings.TrimSpace(strings.ToLower(verdict))
+	switch {
+	case v == "", v == "pending", v == "running", v == "fast_ok":
+		return Pending
+	case v == "acceptable":
+		return Acceptable
+	case v == "loss_too_high":
+		return TooHigh
+	}
+	return Buggy
+}
+
+// Category classifies the program's verdict.
+func (p *Program) Category() Category { return Classify(p.Verdict) }
+
+// measured reports whether x is a measurement: finite and positive. Losses
+// and times are never zero or negative when measured.
+func measured(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+
+// finite reports whether x is an ordinary number (costs may be zero).
+func finite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }

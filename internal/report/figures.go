@@ -1,0 +1,663 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/frontier-bench/frontier/internal/harness"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure sizes and the PNG resolution: 192 dpi is twice a browser's CSS
+// pixel, so the PNGs stay sharp on high-density screens and in slides.
+const (
+	figWidth  = 7.2 * vg.Inch
+	figHeight = 3.4 * vg.Inch
+	halfWidth = 4.6 * vg.Inch
+	pngDPI    = 192
+)
+
+// Colours. The breakdown uses the paper's red / orange / green.
+var (
+	colBuggy   = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	colTooHigh = color.RGBA{R: 0xff, G: 0x9f, B: 0x1c, A: 0xff}
+	colAccept  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	colMeta    = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	colRef     = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colTrend   = color.RGBA{A: 0xff}
+	colGrid    = color.RGBA{R: 0xe4, G: 0xe4, B: 0xe4, A: 0xff}
+	// Model colours avoid red, orange and green, which mean verdicts.
+	modelColors = []color.Color{
+		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+		color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+		color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+		color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff},
+		color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff},
+		color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+		color.RGBA{R: 0x39, G: 0x3b, B: 0x79, A: 0xff},
+	}
+	modelGlyphs = []draw.GlyphDrawer{
+		draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{},
+		draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+	}
+)
+
+// figure is one chart of the report: either a drawn plot or a note that
+// says why there is none.
+type figure struct {
+	Name    string // file stem under figures/
+	Title   string
+	Caption string
+	Note    string // set when there is nothing to draw
+
+	plot   *plot.Plot
+	legend *plot.Legend
+	width  vg.Length
+}
+
+// SVG and PNG are the figure's files, relative to the report folder.
+func (f *figure) SVG() string { return "figures/" + f.Name + ".svg" }
+func (f *figure) PNG() string { return "figures/" + f.Name + ".png" }
+
+// IsHalf reports whether the figure is meant to sit beside another.
+func (f *figure) IsHalf() bool { return f.width == halfWidth }
+
+// Drawn reports whether the figure has files.
+func (f *figure) Drawn() bool { return f.plot != nil }
+
+// newPlot returns a plot with the report's style: sans-serif text, light
+// grid, integer iteration ticks when asked.
+func newPlot(title, xlabel, ylabel string) (*plot.Plot, *plot.Legend) {
+	p := plot.New()
+	sans := func(s *font.Font) { s.Typeface = "Liberation"; s.Variant = "Sans" }
+	sans(&p.Title.TextStyle.Font)
+	sans(&p.X.Label.TextStyle.Font)
+	sans(&p.Y.Label.TextStyle.Font)
+	sans(&p.X.Tick.Label.Font)
+	sans(&p.Y.Tick.Label.Font)
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = 12
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.X.Label.TextStyle.Font.Size = 11
+	p.Y.Label.TextStyle.Font.Size = 11
+	p.X.Tick.Label.Font.Size = 9.5
+	p.Y.Tick.Label.Font.Size = 9.5
+	p.X.Padding, p.Y.Padding = 4, 4
+	p.X.Tick.Marker = plot.TickerFunc(preciseTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(preciseTicks)
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = colGrid, colGrid
+	g.Vertical.Width, g.Horizontal.Width = 0.5, 0.5
+	p.Add(g)
+
+	l := plot.NewLegend()
+	sans(&l.TextStyle.Font)
+	l.TextStyle.Font.Size = 9.5
+	l.Top, l.Left = true, true
+	l.ThumbnailWidth = 0.3 * vg.Inch
+	l.Padding = 3.5
+	return p, &l
+}
+
+// integerTicks labels whole iterations only, at a step of 1, 2 or 5 times
+// a power of ten that gives at most ten labels; plot.DefaultTicks would
+// label 0.00 and 25.00.
+func integerTicks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if !(span > 0) || math.IsInf(span, 0) {
+		return nil
+	}
+	step := 1.0
+	for k := 0; span/step > 10; k++ {
+		step = []float64{1, 2, 5}[k%3] * math.Pow(10, float64(k/3))
+	}
+	var out []plot.Tick
+	minor := 0.0
+	if step > 1 && span <= 80 {
+		minor = 1
+	}
+	start := math.Ceil(lo) + 0 // + 0 turns -0 into 0, which would print as "-0"
+	for v := start; v <= hi; v++ {
+		switch {
+		case math.Mod(v, step) == 0:
+			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+		case minor > 0:
+			out = append(out, plot.Tick{Value: v})
+		}
+		if minor == 0 && step > 1 {
+			// Jump to the next multiple of step instead of walking every integer.
+			v = math.Ceil((v+1)/step)*step - 1
+		}
+	}
+	return out
+}
+
+// preciseTicks are plot.DefaultTicks with labels that keep enough decimals
+// to tell neighbours apart: losses 3.275 and 3.280 must not both read 3.28.
+func preciseTicks(lo, hi float64) []plot.Tick {
+	ticks := (plot.DefaultTicks{}).Ticks(lo, hi)
+	for dec := 0; dec <= 8; dec++ {
+		seen := map[string]bool{}
+		distinct := true
+		for _, t := range ticks {
+			if t.Label == "" {
+				continue
+			}
+			l := strconv.FormatFloat(t.Value, 'f', dec, 64)
+			if seen[l] {
+				distinct = false
+				break
+			}
+			seen[l] = true
+		}
+		if distinct {
+			for i := range ticks {
+				if ticks[i].Label != "" {
+					ticks[i].Label = tickLabel(ticks[i].Value, dec)
+				}
+			}
+			return ticks
+		}
+	}
+	return ticks
+}
+
+// tickLabel formats v with dec decimals, never as "-0.00".
+func tickLabel(v float64, dec int) string {
+	l := strconv.FormatFloat(v, 'f', dec, 64)
+	if strings.Trim(l, "-0.") == "" {
+		return strings.TrimPrefix(l, "-")
+	}
+	return l
+}
+
+// render draws f to SVG (fonts embedded, so the file looks the same
+// everywhere) and to PNG. gonum/plot panics on some inputs it considers
+// programming errors; those become errors here, and the report shows the
+// figure's note instead of a broken image.
+func (f *figure) render() (svg, png []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			svg, png, err = nil, nil, fmt.Errorf("draw figure %s: %v", f.Name, r)
+		}
+	}()
+	w := f.width
+	if w == 0 {
+		w = figWidth
+	}
+	sc := vgsvg.NewWith(vgsvg.UseWH(w, figHeight), vgsvg.EmbedFonts(true))
+	f.draw(draw.New(sc))
+	var sb bytes.Buffer
+	if _, err := sc.WriteTo(&sb); err != nil {
+		return nil, nil, fmt.Errorf("write figure %s.svg: %w", f.Name, err)
+	}
+	ic := vgimg.NewWith(vgimg.UseWH(w, figHeight), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
+	f.draw(draw.New(ic))
+	var pb bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
+		return nil, nil, fmt.Errorf("write figure %s.png: %w", f.Name, err)
+	}
+	return sb.Bytes(), pb.Bytes(), nil
+}
+
+// draw lays the plot out on the left and the legend in a strip on the
+// right, so the legend never hides data.
+func (f *figure) draw(c draw.Canvas) {
+	c = draw.Crop(c, 4, -6, 2, -6)
+	if f.legend == nil {
+		f.plot.Draw(c)
+		return
+	}
+	lw := f.legend.Rectangle(c).Size().X + 14
+	lw = min(lw, c.Size().X*0.38)
+	f.plot.Draw(draw.Crop(c, 0, -lw, 0, 0))
+	lc := draw.Crop(c, c.Size().X-lw+10, 0, 0, -18)
+	f.legend.Draw(lc)
+}
+
+// shorten keeps legend labels to a width the legend strip can hold.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// hline and vline are reference lines across the whole data area: the
+// reference time, the target loss, the start of meta-prompting. They take
+// part in the data range only along their own axis.
+type hline struct {
+	y     float64
+	style draw.LineStyle
+}
+
+func (l hline) Plot(c draw.Canvas, p *plot.Plot) {
+	_, ty := p.Transforms(&c)
+	y := ty(l.y)
+	c.StrokeLine2(l.style, c.Min.X, y, c.Max.X, y)
+}
+
+func (l hline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return math.Inf(1), math.Inf(-1), l.y, l.y
+}
+
+func (l hline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.style, c.Min.X, y, c.Max.X, y)
+}
+
+type vline struct {
+	x     float64
+	style draw.LineStyle
+}
+
+func (l vline) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, _ := p.Transforms(&c)
+	x := tx(l.x)
+	c.StrokeLine2(l.style, x, c.Min.Y, x, c.Max.Y)
+}
+
+func (l vline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return l.x, l.x, math.Inf(1), math.Inf(-1)
+}
+
+func (l vline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.style, c.Min.X, y, c.Max.X, y)
+}
+
+// swatch is a filled legend square.
+type swatch struct{ c color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	h := r.Size().Y
+	r.Min.X = r.Max.X - h*1.6
+	c.SetColor(s.c)
+	c.Fill(r.Path())
+}
+
+// stackedShares draws one bar per iteration stacking the shares of buggy,
+// too-high and acceptable programs, in data coordinates (gonum's BarChart
+// sizes bars in page units, which does not follow the iteration axis).
+type stackedShares struct {
+	rows []iterStats
+}
+
+func (s stackedShares) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	cols := [4]color.Color{Buggy: colBuggy, TooHigh: colTooHigh, Acceptable: colAccept}
+	for _, r := range s.rows {
+		n := r.evaluated()
+		if n == 0 {
+			continue
+		}
+		x0, x1 := tx(float64(r.iter)-0.42), tx(float64(r.iter)+0.42)
+		if x1-x0 < 0.6 {
+			x1 = x0 + 0.6
+		}
+		base := 0.0
+		for _, cat := range []Category{Buggy, TooHigh, Acceptable} {
+			share := float64(r.counts[cat]) / float64(n)
+			if share == 0 {
+				continue
+			}
+			rect := vg.Rectangle{Min: vg.Point{X: x0, Y: ty(base)}, Max: vg.Point{X: x1, Y: ty(base + share)}}
+			c.SetColor(cols[cat])
+			c.Fill(rect.Path())
+			base += share
+		}
+	}
+}
+
+func (s stackedShares) DataRange() (xmin, xmax, ymin, ymax float64) {
+	if len(s.rows) == 0 {
+		return 0, 1, 0, 1
+	}
+	return float64(s.rows[0].iter) - 0.5, float64(s.rows[len(s.rows)-1].iter) + 0.5, 0, 1
+}
+
+func metaLine(at int) vline {
+	return vline{x: float64(at) - 0.5, style: draw.LineStyle{Color: colMeta, Width: 1.2, Dashes: []vg.Length{3, 2}}}
+}
+
+func refLine(y float64) hline {
+	return hline{y: y, style: draw.LineStyle{Color: colRef, Width: 1, Dashes: []vg.Length{6, 3}}}
+}
+
+// figures builds every figure of the report from the analysis.
+func (a *analysis) figures() []*figure {
+	return []*figure{a.timeFigure(), a.breakdownFigure(), a.frontierTimeFigure(), a.frontierLossFigure(), a.curveFigure()}
+}
+
+// timeFigure is the paper's Fig. 2c / 3b: the train time of every
+// acceptable program against its iteration, a least-squares trend, the
+// reference time and the start of meta-prompting.
+func (a *analysis) timeFigure() *figure {
+	f := &figure{Name: "time_vs_iteration", Title: "Train time of acceptable programs"}
+	switch {
+	case len(a.accTimed) == 0 && a.counts[Acceptable] > 0:
+		f.Note = "Acceptable programs exist but none has a recorded train time, so there is nothing to plot."
+		return f
+	case len(a.accTimed) == 0:
+		f.Note = "No program reached the target loss, so there is no acceptable train time to plot."
+		return f
+	}
+	p, l := newPlot(f.Title, "iteration", "train time (s)")
+	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
+	if a.hasPhase && a.d.Run.MetaPromptFrom <= a.maxIter+1 {
+		m := metaLine(a.d.Run.MetaPromptFrom)
+		p.Add(m)
+		l.Add("meta-prompting starts", m)
+	}
+	if measured(a.d.Reference.TrainTimeMs) {
+		r := refLine(a.d.Reference.TrainTimeMs / 1000)
+		p.Add(r)
+		l.Add("reference", r)
+	}
+	// One series per model, in the order of the model table.
+	for i, g := range a.byModel {
+		if len(g.points) == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, len(g.points))
+		for j, q := range g.points {
+			xys[j] = plotter.XY{X: float64(q.Iteration), Y: q.TrainTimeMs / 1000}
+		}
+		s, err := plotter.NewScatter(xys)
+		if err != nil {
+			f.Note = fmt.Sprintf("Could not plot model %s: %v.", g.name, err)
+			return f
+		}
+		s.GlyphStyle = draw.GlyphStyle{Color: modelColors[i%len(modelColors)], Radius: 2.6, Shape: modelGlyphs[i%len(modelGlyphs)]}
+		p.Add(s)
+		l.Add(shorten(g.name, 30), s)
+	}
+	if a.trend.ok {
+		t := a.trend
+		xs := []float64{float64(a.accTimed[0].Iteration), float64(a.accTimed[0].Iteration)}
+		for _, q := range a.accTimed {
+			xs[0] = math.Min(xs[0], float64(q.Iteration))
+			xs[1] = math.Max(xs[1], float64(q.Iteration))
+		}
+		line, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: t.at(xs[0]) / 1000}, {X: xs[1], Y: t.at(xs[1]) / 1000}})
+		if err == nil {
+			line.LineStyle = draw.LineStyle{Color: colTrend, Width: 1.4}
+			p.Add(line)
+			l.Add(fmt.Sprintf("trend %+.3g s/iter", t.b/1000), line)
+		}
+	}
+	f.plot, f.legend = p, l
+	f.Caption = a.timeCaption()
+	return f
+}
+
+func (a *analysis) timeCaption() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d acceptable programs", len(a.accTimed))
+	if a.accUntimed > 0 {
+		fmt.Fprintf(&b, " (%d more without a train time are not shown)", a.accUntimed)
+	}
+	b.WriteString(". ")
+	if a.trend.ok {
+		fmt.Fprintf(&b, "The least-squares trend changes by %+.3g s per iteration", a.trend.b/1000)
+		if a.trend.b < 0 {
+			b.WriteString(" (programs get faster as the search goes on). ")
+		} else {
+			b.WriteString(" (no downward trend). ")
+		}
+	} else {
+		b.WriteString("A trend needs acceptable programs from at least two iterations. ")
+	}
+	if measured(a.d.Reference.TrainTimeMs) {
+		b.WriteString("The dashed grey line is the reference program's time. ")
+	}
+	if a.hasPhase {
+		fmt.Fprintf(&b, "The dotted red line marks iteration %d, where meta-prompting starts.", a.d.Run.MetaPromptFrom)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// breakdownFigure is the paper's Fig. 3c: per iteration, the share of
+// buggy, too-high and acceptable programs among those evaluated.
+func (a *analysis) breakdownFigure() *figure {
+	f := &figure{Name: "breakdown", Title: "Outcome of programs per iteration"}
+	if a.counts[Buggy]+a.counts[TooHigh]+a.counts[Acceptable] == 0 {
+		f.Note = "No program has finished its evaluation yet."
+		return f
+	}
+	p, l := newPlot(f.Title, "iteration", "share of programs")
+	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(stackedShares{rows: a.perIter})
+	l.Add("acceptable", swatch{colAccept})
+	l.Add("loss too high", swatch{colTooHigh})
+	l.Add("buggy", swatch{colBuggy})
+	if a.hasPhase && a.d.Run.MetaPromptFrom <= a.maxIter {
+		m := metaLine(a.d.Run.MetaPromptFrom)
+		m.style.Color = color.Black
+		p.Add(m)
+		l.Add("meta-prompting starts", m)
+	}
+	f.plot, f.legend = p, l
+	f.Caption = "Each bar is one iteration's programs that finished evaluation (duplicates and pending children left out): " +
+		"buggy (error, timeout, invalid, no result) at the bottom, then loss too high, then acceptable."
+	if a.iters == 1 {
+		f.Caption += " The run has a single iteration so far."
+	}
+	return f
+}
+
+// frontierTimeFigure draws the best acceptable time after each iteration.
+func (a *analysis) frontierTimeFigure() *figure {
+	f := &figure{Name: "frontier_time", Title: "Best acceptable train time so far", width: halfWidth}
+	var xys plotter.XYs
+	for _, it := range a.perIter {
+		if it.bestTimeMs > 0 {
+			xys = append(xys, plotter.XY{X: float64(it.iter), Y: it.bestTimeMs / 1000})
+		}
+	}
+	if len(xys) == 0 {
+		f.Note = "No acceptable program with a train time yet: the time frontier is empty."
+		return f
+	}
+	p, l := newPlot(f.Title, "iteration", "train time (s)")
+	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
+	if measured(a.d.Reference.TrainTimeMs) {
+		r := refLine(a.d.Reference.TrainTimeMs / 1000)
+		p.Add(r)
+		l.Add("reference", r)
+	}
+	if err := addStep(p, l, "best so far", xys, modelColors[0]); err != nil {
+		f.Note = sentence(err)
+		return f
+	}
+	f.plot, f.legend = p, l
+	f.Caption = "After each iteration, the fastest acceptable program found so far."
+	return f
+}
+
+// frontierLossFigure draws the lowest valid loss after each iteration.
+func (a *analysis) frontierLossFigure() *figure {
+	f := &figure{Name: "frontier_loss", Title: "Best validation loss so far", width: halfWidth}
+	var xys plotter.XYs
+	for _, it := range a.perIter {
+		if it.bestLoss > 0 {
+			xys = append(xys, plotter.XY{X: float64(it.iter), Y: it.bestLoss})
+		}
+	}
+	if len(xys) == 0 {
+		f.Note = "No program ran to a validation loss yet: the loss frontier is empty."
+		return f
+	}
+	p, l := newPlot(f.Title, "iteration", "validation loss")
+	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
+	if measured(a.d.Run.TargetValLoss) {
+		r := refLine(a.d.Run.TargetValLoss)
+		r.style.Color = colAccept
+		p.Add(r)
+		l.Add("target", r)
+	}
+	if measured(a.d.Reference.ValLoss) {
+		r := refLine(a.d.Reference.ValLoss)
+		p.Add(r)
+		l.Add("reference", r)
+	}
+	if err := addStep(p, l, "best so far", xys, modelColors[1]); err != nil {
+		f.Note = sentence(err)
+		return f
+	}
+	f.plot, f.legend = p, l
+	f.Caption = "After each iteration, the lowest validation loss of any program that ran correctly, acceptable or not."
+	return f
+}
+
+// addStep adds a staircase through xys: the frontier only changes at
+// iterations that improve it.
+func addStep(p *plot.Plot, l *plot.Legend, name string, xys plotter.XYs, c color.Color) error {
+	line, err := plotter.NewLine(xys)
+	if err != nil {
+		return fmt.Errorf("could not plot %s: %w", name, err)
+	}
+	line.StepStyle = plotter.PostStep
+	line.LineStyle = draw.LineStyle{Color: c, Width: 1.6}
+	p.Add(line)
+	pts, err := plotter.NewScatter(xys)
+	if err != nil {
+		return fmt.Errorf("could not plot %s: %w", name, err)
+	}
+	pts.GlyphStyle = draw.GlyphStyle{Color: c, Radius: 1.6, Shape: draw.CircleGlyph{}}
+	p.Add(pts)
+	l.Add(name, line)
+	return nil
+}
+
+// curveFigure draws the best program's training loss against train time,
+// with the reference's when known, and its validation passes.
+func (a *analysis) curveFigure() *figure {
+	f := &figure{Name: "best_curve", Title: "Best program: loss against train time"}
+	b := a.d.Best
+	if b == nil {
+		f.Note = "There is no best program, so there is no loss curve."
+		return f
+	}
+	best := curveXYs(b.Curve)
+	ref := curveXYs(b.ReferenceCurve)
+	var vals plotter.XYs
+	for _, v := range b.Vals {
+		if !measured(v.ValLoss) {
+			continue
+		}
+		if t, ok := timeAtStep(b.Curve, v.Step); ok {
+			vals = append(vals, plotter.XY{X: t / 1000, Y: v.ValLoss})
+		}
+	}
+	if len(best) == 0 && len(vals) == 0 {
+		f.Note = "The best program's telemetry has no training loss at its designated steps."
+		return f
+	}
+	p, l := newPlot(f.Title, "train time (s)", "loss")
+	if measured(a.d.Run.TargetValLoss) {
+		r := refLine(a.d.Run.TargetValLoss)
+		r.style.Color = colAccept
+		p.Add(r)
+		l.Add("target val loss", r)
+	}
+	if len(ref) > 0 {
+		line, err := plotter.NewLine(ref)
+		if err == nil {
+			line.LineStyle = draw.LineStyle{Color: colRef, Width: 1.2, Dashes: []vg.Length{4, 2}}
+			p.Add(line)
+			l.Add("reference train loss", line)
+		}
+	}
+	if len(best) > 0 {
+		line, err := plotter.NewLine(best)
+		if err == nil {
+			line.LineStyle = draw.LineStyle{Color: modelColors[0], Width: 1.6}
+			p.Add(line)
+			l.Add("best train loss", line)
+		}
+	}
+	if len(vals) > 0 {
+		s, err := plotter.NewScatter(vals)
+		if err == nil {
+			s.GlyphStyle = draw.GlyphStyle{Color: modelColors[1], Radius: 3, Shape: draw.BoxGlyph{}}
+			p.Add(s)
+			l.Add("best val loss", s)
+		}
+	}
+	f.plot, f.legend = p, l
+	f.Caption = "Training loss at the designated steps (the program's own loss, for orientation); " +
+		"squares are the environment's validation passes, which decide the verdict."
+	return f
+}
+
+// curveXYs keeps the steps with a measured time and training loss.
+func curveXYs(steps []harness.Step) plotter.XYs {
+	var xys plotter.XYs
+	for _, s := range steps {
+		if s.TrainLoss == nil || !measured(*s.TrainLoss) || !finite(s.TrainTimeMs) || s.TrainTimeMs < 0 {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: s.TrainTimeMs / 1000, Y: *s.TrainLoss})
+	}
+	slices.SortStableFunc(xys, func(p, q plotter.XY) int {
+		switch {
+		case p.X < q.X:
+			return -1
+		case p.X > q.X:
+			return 1
+		}
+		return 0
+	})
+	return xys
+}
+
+// timeAtStep finds the train time recorded at step, or interpolates it.
+func timeAtStep(steps []harness.Step, step int) (float64, bool) {
+	var lo, hi *harness.Step
+	for i := range steps {
+		s := &steps[i]
+		if !finite(s.TrainTimeMs) || s.TrainTimeMs < 0 {
+			continue
+		}
+		if s.Step == step {
+			return s.TrainTimeMs, true
+		}
+		if s.Step < step && (lo == nil || s.Step > lo.Step) {
+			lo = s
+		}
+		if s.Step > step && (hi == nil || s.Step < hi.Step) {
+			hi = s
+		}
+	}
+	if lo == nil || hi == nil {
+		return 0, false
+	}
+	frac := float64(step-lo.Step) / float64(hi.Step-lo.Step)
+	return lo.TrainTimeMs + frac*(hi.TrainTimeMs-lo.TrainTimeMs), true
+}
+
+// sentence turns an error into a sentence for a note.
+func sentence(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}

@@ -1,0 +1,633 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/harness"
+)
+
+//go:embed report.tmpl
+var pageTemplate string
+
+// tmpl is parsed once per Write; it is cheap and keeps the package free of
+// package-level state.
+func parseTemplate() (*template.Template, error) {
+	return template.New("report").Parse(pageTemplate)
+}
+
+// page is what the template renders. Every string in it is plain text;
+// html/template escapes it.
+type page struct {
+	Title     string
+	Subtitle  string
+	Headline  string
+	Alerts    []string
+	Run       []kv
+	Summary   []kv
+	Top       table
+	Figures   map[string]*figure
+	Models    table
+	Stages    table
+	Phases    table
+	Records   table
+	Iters     table
+	Programs  table
+	Best      *bestView
+	Generated string
+}
+
+type kv struct{ K, V string }
+
+// table is a rendered table: cells carry their text and a CSS class.
+type table struct {
+	Head  []string
+	Rows  [][]cell
+	Note  string // shown instead of the table when it has no rows
+	Class string
+}
+
+type cell struct {
+	Text  string
+	Class string // "num", "good", "bad", "dim", ...
+	Title string // hover text: the full value when Text is clipped
+}
+
+// HeadCells returns the header with each column aligned like its cells.
+func (t table) HeadCells() []cell {
+	out := make([]cell, len(t.Head))
+	for i, h := range t.Head {
+		out[i] = cell{Text: h}
+		if len(t.Rows) > 0 && i < len(t.Rows[0]) && strings.HasPrefix(t.Rows[0][i].Class, "num") {
+			out[i].Class = "num"
+		}
+	}
+	return out
+}
+
+func num(s string) cell  { return cell{Text: s, Class: "num"} }
+func txt(s string) cell  { return cell{Text: s} }
+func dim(s string) cell  { return cell{Text: s, Class: "dim"} }
+func code(s string) cell { return cell{Text: s, Class: "mono"} }
+
+type bestView struct {
+	Facts     []kv
+	Warning   string
+	DiffStat  string
+	DiffLines []diffLine
+	DiffNote  string
+	Sections  table
+	TopOps    []opsView
+	Curve     table
+}
+
+type opsView struct {
+	Title string
+	Table table
+}
+
+type diffLine struct {
+	Class, Text string
+}
+
+// maxDiffLines bounds the diff shown inline; best.diff has all of it.
+const maxDiffLines = 4000
+
+// buildPage turns the analysis into the page's text.
+func buildPage(a *analysis, figs []*figure, diff string, st edit.Stat) *page {
+	d := a.d
+	pg := &page{Figures: map[string]*figure{}}
+	for _, f := range figs {
+		pg.Figures[f.Name] = f
+	}
+	name := d.Run.Name
+	if name == "" {
+		name = d.Run.ID
+	}
+	pg.Title = "Run " + name
+	if d.Run.Track != "" {
+		pg.Title += " on track " + d.Run.Track
+	}
+	pg.Subtitle = fmt.Sprintf("%s, %s, %s", plural(a.total, "program", "programs"), plural(a.iters, "iteration", "iterations"), runState(&d.Run))
+	pg.Headline = headline(a)
+	pg.Alerts = alerts(a)
+	pg.Run = runFacts(a)
+	pg.Summary = summary(a)
+	pg.Top = topTable(a)
+	pg.Models = groupTable(a, a.byModel, "Model", true)
+	pg.Stages = groupTable(a, a.byStage, "Stage", false)
+	if a.hasPhase {
+		pg.Phases = groupTable(a, a.byPhase, "Phase", false)
+	}
+	pg.Records = recordsTable(a)
+	pg.Iters = itersTable(a)
+	pg.Programs = programsTable(a)
+	pg.Best = bestSection(a, diff, st)
+	if !d.GeneratedAt.IsZero() {
+		pg.Generated = stamp(d.GeneratedAt)
+	}
+	return pg
+}
+
+func runState(r *Run) string {
+	switch {
+	case !r.EndedAt.IsZero() && r.StopReason != "":
+		return "ended: " + r.StopReason
+	case !r.EndedAt.IsZero():
+		return "ended"
+	}
+	return "still running"
+}
+
+func headline(a *analysis) string {
+	d := a.d
+	ref := d.Reference.TrainTimeMs
+	if p := a.fastest; p != nil {
+		s := fmt.Sprintf("Fastest acceptable program: #%d (%s, iteration %d) trains in %s at validation loss %s",
+			p.ID, displayName(p.Model), p.Iteration, withUnit(secs(p.TrainTimeMs), "s"), loss(p.ValLoss))
+		if measured(ref) {
+			s += fmt.Sprintf(", %s against the reference's %s s (%s s).", speedup(p.TrainTimeMs, ref), secs(ref), delta(p.TrainTimeMs, ref))
+		} else {
+			s += "; the reference time was not measured, so there is no speedup."
+		}
+		return s
+	}
+	evaluated := a.counts[Buggy] + a.counts[TooHigh] + a.counts[Acceptable]
+	switch {
+	case a.total == 0:
+		return "The run has no programs yet."
+	case evaluated == 0:
+		return fmt.Sprintf("None of the %s has finished its evaluation yet.", plural(a.total, "program", "programs"))
+	case a.counts[Acceptable] > 0:
+		return "Acceptable programs exist, but none has a recorded train time."
+	case a.counts[Buggy] == evaluated:
+		return fmt.Sprintf("All %s evaluated so far are buggy: none ran to a validation loss.", plural(evaluated, "program", "programs"))
+	}
+	s := fmt.Sprintf("No program reached the target validation loss %s", loss(d.Run.TargetValLoss))
+	if p := a.lowest; p != nil {
+		s += fmt.Sprintf("; the lowest is %s (#%d, iteration %d)", loss(p.ValLoss), p.ID, p.Iteration)
+	}
+	return s + "."
+}
+
+func alerts(a *analysis) []string {
+	var out []string
+	d := a.d
+	if !measured(d.Reference.TrainTimeMs) {
+		out = append(out, "The reference program's train time was not measured in this run: speedups are not shown.")
+	}
+	if !measured(d.Run.TargetValLoss) {
+		out = append(out, "The run has no target validation loss recorded.")
+	}
+	if b := d.Best; b != nil && b.Program.Category() != Acceptable {
+		out = append(out, fmt.Sprintf("The best program shown below (#%d) is not acceptable (verdict %q).", b.Program.ID, b.Program.Verdict))
+	}
+	if a.accUntimed > 0 {
+		out = append(out, fmt.Sprintf("%s lack a train time and are left out of the time figures.", plural(a.accUntimed, "acceptable program", "acceptable programs")))
+	}
+	return out
+}
+
+func runFacts(a *analysis) []kv {
+	r := a.d.Run
+	kvs := []kv{{"Run", r.ID}}
+	if r.Name != "" && r.Name != r.ID {
+		kvs = append(kvs, kv{"Name", r.Name})
+	}
+	kvs = append(kvs,
+		kv{"Track", orDash(r.Track)},
+		kv{"Target val loss", loss(r.TargetValLoss)},
+	)
+	if measured(r.LossFloor) {
+		kvs = append(kvs, kv{"Loss floor", loss(r.LossFloor)})
+	}
+	kvs = append(kvs,
+		kv{"Objective", orDash(r.Objective)},
+		kv{"Models", orDash(strings.Join(r.Models, ", "))},
+	)
+	if r.MetaPromptFrom >= 0 {
+		kvs = append(kvs, kv{"Meta-prompting", fmt.Sprintf("from iteration %d", r.MetaPromptFrom)})
+	} else {
+		kvs = append(kvs, kv{"Meta-prompting", "never"})
+	}
+	kvs = append(kvs, kv{"Started", stamp(r.StartedAt)})
+	if !r.EndedAt.IsZero() {
+		kvs = append(kvs, kv{"Ended", stamp(r.EndedAt)}, kv{"Wall time", duration(r.EndedAt.Sub(r.StartedAt))})
+	}
+	kvs = append(kvs, kv{"Stop reason", orDash(r.StopReason)})
+	if r.FingerprintClass != "" {
+		kvs = append(kvs, kv{"Machine class", r.FingerprintClass})
+	}
+	ref := a.d.Reference
+	kvs = append(kvs, kv{"Reference", fmt.Sprintf("val loss %s, train time %s, step avg %s", loss(ref.ValLoss), withUnit(secs(ref.TrainTimeMs), "s"), withUnit(avgMs(ref.StepAvgMs), "ms"))})
+	return kvs
+}
+
+func summary(a *analysis) []kv {
+	ev := a.counts[Buggy] + a.counts[TooHigh] + a.counts[Acceptable]
+	share := func(n int) string {
+		if ev == 0 {
+			return count(n)
+		}
+		return fmt.Sprintf("%s (%s)", count(n), percent(rate(n, ev)))
+	}
+	kvs := []kv{
+		{"Programs", count(a.total)},
+		{"Evaluated", count(ev)},
+		{"Acceptable", share(a.counts[Acceptable])},
+		{"Loss too high", share(a.counts[TooHigh])},
+		{"Buggy", share(a.counts[Buggy])},
+	}
+	if a.counts[Pending] > 0 {
+		kvs = append(kvs, kv{"Pending", count(a.counts[Pending])})
+	}
+	kvs = append(kvs,
+		kv{"Duplicates", count(a.duplicates)},
+		kv{"Tokens in / out", compact(a.tokensIn) + " / " + compact(a.tokensOut)},
+		kv{"Cost", usd(a.cost)},
+	)
+	return kvs
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return dash
+	}
+	return s
+}
+
+// withUnit appends a unit to a value, but not to the dash of a missing one.
+func withUnit(v, unit string) string {
+	if v == dash {
+		return v
+	}
+	return v + " " + unit
+}
+
+// avgMs formats a step average, which is never 0 when measured.
+func avgMs(x float64) string {
+	if !measured(x) {
+		return dash
+	}
+	return millis(x)
+}
+
+// topTable is the paper's Fig. 2a: the reference and the fastest
+// acceptable programs.
+func topTable(a *analysis) table {
+	t := table{Head: []string{"#", "Program", "Iteration", "Model", "Stage", "Val loss", "Train time (s)", "Δ vs ref (s)", "Speedup"}, Class: "top"}
+	ref := a.d.Reference
+	t.Rows = append(t.Rows, []cell{dim(""), {Text: "reference", Class: "ref"}, dim(dash), dim(dash), dim(dash), num(loss(ref.ValLoss)), num(secs(ref.TrainTimeMs)), num(dash), num(dash)})
+	top := a.top(10)
+	for i, p := range top {
+		sp := cell{Text: speedup(p.TrainTimeMs, ref.TrainTimeMs), Class: "num"}
+		if measured(ref.TrainTimeMs) {
+			if p.TrainTimeMs < ref.TrainTimeMs {
+				sp.Class += " good"
+			} else if p.TrainTimeMs > ref.TrainTimeMs {
+				sp.Class += " bad"
+			}
+		}
+		t.Rows = append(t.Rows, []cell{
+			num(fmt.Sprint(i + 1)), code(fmt.Sprintf("#%d %s", p.ID, shortHash(p.Hash))), num(fmt.Sprint(p.Iteration)),
+			txt(displayName(p.Model)), txt(displayName(p.Stage)), num(loss(p.ValLoss)), num(secs(p.TrainTimeMs)),
+			num(delta(p.TrainTimeMs, ref.TrainTimeMs)), sp,
+		})
+	}
+	if len(top) == 0 {
+		t.Note = "No acceptable program yet: only the reference is listed."
+	}
+	return t
+}
+
+func groupTable(a *analysis, gs []group, what string, costs bool) table {
+	head := []string{what, "Programs", "Evaluated", "Acceptable", "Accept rate", "Buggy rate", "Best time (s)", "Speedup", "Best loss", "Trend (s/iter)"}
+	if costs {
+		head = append(head, "Tokens in / out", "Cost", "Cost / acceptable")
+	}
+	t := table{Head: head}
+	ref := a.d.Reference.TrainTimeMs
+	for _, g := range gs {
+		ev := g.evaluated()
+		trend := dash
+		if g.trend.ok {
+			trend = fmt.Sprintf("%+.3g", g.trend.b/1000)
+		}
+		row := []cell{
+			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.counts[Acceptable])),
+			num(percent(rate(g.counts[Acceptable], ev))), num(percent(rate(g.counts[Buggy], ev))),
+			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), num(trend),
+		}
+		if costs {
+			per := dash
+			switch {
+			case g.counts[Acceptable] > 0:
+				per = usd(g.cost / float64(g.counts[Acceptable]))
+			case g.cost == 0:
+				per = "$0"
+			}
+			row = append(row,
+				cell{Text: compact(g.tokensIn) + " / " + compact(g.tokensOut), Class: "num", Title: count(g.tokensIn) + " in, " + count(g.tokensOut) + " out"},
+				num(usd(g.cost)), num(per))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No programs yet."
+	}
+	return t
+}
+
+func recordsTable(a *analysis) table {
+	t := table{Head: []string{"Iteration", "Program", "Model", "Stage", "Train time (s)", "Gain over previous (s)", "Speedup vs ref", "Val loss"}}
+	ref := a.d.Reference.TrainTimeMs
+	prev := 0.0
+	for _, p := range a.records {
+		gain := dash
+		if prev > 0 {
+			gain = fmt.Sprintf("%.3f", (prev-p.TrainTimeMs)/1000)
+		}
+		t.Rows = append(t.Rows, []cell{
+			num(fmt.Sprint(p.Iteration)), code(fmt.Sprintf("#%d %s", p.ID, shortHash(p.Hash))), txt(displayName(p.Model)),
+			txt(displayName(p.Stage)), num(secs(p.TrainTimeMs)), num(gain), num(speedup(p.TrainTimeMs, ref)), num(loss(p.ValLoss)),
+		})
+		prev = p.TrainTimeMs
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No acceptable program yet, so no record has been set."
+	}
+	return t
+}
+
+func itersTable(a *analysis) table {
+	t := table{Head: []string{"Iteration", "Programs", "Buggy", "Loss too high", "Acceptable", "Pending", "Duplicates", "Accept rate", "Best time so far (s)", "Best loss so far"}}
+	for _, it := range a.perIter {
+		n := it.evaluated() + it.counts[Pending] + it.dups
+		if n == 0 {
+			continue
+		}
+		iter := fmt.Sprint(it.iter)
+		if a.hasPhase && it.iter == a.d.Run.MetaPromptFrom {
+			iter += " (meta)"
+		}
+		t.Rows = append(t.Rows, []cell{
+			num(iter), num(count(n)), num(count(it.counts[Buggy])), num(count(it.counts[TooHigh])), num(count(it.counts[Acceptable])),
+			num(count(it.counts[Pending])), num(count(it.dups)), num(percent(rate(it.counts[Acceptable], it.evaluated()))),
+			num(secs(it.bestTimeMs)), num(loss(it.bestLoss)),
+		})
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No programs yet."
+	}
+	return t
+}
+
+func programsTable(a *analysis) table {
+	t := table{Head: []string{"ID", "Hash", "Iter", "Island", "Parent", "Model", "Stage", "Verdict", "Val loss", "Time (s)", "Step avg (ms)", "Score", "Tokens", "Cost", "Fixes", "Reason"}, Class: "programs"}
+	for _, p := range a.progs {
+		verdict := cell{Text: orDash(p.Verdict), Class: "v-" + p.Category().String()}
+		if p.Duplicate {
+			verdict.Text += " (dup)"
+			verdict.Class = "dim"
+		}
+		parent := dash
+		if p.ParentID != 0 {
+			parent = fmt.Sprint(p.ParentID)
+		}
+		t.Rows = append(t.Rows, []cell{
+			num(fmt.Sprint(p.ID)), code(shortHash(p.Hash)), num(fmt.Sprint(p.Iteration)), num(fmt.Sprint(p.Island)), num(parent),
+			txt(displayName(p.Model)), txt(displayName(p.Stage)), verdict, num(loss(p.ValLoss)), num(secs(p.TrainTimeMs)),
+			num(avgMs(p.StepAvgMs)), num(general(p.Score)), num(compact(p.InputTokens + p.OutputTokens)), num(usd(p.CostUSD)),
+			num(fmt.Sprint(p.FixAttempts)), {Text: clip(p.Reason, 90), Title: p.Reason, Class: "reason"},
+		})
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No programs yet."
+	}
+	return t
+}
+
+func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
+	b := a.d.Best
+	if b == nil {
+		return nil
+	}
+	p := b.Program
+	ref := a.d.Reference
+	parent := "the reference"
+	if p.ParentID != 0 {
+		parent = fmt.Sprintf("#%d", p.ParentID)
+	}
+	v := &bestView{Facts: []kv{
+		{"Program", fmt.Sprintf("#%d", p.ID)},
+		{"Hash", orDash(p.Hash)},
+		{"Found at", fmt.Sprintf("iteration %d, island %d, child of %s", p.Iteration, p.Island, parent)},
+		{"Model / stage", displayName(p.Model) + " / " + displayName(p.Stage)},
+		{"Verdict", orDash(p.Verdict)},
+		{"Val loss", fmt.Sprintf("%s (reference %s, target %s)", loss(p.ValLoss), loss(ref.ValLoss), loss(a.d.Run.TargetValLoss))},
+		{"Train time", fmt.Sprintf("%s (reference %s, speedup %s)", withUnit(secs(p.TrainTimeMs), "s"), withUnit(secs(ref.TrainTimeMs), "s"), speedup(p.TrainTimeMs, ref.TrainTimeMs))},
+		{"Step average", fmt.Sprintf("%s (reference %s)", withUnit(avgMs(p.StepAvgMs), "ms"), withUnit(avgMs(ref.StepAvgMs), "ms"))},
+		{"Score", general(p.Score)},
+		{"Fix attempts", fmt.Sprint(p.FixAttempts)},
+		{"Cost", fmt.Sprintf("%s (%s tokens in, %s out)", usd(p.CostUSD), count(p.InputTokens), count(p.OutputTokens))},
+	}}
+	if p.Reason != "" {
+		v.Facts = append(v.Facts, kv{"Reason", p.Reason})
+	}
+	if p.Category() != Acceptable {
+		v.Warning = fmt.Sprintf("This program's verdict is %q, not acceptable.", p.Verdict)
+	}
+	switch {
+	case b.ReferenceSource == "":
+		v.DiffNote = "The reference program's source is not in the data, so there is no diff."
+	case diff == "":
+		v.DiffNote = "The best program is identical to the reference."
+	default:
+		v.DiffStat = fmt.Sprintf("+%d −%d lines", st.Added, st.Removed)
+		lines := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
+		if len(lines) > maxDiffLines {
+			v.DiffNote = fmt.Sprintf("The diff has %s lines; the first %s are shown, best.diff has all of them.", count(len(lines)), count(maxDiffLines))
+			lines = lines[:maxDiffLines]
+		}
+		for _, l := range lines {
+			v.DiffLines = append(v.DiffLines, diffLine{Class: diffClass(l), Text: l})
+		}
+	}
+	v.Sections = sectionsTable(b)
+	for _, ops := range b.TopOps {
+		v.TopOps = append(v.TopOps, opsTable(ops))
+	}
+	v.Curve = curveTable(b)
+	return v
+}
+
+func diffClass(l string) string {
+	switch {
+	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		return "dh"
+	case strings.HasPrefix(l, "@@"):
+		return "dk"
+	case strings.HasPrefix(l, "+"):
+		return "da"
+	case strings.HasPrefix(l, "-"):
+		return "dd"
+	}
+	return "dc"
+}
+
+func sectionsTable(b *Best) table {
+	withRef := len(b.ReferenceSections) > 0
+	head := []string{"Section", "Calls", "Total (ms)", "Avg (ms)", "% of train time"}
+	if withRef {
+		head = append(head, "Reference total (ms)", "Reference avg (ms)", "Δ total (ms)")
+	}
+	t := table{Head: head}
+	refBy := map[string]harness.Section{}
+	for _, s := range b.ReferenceSections {
+		refBy[s.Name] = s
+	}
+	seen := map[string]bool{}
+	row := func(s harness.Section, have bool) []cell {
+		r := []cell{code(s.Name), num(count(s.Calls)), num(millis(s.TotalMs)), num(millis(s.AvgMs)), num(fmt.Sprintf("%.1f", s.Pct))}
+		if !have {
+			r = []cell{code(s.Name), num(dash), num(dash), num(dash), num(dash)}
+		}
+		if withRef {
+			rs, ok := refBy[s.Name]
+			if !ok {
+				return append(r, num(dash), num(dash), num(dash))
+			}
+			d := dash
+			if have {
+				d = fmt.Sprintf("%+.1f", s.TotalMs-rs.TotalMs)
+			}
+			r = append(r, num(millis(rs.TotalMs)), num(millis(rs.AvgMs)), num(d))
+		}
+		return r
+	}
+	for _, s := range b.Sections {
+		seen[s.Name] = true
+		t.Rows = append(t.Rows, row(s, true))
+	}
+	// Sections the reference had and the best program dropped.
+	for _, s := range b.ReferenceSections {
+		if !seen[s.Name] {
+			t.Rows = append(t.Rows, row(harness.Section{Name: s.Name}, false))
+		}
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No section profile was recorded for the best program."
+	}
+	return t
+}
+
+func opsTable(ops harness.TopOps) opsView {
+	title := "Top operators"
+	switch ops.Kind {
+	case "cpu":
+		title = "Top CPU operators"
+	case "cuda":
+		title = "Top CUDA kernels"
+	}
+	if len(ops.Steps) == 2 {
+		title += fmt.Sprintf(" (profiled steps %d–%d)", ops.Steps[0], ops.Steps[1])
+	}
+	var sum float64
+	for _, o := range ops.Ops {
+		if finite(o.TotalMs) {
+			sum += o.TotalMs
+		}
+	}
+	t := table{Head: []string{"Operator", "Calls", "Total (ms)", "Avg (ms)", "Share of listed"}}
+	for _, o := range ops.Ops {
+		avg := -1.0
+		if o.Calls > 0 {
+			avg = o.TotalMs / float64(o.Calls)
+		}
+		share := dash
+		if sum > 0 && finite(o.TotalMs) {
+			share = percent(o.TotalMs / sum)
+		}
+		t.Rows = append(t.Rows, []cell{{Text: clip(o.Name, 80), Title: o.Name, Class: "mono"}, num(count(o.Calls)), num(millis(o.TotalMs)), num(millis(avg)), num(share)})
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "The profiler recorded no operators."
+	}
+	return opsView{Title: title, Table: t}
+}
+
+func curveTable(b *Best) table {
+	t := table{Head: []string{"Step", "Train time (s)", "Step avg (ms)", "Tokens", "Tokens/s", "Train loss", "Val loss"}}
+	type row struct {
+		step int
+		s    *harness.Step
+		v    *harness.Val
+	}
+	rows := map[int]*row{}
+	get := func(step int) *row {
+		r, ok := rows[step]
+		if !ok {
+			r = &row{step: step}
+			rows[step] = r
+		}
+		return r
+	}
+	for i := range b.Curve {
+		get(b.Curve[i].Step).s = &b.Curve[i]
+	}
+	for i := range b.Vals {
+		get(b.Vals[i].Step).v = &b.Vals[i]
+	}
+	steps := make([]int, 0, len(rows))
+	for s := range rows {
+		steps = append(steps, s)
+	}
+	slices.Sort(steps)
+	for _, step := range steps {
+		r := rows[step]
+		c := []cell{num(fmt.Sprint(step)), num(dash), num(dash), num(dash), num(dash), num(dash), num(dash)}
+		if s := r.s; s != nil {
+			c[1], c[2], c[3] = num(secsOrZero(s.TrainTimeMs)), num(millis(s.StepAvgMs)), num(count(s.Tokens))
+			c[4] = num(general(s.TokensPerS))
+			if s.TrainLoss != nil {
+				c[5] = num(loss(*s.TrainLoss))
+			}
+		}
+		if v := r.v; v != nil {
+			c[6] = num(loss(v.ValLoss))
+			if v.Final {
+				c[6].Text += " (final)"
+			}
+		}
+		t.Rows = append(t.Rows, c)
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No step metrics were recorded for the best program."
+	}
+	return t
+}
+
+// secsOrZero formats a train time that may legitimately be 0 (step 0).
+func secsOrZero(ms float64) string {
+	if ms == 0 {
+		return "0"
+	}
+	return secs(ms)
+}
+
+// renderHTML writes the page.
+func renderHTML(w io.Writer, pg *page) error {
+	t, err := parseTemplate()
+	if err != nil {
+		return fmt.Errorf("parse report template: %w", err)
+	}
+	if err := t.Execute(w, pg); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}
