@@ -1,0 +1,415 @@
+package evolve
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// Evaluator evaluates programs; *eval.Evaluator is one. Evaluate's error
+// means the evaluation could not happen; a failing program is a Result.
+type Evaluator interface {
+	Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error)
+}
+
+// Model is one member of the ensemble.
+type Model struct {
+	// Name is recorded with every child the model proposes; for language
+	// models it is also the Request.Model sent to Client.
+	Name string
+	// Kind is propose.KindLLM (Client answers prompts), KindMutate or
+	// KindReplay (Proposer proposes).
+	Kind     propose.Kind
+	Client   llm.Client
+	Proposer propose.Proposer
+	// Weight is the model's share of children under fixed weights.
+	Weight float64
+	// Spec is the model's spec, for the record.
+	Spec string
+}
+
+// fixes reports whether the model can be asked to fix a failure.
+func (m *Model) fixes() bool {
+	return (m.Kind == propose.KindLLM && m.Client != nil) || m.Kind == propose.KindReplay
+}
+
+// ideas reports whether the model can answer free-text idea prompts.
+func (m *Model) ideas() bool { return m.Kind == propose.KindLLM && m.Client != nil }
+
+// Options are what an engine works with.
+type Options struct {
+	Store     *store.Store
+	Track     *track.Spec
+	Evaluator Evaluator
+	Models    []Model
+	// Redact removes secrets from prompts and answers before they are
+	// stored; nil means llm.Redact.
+	Redact func(string) string
+	// MachineGPUs is the number of GPUs of the machine, for the default
+	// number of slots of CUDA tracks.
+	MachineGPUs int
+	Log         *slog.Logger
+	// OnStatus, when set, is called from the engine's goroutine after every
+	// change; it must return quickly.
+	OnStatus func(Status)
+}
+
+// Status is a snapshot of a running engine, for progress displays.
+type Status struct {
+	RunID             int64
+	RunName           string
+	Iteration         int // iterations sampled
+	MaxIterations     int // 0: no limit
+	IterationsDone    int
+	SlotsBusy, Slots  int
+	ProposalsInFlight int
+	Queued            int // children waiting for a proposal, a fix or an evaluation
+	Evaluations       int // full evaluations started
+	Acceptable        int
+	LossTooHigh       int
+	Buggy             int
+	Duplicates        int
+	NoProposal        int
+	// ReferenceTimeMs and ReferenceLoss are the reference's measurements.
+	ReferenceTimeMs float64
+	ReferenceLoss   float64
+	// BestTimeMs is the shortest train time among acceptable programs
+	// (the record); BestLoss the lowest validation loss of any valid one.
+	BestTimeMs float64
+	BestTimeID int64
+	BestLoss   float64
+	USD        float64
+	Tokens     int64
+	Elapsed    time.Duration // active time, all sessions
+	Draining   bool
+	StopReason string
+}
+
+// Stop reasons.
+const (
+	StopIterations     = "iterations"      // budget.max_iterations reached and every child finished
+	StopEvaluations    = "evaluations"     // budget.max_evaluations reached
+	StopDuration       = "duration"        // budget.max_duration reached
+	StopUSD            = "usd"             // the dollar budget is spent
+	StopTokens         = "tokens"          // the token budget is spent
+	StopCalls          = "calls"           // llm.budget.max_calls reached
+	StopInterrupted    = "interrupted"     // drained on request (Ctrl-C once)
+	StopAborted        = "aborted"         // canceled (Ctrl-C twice); in-flight work is re-queued on resume
+	StopLLMFailures    = "llm_failures"    // too many model calls failed in a row
+	StopReferenceFails = "reference_failed" // the reference program does not run
+	StopError          = "error"           // the engine could not continue (see the detail)
+)
+
+// Engine runs one evolution run. Create one with New or Resume, then call
+// Run once.
+type Engine struct {
+	opts    Options
+	st      *store.Store
+	cfg     Config
+	run     *store.Run
+	spec    *track.Spec
+	log     *slog.Logger
+	redact  func(string) string
+	pcg     *rand.PCG
+	rng     *rand.Rand
+	pop     *population
+	ens     *ensemble
+	models  map[string]*Model
+	prompts *prompts
+	name    string // the program's file name
+
+	slots, prefetch int
+	iters           map[int]*iterState
+	completed       int
+	proposalQ       []*job
+	fastQ, fullQ    []*job
+	proposing       int
+	evaluating      int
+	fullStarted     int
+	spentUSD        float64
+	spentTokens     int64
+	failStreak      int
+	lastAttempt     map[int64]*store.Attempt
+	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
+	counts          map[string]int         // settled originals by class
+	bestLoss        float64
+	reference       *store.Child
+
+	noMoreIterations bool
+	stopping         bool
+	stopReason       string
+	stopDetail       string
+	fatal            error
+	sessionStart     time.Time
+	activeBase       int64
+
+	drainCh  chan string
+	propDone chan *proposalResult
+	evalDone chan *evalResult
+
+	statusMu sync.Mutex
+	status   Status
+	ran      bool
+}
+
+// iterState is an open iteration.
+type iterState struct {
+	it      *store.Iteration
+	parent  *store.Child
+	top     []*store.Child
+	diverse []*store.Child
+	pending int
+}
+
+// job is a child waiting for a proposal, a fix or an evaluation.
+type job struct {
+	child *store.Child
+	kind  string
+}
+
+// Attempt and job kinds.
+const (
+	kindReference = "reference"
+	kindPropose   = "propose"
+	kindFixApply  = "fix_apply"
+	kindFixRun    = "fix_run"
+	kindFast      = "fast"
+	kindFull      = "full"
+)
+
+// Stages of children and iterations.
+const (
+	StageReference = "reference"
+	StageTemplate  = "template"
+	StageMeta      = "meta"
+	StageMutate    = "mutate"
+)
+
+func (o *Options) check() error {
+	switch {
+	case o.Store == nil:
+		return errors.New("evolve: no store")
+	case o.Track == nil:
+		return errors.New("evolve: no track")
+	case o.Evaluator == nil:
+		return errors.New("evolve: no evaluator")
+	case len(o.Models) == 0:
+		return errors.New("evolve: no model or proposer: configure llm.models, or use the mutate proposer")
+	}
+	seen := map[string]bool{}
+	for _, m := range o.Models {
+		if m.Name == "" {
+			return errors.New("evolve: a model has no name")
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("evolve: model %q is in the ensemble twice", m.Name)
+		}
+		seen[m.Name] = true
+		switch m.Kind {
+		case propose.KindLLM:
+			if m.Client == nil {
+				return fmt.Errorf("evolve: model %s has no client", m.Name)
+			}
+		case propose.KindMutate, propose.KindReplay:
+			if m.Proposer == nil {
+				return fmt.Errorf("evolve: model %s has no proposer", m.Name)
+			}
+		default:
+			return fmt.Errorf("evolve: model %s has unknown kind %q", m.Name, m.Kind)
+		}
+	}
+	return nil
+}
+
+func newEngine(opts Options, cfg Config) (*Engine, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.Resolved()
+	pr, err := loadPrompts(cfg.Prompt.TemplateDir, cfg.Prompt.Templates)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts: opts, st: opts.Store, cfg: cfg, spec: opts.Track, log: opts.Log, redact: opts.Redact, prompts: pr,
+		models:      map[string]*Model{},
+		iters:       map[int]*iterState{},
+		lastAttempt: map[int64]*store.Attempt{},
+		lastFail:    map[int64]*store.Child{},
+		counts:      map[string]int{},
+		drainCh:     make(chan string, 4),
+		propDone:    make(chan *proposalResult),
+		evalDone:    make(chan *evalResult),
+		pop:         newPopulation(cfg.Objective, cfg.Islands, cfg.ArchiveSize),
+		ens:         newEnsemble(opts.Models, cfg.Bandit),
+		name:        filepath.Base(opts.Track.Reference),
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.redact == nil {
+		e.redact = llm.Redact
+	}
+	if e.name == "." || e.name == "" {
+		e.name = "train.py"
+	}
+	for i := range opts.Models {
+		m := opts.Models[i]
+		e.models[m.Name] = &m
+	}
+	e.slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs)
+	e.prefetch = cfg.Prefetch
+	if e.prefetch == 0 {
+		e.prefetch = max(2*e.slots, cfg.LLMConcurrency)
+	}
+	return e, nil
+}
+
+// ModelsRecord is how a run records its ensemble.
+type ModelsRecord struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"`
+	Spec   string  `json:"spec,omitempty"`
+	Weight float64 `json:"weight"`
+}
+
+// New records a new run named name (empty: "run-<id>") and returns its
+// engine. The reference program is the run's first member; Run evaluates
+// it first.
+func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, error) {
+	e, err := newEngine(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
+	seed := e.cfg.Seed
+	if seed == 0 {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		seed = binary.LittleEndian.Uint64(b[:]) >> 1
+		if seed == 0 {
+			seed = 1
+		}
+		e.cfg.Seed = seed
+	}
+	e.pcg = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+	e.rng = rand.New(e.pcg)
+
+	src, err := e.spec.ReferenceSource()
+	if err != nil {
+		return nil, err
+	}
+	specHash, err := eval.SpecHash(e.spec)
+	if err != nil {
+		return nil, err
+	}
+	cfgJSON, err := json.Marshal(e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	var models []ModelsRecord
+	for _, m := range opts.Models {
+		models = append(models, ModelsRecord{Name: m.Name, Kind: string(m.Kind), Spec: m.Spec, Weight: m.Weight})
+	}
+	modelsJSON, _ := json.Marshal(models)
+	rngState, _ := e.pcg.MarshalBinary()
+	tmpName := name
+	if tmpName == "" {
+		tmpName = fmt.Sprintf("run-pending-%d", time.Now().UnixNano())
+	}
+	run := &store.Run{
+		Name: tmpName, Track: e.spec.Name, TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
+		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
+		Bandit: e.ens.save(),
+	}
+	if err := e.st.CreateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	e.run = run
+	hash, err := e.st.PutProgram(ctx, src, edit.NormalizedHash(src))
+	if err != nil {
+		return nil, err
+	}
+	ref := &store.Child{RunID: run.ID, Iteration: 0, Island: 0, Origin: OriginReference, Stage: StageReference,
+		State: store.ChildFast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
+	err = e.st.RunInTx(ctx, func(tx *store.RunTx) error {
+		if name == "" {
+			run.Name = fmt.Sprintf("run-%d", run.ID)
+		}
+		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: 0, Island: 0, Stage: StageReference}); err != nil {
+			return err
+		}
+		if err := tx.InsertChild(ref); err != nil {
+			return err
+		}
+		a := &store.Attempt{ChildID: ref.ID, Kind: kindReference, ProgramHash: hash}
+		if err := tx.InsertAttempt(a); err != nil {
+			return err
+		}
+		e.lastAttempt[ref.ID] = a
+		return tx.UpdateRun(run)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	e.pop.add(ref)
+	e.pop.claim(ref.NormHash, ref.ID)
+	e.reference = ref
+	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: StageReference}, pending: 1}
+	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
+	return e, nil
+}
+
+// RunID returns the run's id.
+func (e *Engine) RunID() int64 { return e.run.ID }
+
+// RunName returns the run's name.
+func (e *Engine) RunName() string { return e.run.Name }
+
+// Config returns the run's resolved configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Drain asks the engine to stop taking new work: in-flight proposals and
+// evaluations finish and are recorded, then Run returns. Safe to call from
+// any goroutine, any number of times.
+func (e *Engine) Drain(reason string) {
+	select {
+	case e.drainCh <- reason:
+	default:
+	}
+}
+
+// Status returns the latest snapshot.
+func (e *Engine) Status() Status {
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	return e.status
+}
+
+// Summary is how a Run call ended.
+type Summary struct {
+	RunID      int64
+	RunName    string
+	StopReason string
+	StopDetail string
+	Status     Status
+}

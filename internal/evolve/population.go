@@ -1,0 +1,349 @@
+package evolve
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// Origins of run members.
+const (
+	OriginReference = "reference" // the track's reference program
+	OriginSeed      = "seed"      // a copy of the reference that seeds another island
+	OriginMigrant   = "migrant"   // a copy that migrated from another island
+)
+
+// population is the in-memory index of a run's members: metadata only,
+// never program sources, so that its size does not grow with program
+// size. Only the coordinator goroutine touches it.
+type population struct {
+	objective   string
+	islands     int
+	archiveSize int
+
+	members map[int64]*store.Child
+	// onIsland lists, per island, the settled members that hold a program
+	// (originals and copies), in the order they settled.
+	onIsland [][]int64
+	// programs lists settled originals that hold a program, for the
+	// diverse set.
+	programs []int64
+	// byNorm maps a normalized program hash to the first member that had
+	// it, candidates in flight included: the dedup index.
+	byNorm map[string]int64
+	// archive holds the elite originals, best first.
+	archive  []int64
+	inArch   map[int64]bool
+	expanded map[int64]int // iterations that sampled the member as parent
+}
+
+func newPopulation(objective string, islands, archiveSize int) *population {
+	return &population{
+		objective: objective, islands: islands, archiveSize: archiveSize,
+		members:  map[int64]*store.Child{},
+		onIsland: make([][]int64, islands),
+		byNorm:   map[string]int64{},
+		inArch:   map[int64]bool{},
+		expanded: map[int64]int{},
+	}
+}
+
+// add indexes a member row (any state).
+func (p *population) add(c *store.Child) { p.members[c.ID] = c }
+
+// claim registers a candidate program of member id under its normalized
+// hash. It returns the member that had the program first, or 0 when the
+// program is new to the run.
+func (p *population) claim(norm string, id int64) int64 {
+	if norm == "" {
+		return 0
+	}
+	if first, ok := p.byNorm[norm]; ok && first != id {
+		return first
+	}
+	p.byNorm[norm] = id
+	return 0
+}
+
+// original follows copies (seed, migrant) to the member they copy.
+func (p *population) original(c *store.Child) *store.Child {
+	for i := 0; i < 8 && (c.Origin == OriginSeed || c.Origin == OriginMigrant) && c.SourceID != 0; i++ {
+		src, ok := p.members[c.SourceID]
+		if !ok {
+			break
+		}
+		c = src
+	}
+	return c
+}
+
+func isCopy(c *store.Child) bool { return c.Origin == OriginSeed || c.Origin == OriginMigrant }
+
+// holdsProgram reports whether a settled member stands for a program of
+// its own in the population (not a duplicate, and a program exists).
+func holdsProgram(c *store.Child) bool {
+	return c.State == store.ChildDone && c.ProgramHash != "" &&
+		c.Verdict != VerdictDuplicate && c.Verdict != VerdictNoProposal && c.Verdict != VerdictApplyFailed
+}
+
+// settle adds a member that reached its final verdict to its island and
+// to the archive. It reports whether the archive changed.
+func (p *population) settle(c *store.Child) bool {
+	p.members[c.ID] = c
+	if !holdsProgram(c) {
+		return false
+	}
+	if c.Island >= 0 && c.Island < p.islands {
+		p.onIsland[c.Island] = append(p.onIsland[c.Island], c.ID)
+	}
+	if isCopy(c) {
+		return false
+	}
+	p.programs = append(p.programs, c.ID)
+	return p.offerArchive(c)
+}
+
+// offerArchive inserts c into the archive if it is among the best.
+func (p *population) offerArchive(c *store.Child) bool {
+	if !valid(c.Verdict) || p.archiveSize <= 0 || p.inArch[c.ID] {
+		return false
+	}
+	k := rankKey(p.objective, c)
+	i := len(p.archive)
+	for i > 0 && k.less(rankKey(p.objective, p.members[p.archive[i-1]])) {
+		i--
+	}
+	if i >= p.archiveSize {
+		return false
+	}
+	p.archive = slices.Insert(p.archive, i, c.ID)
+	p.inArch[c.ID] = true
+	if len(p.archive) > p.archiveSize {
+		delete(p.inArch, p.archive[len(p.archive)-1])
+		p.archive = p.archive[:p.archiveSize]
+	}
+	return true
+}
+
+// best returns the best original program, or nil.
+func (p *population) best() *store.Child {
+	if len(p.archive) > 0 {
+		return p.members[p.archive[0]]
+	}
+	var b *store.Child
+	for _, id := range p.programs {
+		c := p.members[id]
+		if b == nil || rankKey(p.objective, c).less(rankKey(p.objective, b)) {
+			b = c
+		}
+	}
+	return b
+}
+
+// ranked returns the island's settled members, best first: the valid ones
+// if any, else all of them (so that an island of failures still yields a
+// parent, whose error the prompt shows).
+func (p *population) ranked(island int) []*store.Child {
+	var good, all []*store.Child
+	for _, id := range p.onIsland[island] {
+		c := p.members[id]
+		all = append(all, c)
+		if valid(c.Verdict) {
+			good = append(good, c)
+		}
+	}
+	out := good
+	if len(out) == 0 {
+		out = all
+	}
+	slices.SortFunc(out, func(a, b *store.Child) int {
+		if rankKey(p.objective, a).less(rankKey(p.objective, b)) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// sampleParent draws a parent on an island (see SelectionConfig).
+func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig) *store.Child {
+	cands := p.ranked(island)
+	if len(cands) == 0 {
+		// An island that lost all its members cannot happen (copies of the
+		// reference seed every island), but fall back to the best program.
+		return p.best()
+	}
+	explore := 0.1
+	if sel.Exploration != nil {
+		explore = *sel.Exploration
+	}
+	if sel.Strategy == SelectUniform || r.Float64() < explore {
+		return cands[r.IntN(len(cands))]
+	}
+	penalty := 0.5
+	if sel.ChildPenalty != nil {
+		penalty = *sel.ChildPenalty
+	}
+	w := make([]float64, len(cands))
+	switch sel.Strategy {
+	case SelectSoftmax:
+		z := softmaxUtilities(p.objective, cands)
+		temp := math.Max(sel.Temperature, 1e-6)
+		for i := range cands {
+			w[i] = math.Exp(z[i] / temp)
+		}
+	default: // power law over the rank
+		for i := range cands {
+			w[i] = math.Pow(float64(i+1), -sel.Alpha)
+		}
+	}
+	for i, c := range cands {
+		w[i] /= math.Pow(1+float64(p.expanded[c.ID]), penalty)
+	}
+	return cands[weighted(r, w)]
+}
+
+// softmaxUtilities returns, per candidate (best first), the standardized
+// negative log of the objective, shifted down by 3 for each verdict class
+// below the best candidate's, and shifted so the best is 0.
+func softmaxUtilities(objective string, cands []*store.Child) []float64 {
+	u := make([]float64, len(cands))
+	var sum, sq float64
+	n := 0
+	for i, c := range cands {
+		v := objectiveValue(objective, c)
+		if math.IsInf(v, 1) {
+			u[i] = math.NaN()
+			continue
+		}
+		u[i] = -math.Log(v)
+		sum += u[i]
+		sq += u[i] * u[i]
+		n++
+	}
+	sd := 1.0
+	mean := 0.0
+	if n > 0 {
+		mean = sum / float64(n)
+		if v := sq/float64(n) - mean*mean; v > 1e-12 {
+			sd = math.Sqrt(v)
+		}
+	}
+	top := verdictRank(cands[0].Verdict)
+	maxU := math.Inf(-1)
+	for i, c := range cands {
+		z := -3.0
+		if !math.IsNaN(u[i]) {
+			z = (u[i] - mean) / sd
+		}
+		z -= 3 * float64(verdictRank(c.Verdict)-top)
+		u[i] = z
+		maxU = math.Max(maxU, z)
+	}
+	for i := range u {
+		u[i] -= maxU
+	}
+	return u
+}
+
+// weighted draws an index with probability proportional to w.
+func weighted(r *rand.Rand, w []float64) int {
+	total := 0.0
+	for _, x := range w {
+		total += x
+	}
+	if total <= 0 || math.IsNaN(total) || math.IsInf(total, 0) {
+		return r.IntN(len(w))
+	}
+	x := r.Float64() * total
+	for i, v := range w {
+		if x < v {
+			return i
+		}
+		x -= v
+	}
+	return len(w) - 1
+}
+
+// sampleTop draws up to k elite programs, excluding parent's program.
+func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child) []*store.Child {
+	skip := p.original(parent).ID
+	var cands []int64
+	for _, id := range p.archive {
+		if id != skip {
+			cands = append(cands, id)
+		}
+	}
+	return p.pick(r, cands, k)
+}
+
+// sampleDiverse draws up to k non-elite programs, excluding parent's
+// program. The pool may be large, so it draws by rejection and falls back
+// to a scan only when most candidates are excluded.
+func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child) []*store.Child {
+	if k <= 0 {
+		return nil
+	}
+	skip := p.original(parent).ID
+	ok := func(id int64) bool { return id != skip && !p.inArch[id] }
+	n := len(p.programs)
+	chosen := map[int64]bool{}
+	var out []*store.Child
+	for tries := 0; tries < 8*k && len(out) < k && n > 0; tries++ {
+		id := p.programs[r.IntN(n)]
+		if ok(id) && !chosen[id] {
+			chosen[id] = true
+			out = append(out, p.members[id])
+		}
+	}
+	if len(out) < k {
+		var rest []int64
+		for _, id := range p.programs {
+			if ok(id) && !chosen[id] {
+				rest = append(rest, id)
+			}
+		}
+		out = append(out, p.pick(r, rest, k-len(out))...)
+	}
+	return out
+}
+
+// pick draws up to k distinct ids uniformly.
+func (p *population) pick(r *rand.Rand, ids []int64, k int) []*store.Child {
+	if k <= 0 || len(ids) == 0 {
+		return nil
+	}
+	ids = slices.Clone(ids)
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	if len(ids) > k {
+		ids = ids[:k]
+	}
+	out := make([]*store.Child, len(ids))
+	for i, id := range ids {
+		out[i] = p.members[id]
+	}
+	return out
+}
+
+// emigrants returns the best count valid members of island from that are
+// originals (copies do not migrate again) and whose program the island to
+// does not hold yet.
+func (p *population) emigrants(from, to, count int) []*store.Child {
+	have := map[string]bool{}
+	for _, id := range p.onIsland[to] {
+		have[p.members[id].NormHash] = true
+	}
+	var out []*store.Child
+	for _, c := range p.ranked(from) {
+		if len(out) == count {
+			break
+		}
+		if !valid(c.Verdict) || isCopy(c) || have[c.NormHash] {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,305 @@
+package evolve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// Load returns a run and the configuration it runs with, for a caller that
+// must open the run's models (and check its track) before resuming it.
+func Load(ctx context.Context, st *store.Store, ref string) (*store.Run, Config, error) {
+	run, err := st.Run(ctx, ref)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return nil, Config{}, fmt.Errorf("run %s: its stored configuration is unreadable: %w", run.Name, err)
+	}
+	return run, cfg, nil
+}
+
+// RunModels returns the ensemble a run was started with.
+func RunModels(run *store.Run) ([]ModelsRecord, error) {
+	var out []ModelsRecord
+	if err := json.Unmarshal(run.Models, &out); err != nil {
+		return nil, fmt.Errorf("run %s: its stored models are unreadable: %w", run.Name, err)
+	}
+	return out, nil
+}
+
+// Overrides are settings a resumed run may change; zero fields keep the
+// run's own.
+type Overrides struct {
+	Budget         BudgetConfig
+	Slots          int
+	LLMConcurrency int
+}
+
+// Resume continues a stopped or killed run with the state it recorded:
+// the population, islands and archive, the open iterations, the
+// generator's and the bandit's state. Budgets count totals from the run's
+// start, so a run that stopped on a budget continues only if the budget is
+// raised. Children that were waiting or in flight are queued again: a
+// child whose evaluation was running is evaluated again (its evaluation
+// row is marked interrupted), and model calls that were in flight are
+// marked lost. Nothing that finished is redone.
+func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*Engine, error) {
+	var cfg Config
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("run %s: its stored configuration is unreadable: %w", run.Name, err)
+	}
+	if ov.Budget != (BudgetConfig{}) {
+		b := &cfg.Budget
+		if ov.Budget.MaxIterations != 0 {
+			b.MaxIterations = ov.Budget.MaxIterations
+		}
+		if ov.Budget.MaxEvaluations != 0 {
+			b.MaxEvaluations = ov.Budget.MaxEvaluations
+		}
+		if ov.Budget.MaxDuration != 0 {
+			b.MaxDuration = ov.Budget.MaxDuration
+		}
+		if ov.Budget.MaxUSD != 0 {
+			b.MaxUSD = ov.Budget.MaxUSD
+		}
+		if ov.Budget.MaxTokens != 0 {
+			b.MaxTokens = ov.Budget.MaxTokens
+		}
+	}
+	if ov.Slots > 0 {
+		cfg.Slots = ov.Slots
+	}
+	if ov.LLMConcurrency > 0 {
+		cfg.LLMConcurrency = ov.LLMConcurrency
+	}
+	specHash, err := eval.SpecHash(opts.Track)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Track.Name != run.Track {
+		return nil, fmt.Errorf("run %s is on track %s, not %s", run.Name, run.Track, opts.Track.Name)
+	}
+	if specHash != run.TrackHash {
+		return nil, fmt.Errorf("track %s changed since run %s started (its spec hash was %.12s, now %.12s): programs measured under the old spec would be compared with new ones; start a new run instead",
+			run.Track, run.Name, run.TrackHash, specHash)
+	}
+	e, err := newEngine(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.run = run
+	e.cfg.Seed = run.Seed
+	if cfgJSON, err := json.Marshal(e.cfg); err == nil {
+		run.Config = cfgJSON
+	}
+	e.pcg = rand.NewPCG(run.Seed, run.Seed^0x9e3779b97f4a7c15)
+	if len(run.RNG) > 0 {
+		if err := e.pcg.UnmarshalBinary(run.RNG); err != nil {
+			return nil, fmt.Errorf("run %s: restore the random generator: %w", run.Name, err)
+		}
+	}
+	e.rng = rand.New(e.pcg)
+	if err := e.ens.load(run.Bandit); err != nil {
+		return nil, fmt.Errorf("run %s: restore the bandit: %w", run.Name, err)
+	}
+	lost, err := e.st.MarkLostCalls(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if lost > 0 {
+		e.log.Warn("evolve: model calls were in flight when the run last ended; their answers are lost", "calls", lost)
+	}
+	if err := e.restore(ctx); err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", run.Name, err)
+	}
+	return e, nil
+}
+
+// restore rebuilds the in-memory state from the store and queues what was
+// waiting or in flight.
+func (e *Engine) restore(ctx context.Context) error {
+	runID := e.run.ID
+	kids, err := e.st.Children(ctx, runID)
+	if err != nil {
+		return err
+	}
+	attempts, err := e.st.Attempts(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, a := range attempts {
+		e.lastAttempt[a.ChildID] = a
+	}
+	iters, err := e.st.Iterations(ctx, runID)
+	if err != nil {
+		return err
+	}
+	e.spentUSD, e.spentTokens, _, err = e.st.RunSpend(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, c := range kids {
+		e.pop.add(c)
+		if c.Origin == OriginReference {
+			e.reference = c
+		}
+	}
+	for _, c := range kids {
+		if !isCopy(c) && c.NormHash != "" && c.Verdict != VerdictDuplicate {
+			e.pop.claim(c.NormHash, c.ID)
+		}
+		if c.State == store.ChildDone {
+			e.pop.settle(c)
+			e.count(c)
+			if !isCopy(c) && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+				e.fullStarted++
+			}
+		}
+	}
+	if e.reference == nil {
+		return errors.New("the run has no reference program")
+	}
+	pending := map[int]int{}
+	for _, c := range kids {
+		if c.State != store.ChildDone {
+			pending[c.Iteration]++
+		}
+	}
+	for _, it := range iters {
+		if !it.DoneAt.IsZero() {
+			if it.Iteration > 0 {
+				e.completed++
+			}
+			continue
+		}
+		st := &iterState{it: it, parent: e.pop.members[it.ParentID], pending: pending[it.Iteration]}
+		for _, id := range it.TopIDs {
+			if c := e.pop.members[id]; c != nil {
+				st.top = append(st.top, c)
+			}
+		}
+		for _, id := range it.DiverseIDs {
+			if c := e.pop.members[id]; c != nil {
+				st.diverse = append(st.diverse, c)
+			}
+		}
+		if st.pending == 0 {
+			// Its last child finished but the process died before the
+			// iteration was marked: mark it now.
+			if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.FinishIteration(e.run.ID, it.Iteration) }); err != nil {
+				return err
+			}
+			if it.Iteration > 0 {
+				e.completed++
+			}
+			continue
+		}
+		e.iters[it.Iteration] = st
+		if st.parent != nil {
+			e.pop.expanded[st.parent.ID]++
+		}
+	}
+	// Parents of closed iterations count as expanded too.
+	for _, it := range iters {
+		if !it.DoneAt.IsZero() && it.ParentID != 0 {
+			e.pop.expanded[it.ParentID]++
+		}
+	}
+	var requeued int
+	for _, c := range kids {
+		switch c.State {
+		case store.ChildDone:
+			continue
+		case store.ChildQueued:
+			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kindPropose})
+		case store.ChildFix:
+			kind := kindFixRun
+			if a := e.lastAttempt[c.ID]; a != nil && a.ProgramHash == "" {
+				kind = kindFixApply
+			}
+			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kind})
+		case store.ChildFast:
+			if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, c.UpdatedAt.Add(-time.Second)); err != nil {
+				return err
+			}
+			e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
+		case store.ChildReady:
+			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
+		case store.ChildEvaluating:
+			if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, c.UpdatedAt.Add(-time.Second)); err != nil {
+				return err
+			}
+			c.State = store.ChildReady
+			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
+		default:
+			return fmt.Errorf("child %d is in an unknown state %q", c.ID, c.State)
+		}
+		requeued++
+	}
+	// Fixes first, as while running.
+	var fixes, firsts []*job
+	for _, j := range e.proposalQ {
+		if j.kind == kindPropose {
+			firsts = append(firsts, j)
+		} else {
+			fixes = append(fixes, j)
+		}
+	}
+	e.proposalQ = append(fixes, firsts...)
+	if e.reference.State == store.ChildDone && !valid(e.reference.Verdict) {
+		return fmt.Errorf("the reference program failed (%s: %s); there is nothing to evolve from", e.reference.Verdict, e.reference.Reason)
+	}
+	if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(e.run.ID, e.pop.archive) }); err != nil {
+		return err
+	}
+	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
+		"members", len(kids), "requeued", requeued, "spent_usd", e.spentUSD)
+	return nil
+}
+
+// NewBudget returns the model budget of a run: the evolve budget's dollar
+// and token limits where set, else llm.budget's, with what the run has
+// spent so far. Pass it to the model clients so that every call of the run
+// draws from it.
+func NewBudget(ctx context.Context, st *store.Store, runID int64, cfg Config, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
+	limits := llmBudget
+	if cfg.Budget.MaxUSD > 0 {
+		limits.MaxUSD = cfg.Budget.MaxUSD
+	}
+	if cfg.Budget.MaxTokens > 0 {
+		limits.MaxTokens = cfg.Budget.MaxTokens
+	}
+	var spent llm.Spend
+	if runID != 0 {
+		usd, tokens, calls, err := st.RunSpend(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		spent = llm.Spend{USD: usd, Tokens: tokens, Calls: calls}
+	}
+	return llm.NewBudget(limits, spent), nil
+}
+
+// ParseConfig decodes an evolve section on its own (strict YAML), for
+// tools and tests; frontier.yaml is read by the config package.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("evolve config:\n%s", yaml.FormatError(err, false, true))
+	}
+	return c, c.Validate()
+}

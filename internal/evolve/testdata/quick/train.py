@@ -1,0 +1,55 @@
+"""Reference program of the engine's quick test track: a bigram model.
+
+Each step also runs WASTE matrix products whose result is never used, so
+that removing them is a genuine speedup with the same loss.
+"""
+
+import torch
+import torch.nn.functional as F
+
+# frontier:protected begin harness
+import frontier_harness as fh
+
+cfg = fh.config()
+# frontier:protected end harness
+
+STEPS = 60
+WASTE = 4
+LR = 0.5
+B, T = 32, 64
+
+torch.manual_seed(cfg.seed)
+V = cfg.vocab_size
+model = torch.nn.Embedding(V, V)
+opt = torch.optim.Adam(model.parameters(), lr=LR)
+tokens = torch.from_numpy(fh.read_shard(cfg.train_files[0]).astype("int64"))
+busy = torch.randn(384, 384)
+
+
+def logits_fn(x):
+    return model(x)
+
+
+fh.train_begin()
+for step in fh.steps(STEPS):
+    with fh.section("data"):
+        i = step * B * T
+        x = tokens[i : i + B * T].view(B, T)
+        y = tokens[i + 1 : i + B * T + 1].view(B, T)
+    with fh.section("forward"):
+        loss = F.cross_entropy(model(x).view(-1, V), y.reshape(-1))
+    with fh.section("backward"):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+    with fh.section("optimizer"):
+        opt.step()
+    with fh.section("busywork"):
+        for _ in range(WASTE):
+            busy = torch.tanh(busy @ busy)
+    # frontier:protected begin step
+    fh.step(step, tokens=B * T, train_loss=loss)
+    # frontier:protected end step
+
+# frontier:protected begin finish
+fh.finish(logits_fn)
+# frontier:protected end finish

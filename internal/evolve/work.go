@@ -1,0 +1,369 @@
+package evolve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// proposalWork is what a proposal worker gets: copies of everything it
+// reads, so that it never touches the coordinator's state.
+type proposalWork struct {
+	child     store.Child
+	kind      string
+	model     *Model
+	name      string
+	iteration int
+	parent    *store.Child
+	top       []store.Child
+	diverse   []store.Child
+	reference *store.Child
+	record    string
+	lastError string
+	// baseHash is the program the edit applies to: the parent for a first
+	// proposal, the child's current candidate for a fix (when it has one).
+	baseHash     string
+	fixError     string
+	previousCall int64
+}
+
+type proposalResult struct {
+	work      *proposalWork
+	prop      *propose.Proposal
+	hash      string
+	norm      string
+	editJSON  string
+	idea      string
+	calls     []*store.LLMCall
+	err       error
+	storeErr  error
+}
+
+// storeFailure marks errors of the store inside a model call, which end
+// the run rather than the child.
+type storeFailure struct{ err error }
+
+func (s *storeFailure) Error() string { return "store: " + s.err.Error() }
+func (s *storeFailure) Unwrap() error { return s.err }
+
+// doProposal runs in a proposal worker.
+func (e *Engine) doProposal(ctx context.Context, w *proposalWork) (r *proposalResult) {
+	r = &proposalResult{work: w}
+	defer func() {
+		var sf *storeFailure
+		if errors.As(r.err, &sf) {
+			r.storeErr, r.err = sf.err, nil
+		}
+	}()
+	base, err := e.st.Program(ctx, w.baseHash)
+	if err != nil {
+		r.storeErr = err
+		return r
+	}
+	seed := w.child.Seed + uint64(w.child.FixAttempts)
+	req := propose.Request{Parent: propose.Program{Name: w.name, Source: base}, Seed: seed}
+	m := w.model
+	if m.Kind == propose.KindMutate {
+		r.prop, r.err = m.Proposer.Propose(ctx, req)
+		return e.keep(ctx, r)
+	}
+	d, err := e.promptData(ctx, w, base)
+	if err != nil {
+		r.storeErr = err
+		return r
+	}
+	name, purpose := w.child.Template, PurposeTemplate
+	switch {
+	case w.kind == kindFixRun:
+		name, purpose = promptFixRun, PurposeFix
+	case w.kind == kindFixApply:
+		name, purpose = promptFixApply, PurposeFix
+		if w.previousCall != 0 {
+			if _, answer, err := e.st.LLMCallText(ctx, w.previousCall); err == nil {
+				d.PreviousAnswer = clip(answer, 4*e.cfg.Prompt.MaxDiffChars)
+			}
+		}
+	case w.child.Stage == StageMeta && m.ideas():
+		ideaReq, err := e.prompts.request(promptIdea, m.Name, d, e.cfg.Prompt)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		rec := e.recorder(m.Client, w.child, PurposeIdea)
+		resp, err := rec.Complete(ctx, ideaReq)
+		r.calls = append(r.calls, rec.calls...)
+		if err != nil {
+			r.err = &propose.Error{Kind: propose.FailCall, Proposer: propose.KindLLM, Model: m.Name, Err: err}
+			return r
+		}
+		r.idea = strings.TrimSpace(resp.Text)
+		if r.idea == "" {
+			r.err = &propose.Error{Kind: propose.FailNoAnswer, Proposer: propose.KindLLM, Model: m.Name}
+			return r
+		}
+		d.Idea = clip(r.idea, 8000)
+		name, purpose = promptImplement, PurposeImplement
+	}
+	prompt, err := e.prompts.request(name, m.Name, d, e.cfg.Prompt)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	req.Prompt = prompt
+	switch m.Kind {
+	case propose.KindLLM:
+		rec := e.recorder(m.Client, w.child, purpose)
+		r.prop, r.err = propose.NewLLM(rec).Propose(ctx, req)
+		r.calls = append(r.calls, rec.calls...)
+	default: // replay: its answers were recorded before; record them here too
+		r.prop, r.err = m.Proposer.Propose(ctx, req)
+		var resp *llm.Response
+		if r.prop != nil {
+			resp = r.prop.Response
+		} else if pe := propose.AsError(r.err); pe != nil {
+			resp = pe.Response
+		}
+		if resp != nil {
+			call, err := e.recordAfter(ctx, w.child, purpose, prompt, resp)
+			if err != nil {
+				r.storeErr = err
+				return r
+			}
+			r.calls = append(r.calls, call)
+		}
+	}
+	return e.keep(ctx, r)
+}
+
+// keep stores the proposed program (before the coordinator acts on it).
+func (e *Engine) keep(ctx context.Context, r *proposalResult) *proposalResult {
+	if r.err != nil || r.prop == nil {
+		return r
+	}
+	child := r.prop.Child()
+	r.norm = edit.NormalizedHash(child)
+	h, err := e.st.PutProgram(ctx, child, r.norm)
+	if err != nil {
+		r.storeErr = err
+		return r
+	}
+	r.hash = h
+	doc := map[string]any{"description": r.prop.Description, "matches": r.prop.Result.Matches}
+	if ed := r.prop.Edit; ed != nil {
+		doc["blocks"], doc["rewrite"] = len(ed.Blocks), ed.IsRewrite()
+	}
+	b, _ := json.Marshal(doc)
+	r.editJSON = string(b)
+	return r
+}
+
+// Purposes of model calls.
+const (
+	PurposeTemplate  = "template"
+	PurposeIdea      = "idea"
+	PurposeImplement = "implement"
+	PurposeFix       = "fix"
+)
+
+// recorder is an llm.Client that records every call of one child: the
+// redacted request before it is sent, then the answer, usage and cost.
+type recorder struct {
+	e       *Engine
+	inner   llm.Client
+	child   store.Child
+	purpose string
+	calls   []*store.LLMCall
+}
+
+func (e *Engine) recorder(c llm.Client, child store.Child, purpose string) *recorder {
+	return &recorder{e: e, inner: c, child: child, purpose: purpose}
+}
+
+func (r *recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	reqJSON, _ := json.Marshal(req)
+	call := &store.LLMCall{RunID: r.e.run.ID, ChildID: r.child.ID, Purpose: r.purpose, Model: req.Model,
+		Request: r.e.redact(string(reqJSON))}
+	if err := r.e.st.InsertLLMCall(ctx, call); err != nil {
+		return nil, &storeFailure{err}
+	}
+	r.calls = append(r.calls, call)
+	resp, err := r.inner.Complete(ctx, req)
+	fillCall(call, resp, r.e.redact)
+	call.State = store.CallDone
+	if err != nil {
+		call.State, call.Error = store.CallFailed, r.e.redact(err.Error())
+	}
+	if ferr := r.e.st.FinishLLMCall(context.WithoutCancel(ctx), call); ferr != nil {
+		return nil, &storeFailure{ferr}
+	}
+	return resp, err
+}
+
+func fillCall(call *store.LLMCall, resp *llm.Response, redact func(string) string) {
+	if resp == nil {
+		return
+	}
+	u := resp.Usage
+	call.Answer = redact(resp.Text)
+	call.ServerModel, call.Provider, call.FinishReason = resp.Model, resp.Provider, resp.FinishReason
+	call.InputTokens, call.OutputTokens, call.ReasoningTokens, call.CachedTokens = u.InputTokens, u.OutputTokens, u.ReasoningTokens, u.CachedTokens
+	call.Estimated, call.CostUSD, call.PriceUnknown = u.Estimated, resp.CostUSD, resp.PriceUnknown
+	call.LatencyMs, call.Attempts, call.RequestID = float64(resp.Latency)/1e6, resp.Attempts, resp.RequestID
+}
+
+// recordAfter records a call whose answer came from a recording.
+func (e *Engine) recordAfter(ctx context.Context, child store.Child, purpose string, req llm.Request, resp *llm.Response) (*store.LLMCall, error) {
+	reqJSON, _ := json.Marshal(req)
+	call := &store.LLMCall{RunID: e.run.ID, ChildID: child.ID, Purpose: purpose, Model: req.Model, Request: e.redact(string(reqJSON))}
+	if err := e.st.InsertLLMCall(ctx, call); err != nil {
+		return nil, err
+	}
+	fillCall(call, resp, e.redact)
+	call.State = store.CallDone
+	return call, e.st.FinishLLMCall(ctx, call)
+}
+
+// promptData assembles what the templates see. Programs other than the
+// base are read from the store and shown as diffs against it.
+func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (*promptData, error) {
+	s := e.spec
+	d := &promptData{
+		Track: trackView{Name: s.Name, Device: s.Hardware.Device, FullRun: s.Limits.FullRun.D().String(),
+			CompileBudget: s.Limits.CompileBudget.D().String(), Target: s.TargetValLoss, Floor: s.Data.LossFloor,
+			Threads: s.Hardware.Threads},
+		Objective: objectiveText(e.cfg.Objective), ProgramName: w.name, Program: string(base),
+		Parent: e.view(w.parent), Record: w.record, LastError: w.lastError,
+		Attempt: w.child.Slot + 1, Branching: e.cfg.BranchingFactor, Iteration: w.iteration,
+		Error: w.fixError, Description: w.child.Description,
+	}
+	if d.Track.CompileBudget == "0s" {
+		d.Track.CompileBudget = "the track's limit"
+	}
+	if w.reference != nil && w.reference.ID != w.parent.ID {
+		d.Reference = e.view(w.reference)
+	}
+	if w.kind != kindPropose {
+		return d, nil
+	}
+	parentSrc := base
+	for _, group := range []struct {
+		in  []store.Child
+		out *[]programView
+	}{{w.top, &d.Top}, {w.diverse, &d.Diverse}} {
+		for i := range group.in {
+			c := &group.in[i]
+			src, err := e.st.Program(ctx, c.ProgramHash)
+			if err != nil {
+				return nil, err
+			}
+			v := e.view(c)
+			diff, _ := edit.Diff(e.name, fmt.Sprintf("%s (#%d)", e.name, c.ID), parentSrc, src)
+			if diff == "" {
+				diff = "(no difference)\n"
+			}
+			v.Diff = clip(diff, e.cfg.Prompt.MaxDiffChars)
+			*group.out = append(*group.out, v)
+		}
+	}
+	return d, nil
+}
+
+// view describes a program in one line of metrics.
+func (e *Engine) view(c *store.Child) programView {
+	v := programView{ID: c.ID, Summary: c.Summary, Description: clip(c.Description, 300)}
+	if c.Origin == OriginReference {
+		v.Description = "the track's reference program"
+	}
+	if valid(c.Verdict) {
+		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s, %.2f ms/step, score %.1f",
+			strings.ReplaceAll(c.Verdict, "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
+	} else if c.Verdict != "" {
+		v.Metrics = fmt.Sprintf("%s: %s", c.Verdict, clip(firstLine(c.Reason), 300))
+	} else {
+		v.Metrics = "not evaluated yet"
+	}
+	return v
+}
+
+// telemetrySummary says in one line where a run's time went: the largest
+// sections and the most expensive operators.
+func telemetrySummary(res *eval.Result) string {
+	var parts []string
+	secs := slices.Clone(res.Sections)
+	slices.SortFunc(secs, func(a, b harness.Section) int {
+		switch {
+		case a.Pct > b.Pct:
+			return -1
+		case a.Pct < b.Pct:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var s []string
+	for i, x := range secs {
+		if i == 4 {
+			break
+		}
+		s = append(s, fmt.Sprintf("%s %.0f%% (%.2f ms/step)", x.Name, x.Pct, x.AvgMs))
+	}
+	if len(s) > 0 {
+		parts = append(parts, "sections: "+strings.Join(s, ", "))
+	}
+	if res.TopOps != nil && len(res.TopOps.Ops) > 0 {
+		total := 0.0
+		for _, op := range res.TopOps.Ops {
+			total += op.TotalMs
+		}
+		var o []string
+		for i, op := range res.TopOps.Ops {
+			if i == 4 {
+				break
+			}
+			o = append(o, fmt.Sprintf("%s %.0f%%", op.Name, 100*op.TotalMs/max(total, 1e-9)))
+		}
+		parts = append(parts, fmt.Sprintf("top %s ops: %s", res.TopOps.Kind, strings.Join(o, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// evalWork is what an evaluation worker gets.
+type evalWork struct {
+	child   store.Child
+	kind    string
+	started time.Time
+}
+
+type evalResult struct {
+	work *evalWork
+	res  *eval.Result
+	err  error
+}
+
+// doEval runs in an evaluation worker.
+func (e *Engine) doEval(ctx context.Context, w *evalWork) *evalResult {
+	r := &evalResult{work: w}
+	src, err := e.st.Program(ctx, w.child.ProgramHash)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.res, r.err = e.opts.Evaluator.Evaluate(ctx, eval.Request{
+		Track: e.spec, Program: src, Name: e.name, Seed: e.cfg.EvalSeed,
+		FastOnly: w.kind == kindFast, SkipFast: w.kind == kindFull,
+	})
+	if r.err == nil && r.res == nil {
+		r.err = errors.New("the evaluator returned no result")
+	}
+	return r
+}

@@ -1,0 +1,728 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file holds the tables of evolution runs (migration 00002): runs,
+// their iterations and children (every member of the run's population),
+// the attempts of each child, model calls, the elite archive and events.
+// The evolve package decides what to write; these are its queries.
+
+// Run states.
+const (
+	RunRunning = "running" // a session is running it, or one was killed
+	RunStopped = "stopped" // it ended cleanly (see StopReason)
+	RunFailed  = "failed"  // it ended on an error (see StopDetail)
+)
+
+// Child states.
+const (
+	ChildQueued     = "queued"     // waits for a proposal (or a first evaluation for the reference)
+	ChildFast       = "fast"       // has a program that waits for (or is in) its fast check
+	ChildFix        = "fix"        // failed to apply or its fast check; waits for a fix from its model
+	ChildReady      = "ready"      // passed the fast check; waits for its full evaluation
+	ChildEvaluating = "evaluating" // in its full evaluation
+	ChildDone       = "done"       // has its final verdict
+)
+
+// Run is one evolution run.
+type Run struct {
+	ID            int64
+	Name          string
+	Track         string
+	TrackHash     string
+	TargetValLoss float64
+	LossFloor     float64
+	Config        json.RawMessage
+	Models        json.RawMessage
+	Seed          uint64
+	State         string
+	StopReason    string
+	StopDetail    string
+	RNG           []byte
+	Bandit        json.RawMessage
+	Iterations    int
+	ActiveMs      int64
+	Sessions      int
+	StartedAt     time.Time
+	UpdatedAt     time.Time
+	FinishedAt    time.Time // zero while running
+}
+
+// Iteration is the sampled state the children of one iteration share.
+type Iteration struct {
+	RunID      int64
+	Iteration  int
+	Island     int
+	ParentID   int64 // 0 for the reference's iteration
+	TopIDs     []int64
+	DiverseIDs []int64
+	Stage      string
+	CreatedAt  time.Time
+	DoneAt     time.Time
+}
+
+// Child is one member of a run's population.
+type Child struct {
+	ID               int64
+	RunID            int64
+	Iteration        int
+	Slot             int
+	Island           int
+	ParentID         int64 // 0: none
+	Origin           string
+	SourceID         int64 // 0: none
+	Model            string
+	Stage            string
+	Template         string
+	Seed             uint64
+	State            string
+	ProgramHash      string
+	NormHash         string
+	Description      string
+	Idea             string
+	FixAttempts      int
+	Verdict          string
+	Reason           string
+	Error            string
+	FastEvaluationID int64
+	EvaluationID     int64
+	ValLoss          float64 // 0: unknown
+	TrainTimeMs      float64
+	StepAvgMs        float64
+	Score            float64
+	Summary          string
+	InputTokens      int64
+	OutputTokens     int64
+	CostUSD          float64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	FinishedAt       time.Time
+}
+
+// Attempt is one step of a child's life.
+type Attempt struct {
+	ID               int64
+	ChildID          int64
+	Attempt          int
+	Kind             string
+	LLMCallID        int64
+	ProgramHash      string
+	Edit             string
+	Error            string
+	FastEvaluationID int64
+	FastVerdict      string
+	FastReason       string
+	CreatedAt        time.Time
+}
+
+// LLM call states.
+const (
+	CallPending = "pending"
+	CallDone    = "done"
+	CallFailed  = "failed"
+	CallLost    = "lost"
+)
+
+// LLMCall is one model call.
+type LLMCall struct {
+	ID              int64
+	RunID           int64
+	ChildID         int64
+	Purpose         string
+	Model           string
+	State           string
+	Request         string // JSON, redacted
+	Answer          string // redacted
+	Error           string
+	ServerModel     string
+	Provider        string
+	FinishReason    string
+	InputTokens     int64
+	OutputTokens    int64
+	ReasoningTokens int64
+	CachedTokens    int64
+	Estimated       bool
+	CostUSD         float64
+	PriceUnknown    bool
+	LatencyMs       float64
+	Attempts        int
+	RequestID       string
+	CreatedAt       time.Time
+	FinishedAt      time.Time
+}
+
+// RunEvent is something that happened to a run.
+type RunEvent struct {
+	ID        int64
+	RunID     int64
+	Kind      string
+	Key       string // non-empty keys are unique per run and kind
+	Iteration int
+	Detail    json.RawMessage
+	At        time.Time
+}
+
+// CreateRun inserts r and sets r.ID.
+func (s *Store) CreateRun(ctx context.Context, r *Run) error {
+	now := time.Now()
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now
+	}
+	r.UpdatedAt = now
+	if r.State == "" {
+		r.State = RunRunning
+	}
+	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
+		seed, state, rng, bandit, started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
+		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli()).Scan(&r.ID)
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
+		}
+		return fmt.Errorf("create run: %w", err)
+	}
+	return nil
+}
+
+const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at`
+
+func scanRun(r scanner) (*Run, error) {
+	var run Run
+	var seed, started, updated int64
+	var finished sql.NullInt64
+	var cfg, models, bandit string
+	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
+		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
+		&started, &updated, &finished)
+	if err != nil {
+		return nil, err
+	}
+	run.Config, run.Models, run.Bandit = json.RawMessage(cfg), json.RawMessage(models), json.RawMessage(bandit)
+	run.Seed = uint64(seed)
+	run.StartedAt, run.UpdatedAt = time.UnixMilli(started), time.UnixMilli(updated)
+	if finished.Valid {
+		run.FinishedAt = time.UnixMilli(finished.Int64)
+	}
+	return &run, nil
+}
+
+// Run finds a run by id ("12") or name.
+func (s *Store) Run(ctx context.Context, ref string) (*Run, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, errors.New("run: empty id or name")
+	}
+	var row *sql.Row
+	if id, err := strconv.ParseInt(strings.TrimPrefix(ref, "#"), 10, 64); err == nil {
+		row = s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1 OR name = $2 ORDER BY id = $1 DESC LIMIT 1`, id, ref)
+	} else {
+		row = s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE name = $1`, ref)
+	}
+	r, err := scanRun(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %q: %w (list runs with: frontier runs)", ref, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run %q: %w", ref, err)
+	}
+	return r, nil
+}
+
+// Runs lists every run, newest first.
+func (s *Store) Runs(ctx context.Context) ([]*Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RunTx is a transaction over the run tables.
+type RunTx struct {
+	tx  *sql.Tx
+	now time.Time
+}
+
+// RunInTx runs f in one transaction, committed when f returns nil. It does
+// not follow ctx's cancellation (only its values), so that a decision that
+// was made is recorded even while the run is being aborted.
+func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// UpdateRun writes the run's mutable fields: name, state, stop reason and
+// detail, configuration and models, RNG and bandit state, iterations,
+// active time and sessions.
+func (t *RunTx) UpdateRun(r *Run) error {
+	r.UpdatedAt = t.now
+	var finished any
+	if !r.FinishedAt.IsZero() {
+		finished = r.FinishedAt.UnixMilli()
+	}
+	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
+		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13
+		WHERE id = $14`,
+		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
+		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.ID)
+	if err != nil {
+		return fmt.Errorf("update run %d: %w", r.ID, err)
+	}
+	return nil
+}
+
+// InsertIteration records an iteration.
+func (t *RunTx) InsertIteration(it *Iteration) error {
+	if it.CreatedAt.IsZero() {
+		it.CreatedAt = t.now
+	}
+	top, _ := json.Marshal(nonNil(it.TopIDs))
+	div, _ := json.Marshal(nonNil(it.DiverseIDs))
+	_, err := t.tx.Exec(`INSERT INTO run_iterations (run_id, iteration, island, parent_id, top_ids, diverse_ids, stage, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		it.RunID, it.Iteration, it.Island, nullID(it.ParentID), string(top), string(div), it.Stage, it.CreatedAt.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("record iteration %d: %w", it.Iteration, err)
+	}
+	return nil
+}
+
+// FinishIteration marks an iteration done.
+func (t *RunTx) FinishIteration(runID int64, iteration int) error {
+	_, err := t.tx.Exec(`UPDATE run_iterations SET done_at = $1 WHERE run_id = $2 AND iteration = $3 AND done_at IS NULL`,
+		t.now.UnixMilli(), runID, iteration)
+	if err != nil {
+		return fmt.Errorf("finish iteration %d: %w", iteration, err)
+	}
+	return nil
+}
+
+// InsertChild records a new member and sets c.ID.
+func (t *RunTx) InsertChild(c *Child) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = t.now
+	}
+	c.UpdatedAt = t.now
+	err := t.tx.QueryRow(`INSERT INTO run_children (run_id, iteration, slot, island, parent_id, origin, source_id, model, stage,
+		template, seed, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		c.RunID, c.Iteration, c.Slot, c.Island, nullID(c.ParentID), c.Origin, nullID(c.SourceID), c.Model, c.Stage,
+		c.Template, int64(c.Seed), c.State, c.CreatedAt.UnixMilli(), c.UpdatedAt.UnixMilli()).Scan(&c.ID)
+	if err != nil {
+		return fmt.Errorf("record child: %w", err)
+	}
+	return t.UpdateChild(c)
+}
+
+// UpdateChild writes every mutable field of c.
+func (t *RunTx) UpdateChild(c *Child) error {
+	c.UpdatedAt = t.now
+	var finished any
+	if !c.FinishedAt.IsZero() {
+		finished = c.FinishedAt.UnixMilli()
+	}
+	var hash any
+	if c.ProgramHash != "" {
+		hash = c.ProgramHash
+	}
+	_, err := t.tx.Exec(`UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
+		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
+		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,
+		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24 WHERE id = $25`,
+		c.Island, c.Model, c.State, hash, c.NormHash, c.Description, c.Idea, c.FixAttempts, c.Verdict, c.Reason, c.Error,
+		nullID(c.FastEvaluationID), nullID(c.EvaluationID), nullZero(c.ValLoss), nullZero(c.TrainTimeMs), nullZero(c.StepAvgMs),
+		nullZero(c.Score), c.Summary, c.InputTokens, c.OutputTokens, c.CostUSD, c.UpdatedAt.UnixMilli(), finished,
+		nullID(c.SourceID), c.ID)
+	if err != nil {
+		return fmt.Errorf("update child %d: %w", c.ID, err)
+	}
+	return nil
+}
+
+// InsertAttempt records a step of a child and sets a.ID.
+func (t *RunTx) InsertAttempt(a *Attempt) error {
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = t.now
+	}
+	var hash any
+	if a.ProgramHash != "" {
+		hash = a.ProgramHash
+	}
+	err := t.tx.QueryRow(`INSERT INTO run_attempts (child_id, attempt, kind, llm_call_id, program_hash, edit, error,
+		fast_evaluation_id, fast_verdict, fast_reason, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+		a.ChildID, a.Attempt, a.Kind, nullID(a.LLMCallID), hash, a.Edit, a.Error, nullID(a.FastEvaluationID), a.FastVerdict,
+		a.FastReason, a.CreatedAt.UnixMilli()).Scan(&a.ID)
+	if err != nil {
+		return fmt.Errorf("record attempt of child %d: %w", a.ChildID, err)
+	}
+	return nil
+}
+
+// SetAttemptFast records the fast check of an attempt's program.
+func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict, reason string) error {
+	_, err := t.tx.Exec(`UPDATE run_attempts SET fast_evaluation_id = $1, fast_verdict = $2, fast_reason = $3 WHERE id = $4`,
+		nullID(evaluationID), verdict, reason, attemptID)
+	if err != nil {
+		return fmt.Errorf("record fast check of attempt %d: %w", attemptID, err)
+	}
+	return nil
+}
+
+// SetArchive replaces the run's elite archive with ids, best first.
+func (t *RunTx) SetArchive(runID int64, ids []int64) error {
+	if _, err := t.tx.Exec(`DELETE FROM run_archive WHERE run_id = $1`, runID); err != nil {
+		return fmt.Errorf("update archive: %w", err)
+	}
+	for i, id := range ids {
+		if _, err := t.tx.Exec(`INSERT INTO run_archive (run_id, child_id, position) VALUES ($1, $2, $3)`, runID, id, i); err != nil {
+			return fmt.Errorf("update archive: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddEvent records an event. An event whose non-empty key exists already
+// is not recorded again, and AddEvent reports false.
+func (t *RunTx) AddEvent(e *RunEvent) (bool, error) {
+	if e.At.IsZero() {
+		e.At = t.now
+	}
+	res, err := t.tx.Exec(`INSERT INTO run_events (run_id, kind, key, iteration, detail, at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT DO NOTHING`, e.RunID, e.Kind, e.Key, e.Iteration, jsonText(e.Detail, "{}"), e.At.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("record %s event: %w", e.Kind, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// InsertLLMCall records a call before it is sent and sets c.ID.
+func (s *Store) InsertLLMCall(ctx context.Context, c *LLMCall) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now()
+	}
+	if c.State == "" {
+		c.State = CallPending
+	}
+	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	if err != nil {
+		return fmt.Errorf("record model call: %w", err)
+	}
+	return nil
+}
+
+// FinishLLMCall records a call's answer or failure.
+func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
+	if c.FinishedAt.IsZero() {
+		c.FinishedAt = time.Now()
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
+		finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
+		cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
+		c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
+		c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
+	if err != nil {
+		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)
+	}
+	return nil
+}
+
+// MarkLostCalls marks the run's calls that never got an answer recorded
+// (the process died while they were in flight) as lost, and returns how
+// many there were.
+func (s *Store) MarkLostCalls(ctx context.Context, runID int64) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
+		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
+	if err != nil {
+		return 0, fmt.Errorf("mark lost model calls: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// InterruptEvaluations marks evaluations of a program that are still
+// "running" and started at or after since as interrupted: the process that
+// ran them is gone.
+func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
+		WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
+		StateInterrupted, "interrupted: the process that ran it ended", time.Now().UnixMilli(), programHash, StateRunning, since.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("mark interrupted evaluations: %w", err)
+	}
+	return nil
+}
+
+const childColumns = `id, run_id, iteration, slot, island, parent_id, origin, source_id, model, stage, template, seed, state,
+	program_hash, norm_hash, description, idea, fix_attempts, verdict, reason, error, fast_evaluation_id, evaluation_id,
+	val_loss, train_time_ms, step_avg_ms, score, summary, input_tokens, output_tokens, cost_usd, created_at, updated_at, finished_at`
+
+func scanChild(r scanner) (*Child, error) {
+	var c Child
+	var parent, source, fastEval, evalID, finished sql.NullInt64
+	var hash sql.NullString
+	var seed, created, updated int64
+	var loss, trainMs, stepAvg, score sql.NullFloat64
+	err := r.Scan(&c.ID, &c.RunID, &c.Iteration, &c.Slot, &c.Island, &parent, &c.Origin, &source, &c.Model, &c.Stage,
+		&c.Template, &seed, &c.State, &hash, &c.NormHash, &c.Description, &c.Idea, &c.FixAttempts, &c.Verdict, &c.Reason,
+		&c.Error, &fastEval, &evalID, &loss, &trainMs, &stepAvg, &score, &c.Summary, &c.InputTokens, &c.OutputTokens,
+		&c.CostUSD, &created, &updated, &finished)
+	if err != nil {
+		return nil, err
+	}
+	c.ParentID, c.SourceID, c.FastEvaluationID, c.EvaluationID = parent.Int64, source.Int64, fastEval.Int64, evalID.Int64
+	c.ProgramHash, c.Seed = hash.String, uint64(seed)
+	c.ValLoss, c.TrainTimeMs, c.StepAvgMs, c.Score = loss.Float64, trainMs.Float64, stepAvg.Float64, score.Float64
+	c.CreatedAt, c.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	if finished.Valid {
+		c.FinishedAt = time.UnixMilli(finished.Int64)
+	}
+	return &c, nil
+}
+
+// Children returns every member of a run, in the order they were created.
+func (s *Store) Children(ctx context.Context, runID int64) ([]*Child, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE run_id = $1 ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list children of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*Child
+	for rows.Next() {
+		c, err := scanChild(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list children of run %d: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Child returns one member.
+func (s *Store) Child(ctx context.Context, id int64) (*Child, error) {
+	c, err := scanChild(s.db.QueryRowContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("child %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read child %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// Iterations returns a run's iterations in order.
+func (s *Store) Iterations(ctx context.Context, runID int64) ([]*Iteration, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT iteration, island, parent_id, top_ids, diverse_ids, stage, created_at, done_at
+		FROM run_iterations WHERE run_id = $1 ORDER BY iteration`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list iterations of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*Iteration
+	for rows.Next() {
+		it := &Iteration{RunID: runID}
+		var parent, done sql.NullInt64
+		var top, div string
+		var created int64
+		if err := rows.Scan(&it.Iteration, &it.Island, &parent, &top, &div, &it.Stage, &created, &done); err != nil {
+			return nil, fmt.Errorf("list iterations of run %d: %w", runID, err)
+		}
+		it.ParentID = parent.Int64
+		if err := json.Unmarshal([]byte(top), &it.TopIDs); err != nil {
+			return nil, fmt.Errorf("iteration %d: top ids: %w", it.Iteration, err)
+		}
+		if err := json.Unmarshal([]byte(div), &it.DiverseIDs); err != nil {
+			return nil, fmt.Errorf("iteration %d: diverse ids: %w", it.Iteration, err)
+		}
+		it.CreatedAt = time.UnixMilli(created)
+		if done.Valid {
+			it.DoneAt = time.UnixMilli(done.Int64)
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// Attempts returns the attempts of a run's children, by child then order.
+func (s *Store) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.child_id, a.attempt, a.kind, a.llm_call_id, a.program_hash, a.edit, a.error,
+		a.fast_evaluation_id, a.fast_verdict, a.fast_reason, a.created_at
+		FROM run_attempts a JOIN run_children c ON c.id = a.child_id WHERE c.run_id = $1 ORDER BY a.child_id, a.id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*Attempt
+	for rows.Next() {
+		var a Attempt
+		var call, fast sql.NullInt64
+		var hash sql.NullString
+		var created int64
+		if err := rows.Scan(&a.ID, &a.ChildID, &a.Attempt, &a.Kind, &call, &hash, &a.Edit, &a.Error, &fast, &a.FastVerdict,
+			&a.FastReason, &created); err != nil {
+			return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+		}
+		a.LLMCallID, a.FastEvaluationID, a.ProgramHash = call.Int64, fast.Int64, hash.String
+		a.CreatedAt = time.UnixMilli(created)
+		out = append(out, &a)
+	}
+	return out, rows.Err()
+}
+
+// LLMCalls returns a run's model calls in order. With text false the
+// request and answer are left empty (they can be large).
+func (s *Store) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLMCall, error) {
+	cols := `'', ''`
+	if text {
+		cols = `request, answer`
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, child_id, purpose, model, state, `+cols+`, error, server_model, provider,
+		finish_reason, input_tokens, output_tokens, reasoning_tokens, cached_tokens, estimated, cost_usd, price_unknown, latency_ms,
+		attempts, request_id, created_at, finished_at FROM llm_calls WHERE run_id = $1 ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*LLMCall
+	for rows.Next() {
+		var c LLMCall
+		var run, child, finished sql.NullInt64
+		var created int64
+		if err := rows.Scan(&c.ID, &run, &child, &c.Purpose, &c.Model, &c.State, &c.Request, &c.Answer, &c.Error, &c.ServerModel,
+			&c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens, &c.Estimated,
+			&c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
+			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+		}
+		c.RunID, c.ChildID = run.Int64, child.Int64
+		c.CreatedAt = time.UnixMilli(created)
+		if finished.Valid {
+			c.FinishedAt = time.UnixMilli(finished.Int64)
+		}
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// LLMCallText returns a call's stored (redacted) request and answer.
+func (s *Store) LLMCallText(ctx context.Context, id int64) (request, answer string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT request, answer FROM llm_calls WHERE id = $1`, id).Scan(&request, &answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("model call %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read model call %d: %w", id, err)
+	}
+	return request, answer, nil
+}
+
+// RunSpend sums a run's model calls: cost, input plus output tokens, and
+// calls (lost calls count as calls; their cost is unknown).
+func (s *Store) RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*)
+		FROM llm_calls WHERE run_id = $1`, runID).Scan(&usd, &tokens, &calls)
+	if err != nil {
+		err = fmt.Errorf("sum spending of run %d: %w", runID, err)
+	}
+	return usd, tokens, calls, err
+}
+
+// Archive returns the ids of the run's elite archive, best first.
+func (s *Store) Archive(ctx context.Context, runID int64) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT child_id FROM run_archive WHERE run_id = $1 ORDER BY position`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("read archive of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// RunEvents returns a run's events of a kind ("" for all), in order.
+func (s *Store) RunEvents(ctx context.Context, runID int64, kind string) ([]*RunEvent, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, key, iteration, detail, at FROM run_events
+		WHERE run_id = $1 AND ($2 = '' OR kind = $2) ORDER BY id`, runID, kind)
+	if err != nil {
+		return nil, fmt.Errorf("read events of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*RunEvent
+	for rows.Next() {
+		e := &RunEvent{RunID: runID}
+		var detail string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Key, &e.Iteration, &detail, &at); err != nil {
+			return nil, err
+		}
+		e.Detail, e.At = json.RawMessage(detail), time.UnixMilli(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// AddRunEvent records an event outside a transaction (see RunTx.AddEvent).
+func (s *Store) AddRunEvent(ctx context.Context, e *RunEvent) error {
+	return s.RunInTx(ctx, func(tx *RunTx) error {
+		_, err := tx.AddEvent(e)
+		return err
+	})
+}
+
+func jsonText(b json.RawMessage, empty string) string {
+	if len(b) == 0 {
+		return empty
+	}
+	return string(b)
+}
+
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+func nonNil(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}
