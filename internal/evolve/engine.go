@@ -102,17 +102,17 @@ type Status struct {
 
 // Stop reasons.
 const (
-	StopIterations     = "iterations"      // budget.max_iterations reached and every child finished
-	StopEvaluations    = "evaluations"     // budget.max_evaluations reached
-	StopDuration       = "duration"        // budget.max_duration reached
-	StopUSD            = "usd"             // the dollar budget is spent
-	StopTokens         = "tokens"          // the token budget is spent
-	StopCalls          = "calls"           // llm.budget.max_calls reached
-	StopInterrupted    = "interrupted"     // drained on request (Ctrl-C once)
-	StopAborted        = "aborted"         // canceled (Ctrl-C twice); in-flight work is re-queued on resume
-	StopLLMFailures    = "llm_failures"    // too many model calls failed in a row
+	StopIterations     = "iterations"       // budget.max_iterations reached and every child finished
+	StopEvaluations    = "evaluations"      // budget.max_evaluations reached
+	StopDuration       = "duration"         // budget.max_duration reached
+	StopUSD            = "usd"              // the dollar budget is spent
+	StopTokens         = "tokens"           // the token budget is spent
+	StopCalls          = "calls"            // llm.budget.max_calls reached
+	StopInterrupted    = "interrupted"      // drained on request (Ctrl-C once)
+	StopAborted        = "aborted"          // canceled (Ctrl-C twice); in-flight work is re-queued on resume
+	StopLLMFailures    = "llm_failures"     // too many model calls failed in a row
 	StopReferenceFails = "reference_failed" // the reference program does not run
-	StopError          = "error"           // the engine could not continue (see the detail)
+	StopError          = "error"            // the engine could not continue (see the detail)
 )
 
 // Engine runs one evolution run. Create one with New or Resume, then call

@@ -39,15 +39,15 @@ type proposalWork struct {
 }
 
 type proposalResult struct {
-	work      *proposalWork
-	prop      *propose.Proposal
-	hash      string
-	norm      string
-	editJSON  string
-	idea      string
-	calls     []*store.LLMCall
-	err       error
-	storeErr  error
+	work     *proposalWork
+	prop     *propose.Proposal
+	hash     string
+	norm     string
+	editJSON string
+	idea     string
+	calls    []*store.LLMCall
+	err      error
+	storeErr error
 }
 
 // storeFailure marks errors of the store inside a model call, which end
