@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"os"
+	"strconv"
+)
+
+// bwrapArgs is the bubblewrap command line for a job, up to and including
+// the "--" before the command. The order matters: later mounts cover
+// earlier ones, so the writable binds come after the read-only root and
+// the hidden paths are covered last.
+func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, statusFD int, helper string) []string {
+	a := []string{bwrap,
+		// New user, mount, pid, network, IPC, UTS and cgroup namespaces;
+		// the network namespace has only lo, which bwrap brings up.
+		"--unshare-all",
+		// The sandbox dies with bwrap, which dies with the runner's
+		// SIGKILL to the group; no --new-session, which would leave the
+		// runner's process group.
+		"--die-with-parent",
+		// Root running bwrap would otherwise keep its capabilities in
+		// the sandbox and could remount the root writable.
+		"--cap-drop", "ALL",
+		"--json-status-fd", strconv.Itoa(statusFD),
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+	}
+	for _, d := range devices {
+		a = append(a, "--dev-bind-try", d, d)
+	}
+	a = append(a, "--proc", "/proc")
+	// /dev/shm is private (it holds no other job's segments) and, since
+	// a file in a tmpfs is memory no process owns, as large as the
+	// memory limit at most.
+	if memory > 0 {
+		a = append(a, "--size", strconv.FormatInt(memory, 10))
+	}
+	a = append(a, "--tmpfs", "/dev/shm")
+	// Sockets of system services (container engines, D-Bus, the DNS
+	// resolver) live under /run; a read-only mount does not stop
+	// connect(2) on them.
+	// They are made read-only at the end, once the binds below have
+	// created their mount points.
+	var readOnly []string
+	for _, d := range []string{"/run", "/var/run"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			a = append(a, "--tmpfs", d)
+			readOnly = append(readOnly, d)
+		}
+	}
+	// The helper that runs inside must stay visible, wherever it is.
+	a = append(a, "--ro-bind", helper, helper)
+	a = append(a, "--bind", p.dir, p.dir)
+	for _, w := range p.writable {
+		a = append(a, "--bind", w, w)
+	}
+	for _, h := range p.hidden {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+			a = append(a, "--tmpfs", h)
+			readOnly = append(readOnly, h)
+		} else {
+			a = append(a, "--ro-bind", os.DevNull, h)
+		}
+	}
+	for _, d := range readOnly {
+		a = append(a, "--remount-ro", d)
+	}
+	return append(a, "--chdir", p.dir, "--")
+}

@@ -1,0 +1,154 @@
+//go:build unix
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+// HelperCommand is the name of the hidden subcommand that runs [Helper].
+const HelperCommand = "sandbox-exec"
+
+// Exit codes of the helper when it cannot execute the program, as a shell
+// would use them.
+const (
+	exitSetup       = 125 // the sandbox could not be set up
+	exitCannotExec  = 126 // the program exists but could not be executed
+	exitNotFound    = 127 // the program does not exist
+	statusErrPrefix = "error: "
+	statusOKPrefix  = "ok: "
+)
+
+// policy is what the helper is asked to do before it executes the program.
+// It travels as JSON on the helper's command line.
+type policy struct {
+	// StatusFD is an inherited descriptor on which the helper reports a
+	// failure ("error: ...") or, with Landlock, success ("ok: ...").
+	// Unless PassStatusFD is set it is closed when the program starts,
+	// so the program never sees it.
+	StatusFD     int  `json:"status_fd,omitempty"`
+	PassStatusFD bool `json:"pass_status_fd,omitempty"`
+
+	// SIGTERM is "ignore" (outside bubblewrap, which must survive the
+	// runner's SIGTERM) or "default" (inside, for the program).
+	SIGTERM string `json:"sigterm,omitempty"`
+
+	Landlock *landlockPolicy `json:"landlock,omitempty"`
+}
+
+// landlockPolicy is the file and network policy applied with Landlock.
+type landlockPolicy struct {
+	Write   []string `json:"write,omitempty"`   // read and write (the run folder, Writable)
+	Hide    []string `json:"hide,omitempty"`    // not readable
+	Devices []string `json:"devices,omitempty"` // read, write and ioctl (GPUs)
+	DenyTCP bool     `json:"deny_tcp,omitempty"`
+}
+
+// helperArgs is the command line that runs argv under p: the helper's own
+// prefix, then "--policy", the JSON, "--" and argv.
+func helperArgs(prefix []string, p policy, argv []string) ([]string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode sandbox policy: %w", err)
+	}
+	out := append([]string(nil), prefix...)
+	out = append(out, "--policy", string(b), "--")
+	return append(out, argv...), nil
+}
+
+// Helper is the body of the hidden "frontier sandbox-exec" command: args
+// are what follows the command name, "--policy", a JSON policy, "--" and
+// the program's absolute path and arguments. It applies the policy to
+// itself and executes the program in its place, keeping the environment,
+// the process (pid, process group, inherited descriptors) and the
+// limits. It returns only on failure, with the exit code to use after
+// printing the reason to stderr; when the policy names a status
+// descriptor the reason is also written there, so that the sandbox can
+// tell its own failure from the program's.
+func Helper(args []string, stderr io.Writer) int {
+	// Capabilities and some prctl settings are per thread, and the
+	// program inherits them from the thread that calls execve.
+	runtime.LockOSThread()
+	p, argv, err := parseHelperArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "frontier %s: %v\n", HelperCommand, err)
+		return exitSetup
+	}
+	// The status descriptor is written with plain system calls: an
+	// *os.File would close it when collected.
+	report := func(line string) error {
+		_, err := syscall.Write(p.StatusFD, []byte(line+"\n"))
+		return err
+	}
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "frontier %s: %v\n", HelperCommand, err)
+		if p.StatusFD > 0 {
+			_ = report(statusErrPrefix + oneLine(err.Error()))
+		}
+		return code
+	}
+	switch p.SIGTERM {
+	case "ignore":
+		// signal.Ignore sets SIG_IGN, which survives execve.
+		signal.Ignore(syscall.SIGTERM)
+	case "default":
+		// A caught signal is reset to SIG_DFL by execve, an ignored one
+		// is not: make sure it is caught.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM)
+	case "":
+	default:
+		return fail(exitSetup, fmt.Errorf("unknown sigterm setting %q", p.SIGTERM))
+	}
+	var applied string
+	if p.Landlock != nil {
+		if applied, err = applyLandlock(*p.Landlock); err != nil {
+			return fail(exitSetup, fmt.Errorf("landlock: %w", err))
+		}
+	}
+	if p.StatusFD > 0 {
+		if p.Landlock != nil {
+			if err := report(statusOKPrefix + applied); err != nil {
+				return fail(exitSetup, fmt.Errorf("write status: %w", err))
+			}
+		}
+		if !p.PassStatusFD {
+			syscall.CloseOnExec(p.StatusFD)
+		}
+	}
+	err = syscall.Exec(argv[0], argv, os.Environ())
+	code := exitCannotExec
+	if errors.Is(err, syscall.ENOENT) {
+		code = exitNotFound
+	}
+	return fail(code, fmt.Errorf("execute %s: %w", argv[0], err))
+}
+
+func parseHelperArgs(args []string) (policy, []string, error) {
+	var p policy
+	if len(args) < 4 || args[0] != "--policy" || args[2] != "--" {
+		return p, nil, errors.New(`usage: sandbox-exec --policy JSON -- PROGRAM [ARGS...] (started by frontier's sandbox, not by hand)`)
+	}
+	dec := json.NewDecoder(strings.NewReader(args[1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, nil, fmt.Errorf("policy: %w", err)
+	}
+	argv := args[3:]
+	if !strings.HasPrefix(argv[0], "/") {
+		return p, nil, fmt.Errorf("program %q: want an absolute path", argv[0])
+	}
+	if p.StatusFD != 0 && p.StatusFD < 3 {
+		return p, nil, fmt.Errorf("status descriptor %d: want 3 or more", p.StatusFD)
+	}
+	return p, argv, nil
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -1,0 +1,361 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/runner"
+)
+
+// Mode is how programs are confined.
+type Mode string
+
+// The modes. See the package doc for what each guarantees.
+const (
+	ModeAuto     Mode = "auto"     // bwrap if it works here, else landlock, else refuse
+	ModeBwrap    Mode = "bwrap"    // bubblewrap namespaces
+	ModeLandlock Mode = "landlock" // Landlock through a re-exec helper
+	ModeNone     Mode = "none"     // no confinement; only when asked for
+)
+
+// ParseMode reads a mode as written in a config file or on a flag.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case ModeAuto, ModeBwrap, ModeLandlock, ModeNone:
+		return m, nil
+	case "":
+		return ModeAuto, nil
+	}
+	return "", fmt.Errorf("sandbox mode %q: want auto, bwrap, landlock or none", s)
+}
+
+// Options tune a sandboxing runner. The zero value is ready to use.
+type Options struct {
+	// Helper is the command line that runs [Helper] (the program and its
+	// leading arguments; "--policy", the policy, "--" and the program
+	// follow). The default is the running executable with HelperCommand,
+	// which is right for the frontier binary; tests register the helper
+	// in TestMain.
+	Helper []string
+
+	// Bwrap is the bubblewrap program, looked up in the runner's PATH
+	// (default "bwrap").
+	Bwrap string
+
+	// Writable and Hidden are added to every job's Writable and Hidden.
+	Writable []string
+	Hidden   []string
+
+	// Capabilities from an earlier Detect, to save a second probe; nil
+	// means Wrap detects them.
+	Capabilities *Capabilities
+
+	// Log receives warnings (running unconfined, falling back to
+	// landlock) and debug events. Nil discards them.
+	Log *slog.Logger
+}
+
+// Runner runs jobs confined by a sandbox, through the runner it wraps. It
+// is safe for concurrent use.
+type Runner struct {
+	inner  runner.Runner
+	mode   Mode // resolved: bwrap, landlock or none
+	opts   Options
+	caps   Capabilities
+	helper []string
+	log    *slog.Logger
+}
+
+var _ runner.Runner = (*Runner)(nil)
+
+// Wrap returns a runner that confines every job as mode says and then runs
+// it with inner. ModeAuto resolves to the best mode that works here (see
+// [Capabilities.Auto]) and fails when there is none; ModeNone must be
+// asked for, and is logged as a warning. Wrap probes the machine once
+// (Detect) unless opts.Capabilities is set.
+func Wrap(ctx context.Context, inner runner.Runner, mode Mode, opts Options) (*Runner, error) {
+	if inner == nil {
+		return nil, errors.New("sandbox: no runner to wrap")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{inner: inner, opts: opts, log: log}
+	if mode == ModeNone {
+		log.Warn("sandbox: none: candidate programs run unconfined, with this user's access to files, network and processes; every result is marked sandbox=none")
+		r.mode = ModeNone
+		return r, nil
+	}
+	if opts.Capabilities != nil {
+		r.caps = *opts.Capabilities
+	} else {
+		bwrap := opts.Bwrap
+		if bwrap == "" {
+			bwrap = "bwrap"
+		}
+		r.caps = detect(ctx, bwrap)
+	}
+	switch mode {
+	case ModeAuto:
+		r.mode = r.caps.Auto()
+		switch r.mode {
+		case "":
+			return nil, fmt.Errorf("sandbox: no way to confine programs here: bwrap: %s; landlock: %v. Install bubblewrap and allow user namespaces (docs/sandbox.md), or set sandbox: none to run programs unconfined", bwrapProblem(r.caps), r.caps.LandlockErr)
+		case ModeLandlock:
+			log.Warn("sandbox: bubblewrap is unavailable, using landlock, which confines less (docs/sandbox.md)", "bwrap", bwrapProblem(r.caps))
+		}
+	case ModeBwrap:
+		if !r.caps.BwrapWorks() {
+			return nil, fmt.Errorf("sandbox: bwrap: %s", bwrapProblem(r.caps))
+		}
+		r.mode = ModeBwrap
+	case ModeLandlock:
+		if r.caps.LandlockABI == 0 {
+			return nil, fmt.Errorf("sandbox: landlock: %v", r.caps.LandlockErr)
+		}
+		r.mode = ModeLandlock
+	default:
+		return nil, fmt.Errorf("sandbox mode %q: want auto, bwrap, landlock or none", mode)
+	}
+	r.helper = opts.Helper
+	if len(r.helper) == 0 {
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: find this program to re-execute as the helper: %w", err)
+		}
+		r.helper = []string{exe, HelperCommand}
+	}
+	if !filepath.IsAbs(r.helper[0]) {
+		return nil, fmt.Errorf("sandbox: helper %q: want an absolute path", r.helper[0])
+	}
+	log.Debug("sandbox: ready", "mode", r.mode, "helper", r.helper[0])
+	return r, nil
+}
+
+func bwrapProblem(c Capabilities) string {
+	switch {
+	case c.Bwrap == "":
+		return "not installed (" + installHint + ")"
+	case c.BwrapErr != nil:
+		return c.BwrapErr.Error()
+	}
+	return "works"
+}
+
+// Mode returns the mode jobs run in: bwrap, landlock or none.
+func (r *Runner) Mode() Mode { return r.mode }
+
+// Capabilities returns what Wrap found on this machine (zero in mode none).
+func (r *Runner) Capabilities() Capabilities { return r.caps }
+
+// Run confines job and runs it with the wrapped runner. The Result is the
+// program's, with Sandbox set to the mode. A sandbox that cannot be set up
+// is an error, not a Result: the program never ran.
+func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error) {
+	// Resolve the program first, so that a missing interpreter is the
+	// program's failure to start rather than the sandbox's.
+	path, err := runner.LookPath(job)
+	if err != nil {
+		return runner.Result{Status: runner.StatusNoStart, ExitCode: -1, Message: "could not start: " + err.Error() + ".", Sandbox: string(r.mode)}, nil
+	}
+	if r.mode == ModeNone {
+		res, err := r.inner.Run(ctx, job)
+		res.Sandbox = string(ModeNone)
+		return res, err
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return runner.Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	pol, err := resolvePolicy(job, r.opts, r.mode)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	argv := append([]string{path}, job.Argv[1:]...)
+
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("sandbox: status pipe: %w", err)
+	}
+	defer statusR.Close()
+	statusFD := 3 + len(job.ExtraFiles)
+	wrapped := job
+	wrapped.ExtraFiles = append(slices.Clone(job.ExtraFiles), statusW)
+	switch r.mode {
+	case ModeBwrap:
+		inside, err := helperArgs(r.helper, policy{SIGTERM: "default"}, argv)
+		if err != nil {
+			statusW.Close()
+			return runner.Result{}, err
+		}
+		args := append(bwrapArgs(r.caps.Bwrap, pol, r.caps.Devices, job.MemoryBytes, statusFD, r.helper[0]), inside...)
+		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, PassStatusFD: true, SIGTERM: "ignore"}, args)
+		if err != nil {
+			statusW.Close()
+			return runner.Result{}, err
+		}
+	case ModeLandlock:
+		lp := &landlockPolicy{Write: append([]string{pol.dir}, pol.writable...), Hide: pol.hidden, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
+		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp}, argv)
+		if err != nil {
+			statusW.Close()
+			return runner.Result{}, err
+		}
+	}
+
+	res, err := r.inner.Run(ctx, wrapped)
+	statusW.Close()
+	status := readStatus(statusR)
+	if err != nil {
+		return res, err
+	}
+	if err := setupError(r.mode, status, res); err != nil {
+		return runner.Result{}, err
+	}
+	if line, ok := findLine(status, statusOKPrefix); ok {
+		r.log.Debug("sandbox: applied", "mode", r.mode, "what", line)
+	}
+	res.Sandbox = string(r.mode)
+	return res, nil
+}
+
+// readStatus reads what the helper and bubblewrap reported. Every writer
+// is gone once the job has ended, short of a process the runner could not
+// kill, so the read is bounded in time rather than waiting for EOF.
+func readStatus(r *os.File) string {
+	_ = r.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	return string(b)
+}
+
+// setupError tells a sandbox that could not be set up (the program never
+// ran) from a program that failed.
+func setupError(mode Mode, status string, res runner.Result) error {
+	if msg, ok := findLine(status, statusErrPrefix); ok {
+		return fmt.Errorf("sandbox (%s) could not be set up: %s", mode, msg)
+	}
+	if res.Status == runner.StatusNoStart {
+		return fmt.Errorf("sandbox (%s): the helper %s", mode, strings.TrimPrefix(res.Message, "could not start: "))
+	}
+	if res.Status != runner.StatusError {
+		return nil // ran, or stopped by a limit before it reported
+	}
+	switch mode {
+	case ModeBwrap:
+		if !strings.Contains(status, `"child-pid"`) {
+			return fmt.Errorf("sandbox (bwrap) could not be set up: %s", complaint(res.Stderr.String(), "bwrap: "))
+		}
+	case ModeLandlock:
+		if _, ok := findLine(status, statusOKPrefix); !ok {
+			return fmt.Errorf("sandbox (landlock): the helper ended before it applied the policy: %s", complaint(res.Stderr.String(), ""))
+		}
+	}
+	return nil
+}
+
+// findLine returns the rest of the first line of s that starts with prefix.
+func findLine(s, prefix string) (string, bool) {
+	for line := range strings.Lines(s) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// complaint picks the last line of stderr that starts with prefix, or the
+// last non-empty line.
+func complaint(stderr, prefix string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0 && prefix != ""; i-- {
+		if strings.HasPrefix(lines[i], prefix) {
+			return lines[i]
+		}
+	}
+	if s := strings.TrimSpace(lines[len(lines)-1]); s != "" {
+		return s
+	}
+	return "(no message)"
+}
+
+// jobPolicy is a job's policy with every path absolute and resolved.
+type jobPolicy struct {
+	dir      string
+	writable []string
+	hidden   []string // those that exist
+}
+
+// resolvePolicy checks and resolves the paths of a job's policy. Paths are
+// resolved through symbolic links because mounts and Landlock rules apply
+// to what a path points to.
+func resolvePolicy(job runner.Job, opts Options, mode Mode) (jobPolicy, error) {
+	var p jobPolicy
+	dir, err := filepath.Abs(job.Dir)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return p, fmt.Errorf("sandbox: run folder: %w", err)
+	}
+	p.dir = dir
+	for _, w := range slices.Concat(job.Writable, opts.Writable) {
+		if !filepath.IsAbs(w) {
+			return p, fmt.Errorf("sandbox: writable path %q: want an absolute path", w)
+		}
+		r, err := filepath.EvalSymlinks(w)
+		if err != nil {
+			return p, fmt.Errorf("sandbox: writable path %q must exist before the run: %w", w, err)
+		}
+		if r != p.dir && !slices.Contains(p.writable, r) {
+			p.writable = append(p.writable, r)
+		}
+	}
+	for _, h := range slices.Concat(job.Hidden, opts.Hidden) {
+		if !filepath.IsAbs(h) {
+			return p, fmt.Errorf("sandbox: hidden path %q: want an absolute path", h)
+		}
+		r, err := filepath.EvalSymlinks(h)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // nothing to hide
+		}
+		if err != nil {
+			return p, fmt.Errorf("sandbox: hidden path %q: %w", h, err)
+		}
+		fi, err := os.Stat(r)
+		if err != nil {
+			return p, fmt.Errorf("sandbox: hidden path %q: %w", h, err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !fi.IsDir() && st.Nlink > 1 {
+			return p, fmt.Errorf("sandbox: hidden file %s has %d hard links, and the other names would stay readable; give it a single link (copy it)", h, st.Nlink)
+		}
+		for _, w := range append([]string{p.dir}, p.writable...) {
+			if r == w || within(w, r) {
+				return p, fmt.Errorf("sandbox: hidden path %s contains the writable path %s", h, w)
+			}
+			if mode == ModeLandlock && within(r, w) {
+				return p, fmt.Errorf("sandbox: hidden path %s is inside the writable path %s, which landlock cannot hide (move it out, or use bwrap)", h, w)
+			}
+		}
+		if !slices.Contains(p.hidden, r) {
+			p.hidden = append(p.hidden, r)
+		}
+	}
+	return p, nil
+}
+
+// within reports whether path is strictly below dir.
+func within(path, dir string) bool {
+	return strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
