@@ -192,7 +192,6 @@ func readRules(hide []string) ([]landlock.Rule, error) {
 	return rules, nil
 }
 
-
 // dropCapabilities empties the bounding and inheritable sets of this
 // thread, which executes the program, so that a program started as root
 // gets no capabilities: Landlock confines files, not what root can do
@@ -225,4 +224,3 @@ func dropCapabilities() error {
 	}
 	return nil
 }
-
