@@ -1,18 +1,164 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// newReportCmd is a placeholder until the report command lands.
+// reportOptions are the inputs of "frontier report".
+type reportOptions struct {
+	run  string // run id or name in the database
+	out  string // report folder; "" means <home>/reports/<run>
+	data string // a report.Data JSON file to render instead of the database
+}
+
+// reportLoader reads everything the report of one run shows from the
+// database. The evolution engine provides it (see loadRunReport).
+type reportLoader func(ctx context.Context, st *store.Store, run string) (*report.Data, error)
+
 func newReportCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:    "report",
-		Hidden: true,
+	return newReportCmdWith(g, loadRunReport)
+}
+
+// newReportCmdWith builds the command around a loader, so tests can give
+// their own.
+func newReportCmdWith(g *globals, load reportLoader) *cobra.Command {
+	var o reportOptions
+	cmd := &cobra.Command{
+		Use:   "report RUN",
+		Short: "Write a run's static report: HTML page, SVG/PNG figures, CSV, best program and diff",
+		Long: `Report reads an evolution run from the database and writes a static report
+folder: index.html (no scripts, no network; open it in any browser), the
+figures as SVG and PNG, programs.csv with every program, and best.py with
+best.diff, its diff against the reference. It prints the path of
+index.html.
+
+RUN is the run's id or name (see frontier runs). With --data, the report is
+rendered from a JSON file holding the report's data instead (the shape is
+documented in docs/report.md).
+
+What each part shows and how to read it: docs/report.md.`,
+		Example: `  frontier report demo-1 --out report/
+  frontier report 3
+  frontier report --data run.json --out report/`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("report: not built yet")
+			if len(args) == 1 {
+				o.run = args[0]
+			}
+			return runReport(cmd.Context(), g, o, load)
 		},
 	}
+	cmd.Flags().StringVarP(&o.out, "out", "o", "", "report folder (default: <home>/reports/RUN)")
+	cmd.Flags().StringVar(&o.data, "data", "", "render from this JSON file of report data instead of the database")
+	return cmd
+}
+
+// runReport loads the data, writes the report and prints where it is.
+func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoader) error {
+	switch {
+	case o.run == "" && o.data == "":
+		return withCode(exitUsage, errors.New("report: name the run (frontier report RUN; frontier runs lists them) or pass --data FILE"))
+	case o.run != "" && o.data != "":
+		return withCode(exitUsage, errors.New("report: give either RUN or --data, not both"))
+	}
+	var d *report.Data
+	var err error
+	out := o.out
+	if o.data != "" {
+		d, err = readReportData(o.data)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		if out == "" {
+			out = strings.TrimSuffix(o.data, filepath.Ext(o.data)) + "-report"
+		}
+	} else {
+		cfg, err := g.loadConfig()
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
+			return withCode(exitFailure, fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB))
+		}
+		st, err := store.Open(ctx, cfg.DB)
+		if err != nil {
+			return withCode(exitFailure, err)
+		}
+		defer st.Close()
+		d, err = load(ctx, st, o.run)
+		if err != nil {
+			return withCode(exitFailure, fmt.Errorf("report: run %s: %w", o.run, err))
+		}
+		if d == nil {
+			return withCode(exitFailure, fmt.Errorf("report: run %s: the loader returned no data", o.run))
+		}
+		if out == "" {
+			out = filepath.Join(cfg.Home, "reports", safeName(o.run))
+		}
+	}
+	if d.GeneratedAt.IsZero() {
+		d.GeneratedAt = time.Now()
+	}
+	index, err := report.Write(ctx, out, d)
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
+	g.log.Debug("report written", "run", d.Run.ID, "programs", len(d.Programs), "path", index)
+	fmt.Fprintln(g.stdout, index)
+	return nil
+}
+
+// readReportData reads a report.Data JSON file strictly: an unknown field
+// is more likely a typo or another tool's file than something to ignore.
+func readReportData(path string) (*report.Data, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	var d report.Data
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("report: %s is not report data (see docs/report.md for its shape): %w", path, err)
+	}
+	return &d, nil
+}
+
+// safeName turns a run reference into a folder name.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if n := b.String(); n != "" && n != "." && n != ".." {
+		return n
+	}
+	return "run"
+}
+
+// loadRunReport is where the evolution engine's loader plugs in: it maps a
+// run's rows (runs, run_children, evaluations, telemetry) to report.Data.
+// Until it is wired, reading a run from the database is refused with an
+// error that says what works instead.
+func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+	return nil, errors.New("this build cannot read runs from the database for a report yet (the evolution engine's report loader is not wired); render from a JSON file with --data instead")
 }

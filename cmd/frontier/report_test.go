@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+func reportData() *report.Data {
+	return &report.Data{
+		Run:       report.Run{ID: "7", Name: "cli-test", Track: "tiny", TargetValLoss: 4, MetaPromptFrom: 1, Models: []string{"mutate"}},
+		Reference: report.Point{ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100},
+		Programs: []report.Program{
+			{ID: 1, Iteration: 0, Model: "mutate", Stage: "mutate", Verdict: "acceptable", ValLoss: 3.98, TrainTimeMs: 19_000},
+			{ID: 2, Iteration: 1, Model: "mutate", Stage: "mutate", Verdict: "error", Reason: "boom"},
+			{ID: 3, Iteration: 1, Model: "mutate", Stage: "mutate", Verdict: "acceptable", ValLoss: 3.97, TrainTimeMs: 18_500},
+		},
+	}
+}
+
+func TestReportFromData(t *testing.T) {
+	dir := t.TempDir()
+	b, err := json.Marshal(reportData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := writeTemp(t, dir, "run.json", string(b))
+	out := filepath.Join(dir, "rep")
+
+	code, stdout, stderr := runCLI(t, "report", "--data", data, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	index := strings.TrimSpace(stdout)
+	if index != filepath.Join(out, "index.html") {
+		t.Errorf("printed %q", stdout)
+	}
+	page, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 s against 18.5 s: 8.11% faster.
+	for _, want := range []string{"Run cli-test on track tiny", "18.50", "+8.11%"} {
+		if !strings.Contains(html.UnescapeString(string(page)), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+
+	// Without --out the report goes next to the data file.
+	code, stdout, stderr = runCLI(t, "report", "--data", data)
+	if code != 0 || strings.TrimSpace(stdout) != filepath.Join(dir, "run-report", "index.html") {
+		t.Errorf("default folder: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestReportUsage(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeTemp(t, dir, "bad.json", `{"run": {"id": "x"}, "programz": []}`)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report"}, exitUsage, "name the run"},
+		{[]string{"report", "r1", "--data", bad}, exitUsage, "not both"},
+		{[]string{"report", "--data", bad}, exitUsage, `unknown field "programz"`},
+		{[]string{"report", "--data", filepath.Join(dir, "missing.json")}, exitUsage, "no such file"},
+		{[]string{"report", "a", "b"}, exitUsage, "accepts at most 1 arg"},
+		{[]string{"--db", filepath.Join(dir, "none.db"), "report", "r1"}, exitFailure, "no database at"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
+
+// The command reads a run through its loader and writes where it is told;
+// the default folder is under the home.
+func TestReportFromStore(t *testing.T) {
+	home := t.TempDir()
+	db := filepath.Join(home, "frontier.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	var gotRun string
+	load := func(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+		gotRun = run
+		if st == nil || st.Path() != db {
+			return nil, errors.New("wrong store")
+		}
+		if run == "missing" {
+			return nil, store.ErrNotFound
+		}
+		return reportData(), nil
+	}
+	var out, errb bytes.Buffer
+	g := &globals{home: home, stdout: &out, stderr: &errb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := runReport(context.Background(), g, reportOptions{run: "cli/test"}, load); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(home, "reports", "cli_test", "index.html")
+	if gotRun != "cli/test" || strings.TrimSpace(out.String()) != want {
+		t.Errorf("run %q, printed %q, want %q", gotRun, out.String(), want)
+	}
+	if _, err := os.Stat(want); err != nil {
+		t.Error(err)
+	}
+
+	err = runReport(context.Background(), g, reportOptions{run: "missing"}, load)
+	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "run missing") {
+		t.Errorf("missing run: %v", err)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{"demo-1": "demo-1", "a/b": "a_b", "..": "run", "": "run", "x y": "x_y"} {
+		if got := safeName(in); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
