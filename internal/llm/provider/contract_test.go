@@ -271,8 +271,10 @@ func TestContractPerCallTimeout(t *testing.T) {
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("took %s", el)
 		}
-		if n := len(h.srv.Requests()); n != 2 {
-			t.Errorf("%d requests, want 2 (a timeout is retried)", n)
+		// Count the retries rather than the requests the server saw: on a
+		// loaded machine a request can time out before it arrives.
+		if w := h.waits(); len(w) != 1 {
+			t.Errorf("waits %v, want one retry (a timeout is retried)", w)
 		}
 	})
 }
@@ -303,7 +305,7 @@ func TestContractCancel(t *testing.T) {
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("took %s", el)
 		}
-		if n := len(h.srv.Requests()); n != 1 || len(h.waits()) != 0 {
+		if n := len(h.srv.Requests()); n > 1 || len(h.waits()) != 0 {
 			t.Errorf("%d requests, waits %v: a canceled call must not be retried", n, h.waits())
 		}
 	})
