@@ -134,3 +134,33 @@ func TestSafeName(t *testing.T) {
 		}
 	}
 }
+
+// The example in docs/report.md must be data the command accepts.
+func TestReportDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	start := strings.Index(s, "```json\n")
+	if start < 0 {
+		t.Fatal("docs/report.md has no JSON example")
+	}
+	s = s[start+len("```json\n"):]
+	end := strings.Index(s, "```")
+	if end < 0 {
+		t.Fatal("unterminated JSON example")
+	}
+	path := writeTemp(t, t.TempDir(), "example.json", s[:end])
+	d, err := readReportData(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Run.MetaPromptFrom != 20 || len(d.Programs) != 1 || d.Best == nil || len(d.Best.Vals) != 1 {
+		t.Errorf("example decoded as %+v", d)
+	}
+	code, _, stderr := runCLI(t, "report", "--data", path)
+	if code != 0 {
+		t.Errorf("rendering the example: exit %d: %s", code, stderr)
+	}
+}

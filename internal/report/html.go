@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/frontier-bench/frontier/internal/edit"
@@ -71,7 +73,7 @@ func (t table) HeadCells() []cell {
 }
 
 func num(s string) cell  { return cell{Text: s, Class: "num"} }
-func txt(s string) cell  { return cell{Text: s} }
+func txt(s string) cell  { return cell{Text: s, Class: "nw"} }
 func dim(s string) cell  { return cell{Text: s, Class: "dim"} }
 func code(s string) cell { return cell{Text: s, Class: "mono"} }
 
@@ -593,7 +595,9 @@ func curveTable(b *Best) table {
 		c := []cell{num(fmt.Sprint(step)), num(dash), num(dash), num(dash), num(dash), num(dash), num(dash)}
 		if s := r.s; s != nil {
 			c[1], c[2], c[3] = num(secsOrZero(s.TrainTimeMs)), num(millis(s.StepAvgMs)), num(count(s.Tokens))
-			c[4] = num(general(s.TokensPerS))
+			if finite(s.TokensPerS) && s.TokensPerS > 0 {
+				c[4] = cell{Text: compact(int64(math.Round(s.TokensPerS))), Class: "num", Title: strconv.FormatFloat(s.TokensPerS, 'f', 0, 64)}
+			}
 			if s.TrainLoss != nil {
 				c[5] = num(loss(*s.TrainLoss))
 			}
