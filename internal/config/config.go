@@ -120,6 +120,9 @@ func Parse(path string, b []byte) (*Config, error) {
 	for k, v := range c.Data {
 		c.Data[k] = resolve(path, v)
 	}
+	if err := c.LLM.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: llm: %w", path, err)
+	}
 	switch c.Sandbox {
 	case "", "auto", "bwrap", "landlock", "none":
 	default:
