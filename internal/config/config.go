@@ -123,6 +123,9 @@ func Parse(path string, b []byte) (*Config, error) {
 	if err := c.LLM.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: llm: %w", path, err)
 	}
+	if err := c.Evolve.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: evolve: %w", path, err)
+	}
 	switch c.Sandbox {
 	case "", "auto", "bwrap", "landlock", "none":
 	default:

@@ -1,0 +1,147 @@
+"""frontier_launch: run an unmodified speedrun script for frontier's log contract.
+
+    python3 -u frontier_launch.py --nproc=N [--fingerprint=PATH] PROGRAM.py [ARGS...]
+
+Starts N copies of PROGRAM on this node with the environment that
+`torchrun --standalone --nproc_per_node=N` gives its workers (RANK,
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), so
+that torch.distributed.init_process_group() works unchanged; torchrun
+itself is broken in some distributions. The first worker to fail stops the
+others and its exit code is this script's; SIGTERM is passed on.
+
+With --fingerprint, a short probe process first writes the machine's
+fingerprint (GPU models, driver, CUDA, PyTorch and Triton versions, CPU) as
+JSON to PATH. It runs before the workers and never fails the run.
+
+This script does not import torch.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+EXIT_USAGE = 2
+
+PROBE = r"""
+import json, os, platform, socket
+out = {"python": platform.python_version(), "hostname": socket.gethostname()}
+try:
+    with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("model name"):
+                out["cpu"] = line.split(":", 1)[1].strip()
+                break
+except OSError:
+    pass
+out.setdefault("cpu", platform.processor() or platform.machine())
+try:
+    with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as f:
+        for word in f.readline().split():
+            if word[:1].isdigit() and "." in word:
+                out["driver"] = word
+                break
+except OSError:
+    pass
+try:
+    from importlib import metadata
+    out["triton"] = metadata.version("triton")
+except Exception:
+    pass
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["threads"] = torch.get_num_threads()
+    if torch.cuda.is_available():
+        out["cuda"] = torch.version.cuda or ""
+        out["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+except Exception as e:
+    out["error"] = "%s: %s" % (type(e).__name__, e)
+print(json.dumps(out))
+"""
+
+
+def fingerprint(path):
+    try:
+        p = subprocess.run([sys.executable, "-c", PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=180, check=False)
+        out = json.loads(p.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    except Exception as e:  # the fingerprint is information, never a failure
+        out = {"error": "fingerprint probe failed: %s" % e}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(nproc, argv):
+    port = str(free_port())
+    procs = []
+    for rank in range(nproc):
+        env = dict(os.environ)
+        env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
+                    "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "ROLE_WORLD_SIZE": str(nproc),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "TORCHELASTIC_RUN_ID": "frontier"})
+        procs.append(subprocess.Popen([sys.executable, "-u"] + argv, env=env))
+
+    def stop_all(grace=10.0):
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + grace
+        for p in procs:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def on_term(signum, frame):
+        stop_all()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    code = 0
+    running = list(procs)
+    while running:
+        time.sleep(0.05)
+        for p in list(running):
+            rc = p.poll()
+            if rc is None:
+                continue
+            running.remove(p)
+            if rc != 0 and code == 0:
+                code = rc if rc > 0 else 128 - rc
+                stop_all()
+    return code
+
+
+def main():
+    args = sys.argv[1:]
+    nproc, fp = 1, None
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt.startswith("--nproc=") and opt[len("--nproc="):].isdigit() and int(opt[len("--nproc="):]) >= 1:
+            nproc = int(opt[len("--nproc="):])
+        elif opt.startswith("--fingerprint=") and len(opt) > len("--fingerprint="):
+            fp = opt[len("--fingerprint="):]
+        else:
+            args = []
+            break
+    if not args:
+        print("usage: frontier_launch.py --nproc=N [--fingerprint=PATH] PROGRAM.py [ARGS...]", file=sys.stderr)
+        return EXIT_USAGE
+    if fp:
+        fingerprint(fp)
+    return launch(nproc, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
