@@ -7,10 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/frontier-bench/frontier/internal/data"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -19,9 +23,9 @@ import (
 func newDataCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "data",
-		Short: "Build and verify track data",
+		Short: "Build, download, prepare and verify track data",
 	}
-	cmd.AddCommand(newDataBuildCmd(g), newDataVerifyCmd(g))
+	cmd.AddCommand(newDataBuildCmd(g), newDataFetchCmd(g), newDataPrepareCmd(g), newDataVerifyCmd(g))
 	return cmd
 }
 
@@ -119,9 +123,10 @@ func printShards(w io.Writer, shards []track.Shard) {
 
 // dataVerifyOptions are the flags of `frontier data verify`.
 type dataVerifyOptions struct {
-	track   string
-	pattern string
-	vocab   int
+	track    string
+	manifest string
+	pattern  string
+	vocab    int
 }
 
 func newDataVerifyCmd(g *globals) *cobra.Command {
@@ -133,11 +138,25 @@ func newDataVerifyCmd(g *globals) *cobra.Command {
 have a valid header and a size that matches it, and its token count and
 SHA-256 are printed (pin them in a track spec). With --track, every shard the
 track pins must be present with the pinned token count and SHA-256, and every
-token id must be below the track's vocabulary size.`,
+token id must be below the track's vocabulary size. With --manifest, the same
+against the pins of a manifest.json that fetch or prepare wrote.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var pinned []track.Shard
 			vocab := o.vocab
+			if o.track != "" && o.manifest != "" {
+				return withCode(exitUsage, errors.New("use --track or --manifest, not both"))
+			}
+			if o.manifest != "" {
+				m, err := data.ReadManifest(o.manifest)
+				if err != nil {
+					return withCode(exitUsage, err)
+				}
+				pinned = m.Pins()
+				if vocab == 0 {
+					vocab = m.VocabSize
+				}
+			}
 			if o.track != "" {
 				cfg, err := g.loadConfig()
 				if err != nil {
@@ -160,6 +179,7 @@ token id must be below the track's vocabulary size.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.track, "track", "", "verify against the shards this track pins")
+	f.StringVar(&o.manifest, "manifest", "", "verify against the shards a manifest.json pins (the file, or the folder that holds it)")
 	f.StringVar(&o.pattern, "pattern", "*.bin", "file names to check without --track")
 	f.IntVar(&o.vocab, "vocab", 0, "check that every token id is below this (default: the track's vocab_size with --track, else no check)")
 	return cmd
@@ -211,4 +231,283 @@ func countFailed(rep data.Report) int {
 func hasShardError(err error) bool {
 	var se *data.ShardError
 	return errors.As(err, &se)
+}
+
+// dataFetchOptions are the flags of `frontier data fetch`.
+type dataFetchOptions struct {
+	trainShards int
+	dir         string
+	jobs        int
+	revision    string
+}
+
+func newDataFetchCmd(g *globals) *cobra.Command {
+	var o dataFetchOptions
+	var names []string
+	for _, d := range data.Datasets() {
+		names = append(names, d.Name)
+	}
+	cmd := &cobra.Command{
+		Use:   "fetch DATASET",
+		Short: "Download the speedrun's GPT-2-tokenized FineWeb shards from the Hugging Face hub",
+		Long: `Download the validation shard and the first --train-shards training shards
+(100M tokens each) of a pre-tokenized dataset, as the speedrun's
+data/cached_fineweb10B.py does: fineweb10B (kjj0/fineweb10B-gpt2, 103 training
+shards), finewebedu10B (kjj0/finewebedu10B-gpt2, 99) or fineweb100B
+(kjj0/fineweb100B-gpt2, 1030).
+
+Files download to <file>.partial and are resumed where they stopped, so an
+interrupted fetch (Ctrl-C, a dropped connection) continues when run again.
+Failed requests are retried with backoff. Every shard's header and size, and its
+SHA-256 when the hub gives one, are checked before it is put in place. The
+SHA-256 of every file is written to manifest.json, and the data section a track
+spec pins is printed.
+
+Environment: HF_ENDPOINT replaces https://huggingface.co (a mirror); HF_TOKEN
+is sent as a bearer token (it is never printed).`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: names,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ds, err := data.LookupDataset(args[0])
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if o.trainShards < 0 || o.trainShards > ds.TrainShards {
+				return withCode(exitUsage, fmt.Errorf("--train-shards %d: %s has 0 to %d training shards", o.trainShards, ds.Name, ds.TrainShards))
+			}
+			if o.dir == "" {
+				cfg, err := g.loadConfig()
+				if err != nil {
+					return err
+				}
+				o.dir = filepath.Join(cfg.DataDir, ds.Name)
+			}
+			return runDataFetch(cmd.Context(), g, ds, o, os.Getenv)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.trainShards, "train-shards", 9, "training shards to download, 100M tokens each (0: the validation shard alone)")
+	f.StringVar(&o.dir, "dir", "", "folder to download to (default: <data_dir>/DATASET)")
+	f.IntVar(&o.jobs, "jobs", 4, "files to download at once")
+	f.StringVar(&o.revision, "revision", "main", "branch, tag or commit of the dataset repository")
+	return cmd
+}
+
+func runDataFetch(ctx context.Context, g *globals, ds data.Dataset, o dataFetchOptions, getenv func(string) string) error {
+	if o.jobs < 1 {
+		return withCode(exitUsage, fmt.Errorf("--jobs %d: use 1 or more", o.jobs))
+	}
+	prog := newProgressPrinter(g.stderr, g.log)
+	g.log.Info("fetching", "dataset", ds.Name, "repo", ds.Repo, "train_shards", o.trainShards, "dir", o.dir)
+	res, err := data.Fetch(ctx, data.FetchOptions{
+		Dataset:     ds,
+		TrainShards: o.trainShards,
+		Dir:         o.dir,
+		Endpoint:    getenv("HF_ENDPOINT"),
+		Token:       getenv("HF_TOKEN"),
+		Revision:    o.revision,
+		Jobs:        o.jobs,
+		Log:         g.log,
+		Progress:    prog.show,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "# %s: %d files in %s (%d downloaded, %d already there), %s received in %s\n# manifest: %s\n",
+		ds.Name, len(res.Manifest.Shards), o.dir, res.Downloaded, res.Present, humanBytes(res.Bytes), res.Elapsed.Round(time.Second), res.ManifestPath)
+	fmt.Fprint(g.stdout, res.Manifest.YAML())
+	return nil
+}
+
+// dataPrepareOptions are the flags of `frontier data prepare`.
+type dataPrepareOptions struct {
+	inputs      []string
+	tokenizer   string
+	out         string
+	prefix      string
+	valTokens   int64
+	shardTokens int64
+	workers     int
+	split       string
+	textField   string
+	strictUTF8  bool
+	force       bool
+}
+
+func newDataPrepareCmd(g *globals) *cobra.Command {
+	var o dataPrepareOptions
+	cmd := &cobra.Command{
+		Use:   "prepare --input FILES... [--tokenizer gpt2|byte] [--out DIR]",
+		Short: "Tokenize your own text into speedrun shards",
+		Long: `Tokenize text into shards in the speedrun's format: every document is BOS
+followed by its tokens, the first --val-tokens tokens form the validation shard
+(<prefix>_val_000000.bin) and the rest fill training shards of --shard-tokens
+(<prefix>_train_000001.bin, ...). Inputs are .txt files, .jsonl files with one
+JSON object per line whose "text" field is a document, and .gz of either;
+folders and quoted patterns stand for the files in them.
+
+A .txt file is one document (--txt-split file), or documents are separated by
+blank lines (blank) or are single lines (line). Tokenizers: gpt2 (GPT-2's BPE
+exactly as tiktoken's gpt2 encoding, offline, BOS 50256, vocab 50257; the text
+"<|endoftext|>" in a document is encoded as ordinary text), or byte (ids 0-255
+are the bytes, BOS 256, vocab 257). The output does not depend on --workers.
+The SHA-256 of every shard is written to manifest.json and the data section a
+track spec pins is printed.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.inputs = append(o.inputs, args...)
+			if len(o.inputs) == 0 {
+				return withCode(exitUsage, errors.New("no input: name files, folders or patterns with --input"))
+			}
+			if o.out == "" {
+				cfg, err := g.loadConfig()
+				if err != nil {
+					return err
+				}
+				o.out = filepath.Join(cfg.DataDir, o.prefix)
+			}
+			return runDataPrepare(cmd.Context(), g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.inputs, "input", "i", nil, "input files, folders or patterns (.txt, .jsonl, .txt.gz, .jsonl.gz); repeat or separate with commas")
+	f.StringVar(&o.tokenizer, "tokenizer", data.TokenizerGPT2, "gpt2 or byte")
+	f.StringVar(&o.out, "out", "", "folder to write the shards to (default: <data_dir>/PREFIX)")
+	f.StringVar(&o.prefix, "prefix", data.DefaultPrefix, "start of the shards' file names")
+	f.Int64Var(&o.valTokens, "val-tokens", 0, "tokens in the validation shard (default: --shard-tokens, as in the speedrun; a track needs at least its val_tokens + 1)")
+	f.Int64Var(&o.shardTokens, "shard-tokens", data.DefaultShardTokens, "tokens in each training shard")
+	f.IntVar(&o.workers, "workers", 0, "tokenizing goroutines (default: the number of CPUs)")
+	f.StringVar(&o.split, "txt-split", string(data.SplitFile), "documents of a .txt file: file (the whole file), blank (separated by blank lines), line (one per line)")
+	f.StringVar(&o.textField, "text-field", data.DefaultTextField, "the JSONL field that holds the text")
+	f.BoolVar(&o.strictUTF8, "strict-utf8", false, "fail on invalid UTF-8 in .txt input instead of replacing it with U+FFFD")
+	f.BoolVar(&o.force, "force", false, "replace shards with the same prefix already in the output folder")
+	return cmd
+}
+
+func runDataPrepare(ctx context.Context, g *globals, o dataPrepareOptions) error {
+	split, err := data.ParseTextSplit(o.split)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if o.valTokens < 0 || o.shardTokens < 1 {
+		return withCode(exitUsage, fmt.Errorf("--val-tokens %d and --shard-tokens %d must be positive", o.valTokens, o.shardTokens))
+	}
+	inputs, err := data.ExpandInputs(o.inputs)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	tok, err := data.NewTokenizer(o.tokenizer)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	prog := newProgressPrinter(g.stderr, g.log)
+	res, err := data.Prepare(ctx, data.PrepareOptions{
+		Inputs:      inputs,
+		Out:         o.out,
+		Prefix:      o.prefix,
+		Tokenizer:   tok,
+		ValTokens:   o.valTokens,
+		ShardTokens: o.shardTokens,
+		Workers:     o.workers,
+		Split:       split,
+		TextField:   o.textField,
+		StrictUTF8:  o.strictUTF8,
+		Force:       o.force,
+		Log:         g.log,
+		Progress:    prog.show,
+	})
+	if err != nil {
+		return err
+	}
+	secs := max(res.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(g.stdout, "# %d documents (%d empty skipped), %s of text, %d tokens (%s), %d shards in %s\n",
+		res.Docs, res.EmptyDocs, humanBytes(res.TextBytes), res.Tokens, tok.Name(), len(res.Manifest.Shards), o.out)
+	fmt.Fprintf(g.stdout, "# %s in %s: %.1f MB/s of text, %.2fM tokens/s\n", humanBytes(res.InputBytes), res.Elapsed.Round(time.Millisecond), float64(res.TextBytes)/1e6/secs, float64(res.Tokens)/1e6/secs)
+	if res.InvalidUTF8 > 0 {
+		fmt.Fprintf(g.stdout, "# %d runs of invalid UTF-8 were replaced by U+FFFD\n", res.InvalidUTF8)
+	}
+	fmt.Fprintf(g.stdout, "# manifest: %s\n", res.ManifestPath)
+	fmt.Fprint(g.stdout, res.Manifest.YAML())
+	return nil
+}
+
+// progressPrinter shows progress on a terminal as one line rewritten in
+// place, and elsewhere (a log file, CI) as a log line every logEvery.
+type progressPrinter struct {
+	w        io.Writer
+	live     bool
+	log      *slog.Logger
+	logEvery time.Duration
+	last     time.Time
+}
+
+func newProgressPrinter(w io.Writer, log *slog.Logger) *progressPrinter {
+	live := false
+	if f, ok := w.(*os.File); ok {
+		live = term.IsTerminal(int(f.Fd()))
+	}
+	return &progressPrinter{w: w, live: live, log: log, logEvery: 10 * time.Second}
+}
+
+func (p *progressPrinter) show(pr data.Progress) {
+	if p.live {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", progressLine(pr))
+		if pr.Final {
+			fmt.Fprintln(p.w)
+		}
+		return
+	}
+	now := time.Now()
+	if !pr.Final && now.Sub(p.last) < p.logEvery {
+		return
+	}
+	p.last = now
+	attrs := []any{"op", pr.Op, "done", humanBytes(pr.Done), "rate", humanBytes(int64(pr.Rate)) + "/s", "files", fmt.Sprintf("%d/%d", pr.FilesDone, pr.Files)}
+	if pr.Total > 0 {
+		attrs = append(attrs, "total", humanBytes(pr.Total), "percent", fmt.Sprintf("%.1f", 100*float64(pr.Done)/float64(pr.Total)))
+	}
+	if pr.ETA > 0 {
+		attrs = append(attrs, "eta", pr.ETA.String())
+	}
+	if pr.Tokens > 0 {
+		attrs = append(attrs, "tokens", pr.Tokens)
+	}
+	if pr.Final {
+		attrs = append(attrs, "elapsed", pr.Elapsed.Round(time.Millisecond).String())
+	}
+	p.log.Info("progress", attrs...)
+}
+
+// progressLine is the one-line summary a terminal shows.
+func progressLine(pr data.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s", pr.Op, humanBytes(pr.Done))
+	if pr.Total > 0 {
+		fmt.Fprintf(&b, " of %s (%.0f%%)", humanBytes(pr.Total), 100*float64(pr.Done)/float64(pr.Total))
+	}
+	fmt.Fprintf(&b, "  %s/s", humanBytes(int64(pr.Rate)))
+	if pr.ETA > 0 && !pr.Final {
+		fmt.Fprintf(&b, "  ETA %s", pr.ETA)
+	}
+	if pr.Tokens > 0 {
+		fmt.Fprintf(&b, "  %.1fM tokens", float64(pr.Tokens)/1e6)
+	}
+	fmt.Fprintf(&b, "  %d/%d files", pr.FilesDone, pr.Files)
+	if pr.Final {
+		fmt.Fprintf(&b, "  in %s", pr.Elapsed.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// humanBytes writes n in decimal units, as download tools do.
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTP"[exp])
 }
