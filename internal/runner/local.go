@@ -572,7 +572,7 @@ func (s *supervisor) classify(res *Result, state *os.ProcessState, job Job) {
 	if res.Status != StatusOOM && res.Status != StatusLimit && oomKnown && ooms > 0 {
 		msg += "; the memory cgroup recorded " + plural(ooms, "OOM kill") + " during the run"
 	}
-	if s.leftover > 0 {
+	if s.leftover > 0 && s.reason != StatusLimit { // already said: all were killed
 		msg += "; " + plural(int64(s.leftover), "leftover process") + " killed after it ended"
 	}
 	if len(s.survivors) > 0 {

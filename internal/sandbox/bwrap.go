@@ -8,7 +8,8 @@ import (
 // bwrapArgs is the bubblewrap command line for a job, up to and including
 // the "--" before the command. The order matters: later mounts cover
 // earlier ones, so the writable binds come after the read-only root and
-// the hidden paths are covered last.
+// the hidden paths are covered last. helper is the helper program to keep
+// visible when one runs inside the sandbox, or "".
 func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, statusFD int, helper string) []string {
 	a := []string{bwrap,
 		// New user, mount, pid, network, IPC, UTS and cgroup namespaces;
@@ -48,8 +49,10 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 			readOnly = append(readOnly, d)
 		}
 	}
-	// The helper that runs inside must stay visible, wherever it is.
-	a = append(a, "--ro-bind", helper, helper)
+	// The helper, when one runs inside, must stay visible wherever it is.
+	if helper != "" {
+		a = append(a, "--ro-bind", helper, helper)
+	}
 	a = append(a, "--bind", p.dir, p.dir)
 	for _, w := range p.writable {
 		a = append(a, "--bind", w, w)

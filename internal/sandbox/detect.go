@@ -35,6 +35,12 @@ type Capabilities struct {
 
 	// Devices are the GPU device nodes passed through to programs.
 	Devices []string
+
+	// Env is a coreutils env that can set signal dispositions
+	// (--ignore-signal, --default-signal: coreutils 8.31 and later),
+	// which starts faster than the helper around bwrap; "" when there is
+	// none and the helper is used.
+	Env string
 }
 
 // CgroupInfo describes this process's cgroup.
@@ -134,6 +140,7 @@ func detect(ctx context.Context, bwrap string) Capabilities {
 	c.LandlockABI, c.LandlockErr = landlockABI()
 	c.Cgroup = detectCgroup()
 	c.Devices = gpuDevices()
+	c.Env = signalEnv(ctx)
 	path, err := exec.LookPath(bwrap)
 	if err != nil {
 		return c
@@ -182,6 +189,24 @@ func probeBwrap(ctx context.Context, path string) (string, error) {
 	return version, nil
 }
 
+// signalEnv returns the path of an env program that understands
+// --ignore-signal and --default-signal, or "".
+func signalEnv(ctx context.Context) string {
+	path, err := exec.LookPath("env")
+	if err != nil || strings.Contains(path, "=") {
+		return ""
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if exec.CommandContext(ctx, path, "--ignore-signal=TERM", "--default-signal=TERM", "true").Run() != nil {
+		return ""
+	}
+	return path
+}
+
 // explainBwrap turns bubblewrap's complaint into a cause and a fix.
 func explainBwrap(stderr string, err error) error {
 	msg := strings.TrimSpace(stderr)
@@ -189,16 +214,25 @@ func explainBwrap(stderr string, err error) error {
 		msg = err.Error()
 	}
 	switch {
-	case strings.Contains(msg, "setting up uid map") && strings.Contains(msg, "Permission denied"):
-		return fmt.Errorf("%s: AppArmor blocks unprivileged user namespaces (Ubuntu 24.04 and later); allow them with "+
-			"`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap (see docs/sandbox.md)", msg)
-	case strings.Contains(msg, "No permissions to create") || strings.Contains(msg, "Operation not permitted") ||
+	case strings.Contains(msg, "setting up uid map") || strings.Contains(msg, "RTM_NEWADDR") || apparmorRestrictsUserns():
+		// Ubuntu 24.04 and later: AppArmor lets the namespace be made
+		// but denies the capabilities bwrap then needs in it.
+		return fmt.Errorf("%s: AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later); allow them with "+
+			"`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap (docs/sandbox.md)", msg)
+	case strings.Contains(msg, "No permissions to creat") || strings.Contains(msg, "Operation not permitted") ||
 		strings.Contains(msg, "new namespace failed"):
 		return fmt.Errorf("%s: unprivileged user namespaces are disabled (check sysctl kernel.unprivileged_userns_clone and user.max_user_namespaces, or the container's seccomp policy)", msg)
 	case strings.Contains(msg, "Unknown option") || strings.Contains(msg, "unrecognized option"):
 		return fmt.Errorf("%s: this bubblewrap is too old (0.6 or later is needed for --size)", msg)
 	}
 	return errors.New(msg)
+}
+
+// apparmorRestrictsUserns reads Ubuntu's switch for the AppArmor
+// restriction of unprivileged user namespaces.
+func apparmorRestrictsUserns() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	return err == nil && strings.TrimSpace(string(b)) == "1" && os.Geteuid() != 0
 }
 
 // gpuDevices lists the device nodes GPU programs open: NVIDIA's (nvidiactl,

@@ -47,8 +47,10 @@
 // The runner stops a job with SIGTERM to its process group, then SIGKILL.
 // bubblewrap does not forward signals and dies of SIGTERM, which would
 // kill the sandbox at once (--die-with-parent) and take the program's
-// grace period away. So under bwrap the helper starts bubblewrap with
-// SIGTERM ignored, and a second helper inside the sandbox restores the
-// default before executing the program, which then gets SIGTERM from the
-// group signal as it would unconfined.
+// grace period away. So under bwrap, bubblewrap is started with SIGTERM
+// ignored, and inside the sandbox the default is restored before the
+// program is executed, which then gets SIGTERM from the group signal as
+// it would unconfined. Both steps use coreutils env (--ignore-signal,
+// --default-signal) when it has them, since it starts faster, and the
+// helper otherwise.
 package sandbox

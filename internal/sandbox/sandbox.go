@@ -195,14 +195,17 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	wrapped.ExtraFiles = append(slices.Clone(job.ExtraFiles), statusW)
 	switch r.mode {
 	case ModeBwrap:
-		inside, err := helperArgs(r.helper, policy{SIGTERM: "default"}, argv)
+		inside, err := r.withSIGTERM("default", argv, 0)
 		if err != nil {
 			statusW.Close()
 			return runner.Result{}, err
 		}
-		args := append(bwrapArgs(r.caps.Bwrap, pol, r.caps.Devices, job.MemoryBytes, statusFD, r.helper[0]), inside...)
-		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, PassStatusFD: true, SIGTERM: "ignore"}, args)
-		if err != nil {
+		helperInside := ""
+		if inside[0] == r.helper[0] {
+			helperInside = r.helper[0]
+		}
+		args := append(bwrapArgs(r.caps.Bwrap, pol, r.caps.Devices, job.MemoryBytes, statusFD, helperInside), inside...)
+		if wrapped.Argv, err = r.withSIGTERM("ignore", args, statusFD); err != nil {
 			statusW.Close()
 			return runner.Result{}, err
 		}
@@ -229,6 +232,21 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	}
 	res.Sandbox = string(r.mode)
 	return res, nil
+}
+
+// withSIGTERM prefixes argv with a command that sets SIGTERM to "ignore"
+// or "default" and executes it: coreutils env when it can (it starts in a
+// fraction of the helper's time), else the helper, which then also reports
+// its own failures on statusFD and leaves that descriptor open for bwrap.
+func (r *Runner) withSIGTERM(setting string, argv []string, statusFD int) ([]string, error) {
+	if r.caps.Env != "" && !strings.Contains(argv[0], "=") { // env would take NAME=VALUE for a variable
+		return append([]string{r.caps.Env, "--" + setting + "-signal=TERM"}, argv...), nil
+	}
+	p := policy{SIGTERM: setting}
+	if statusFD > 0 {
+		p.StatusFD, p.PassStatusFD = statusFD, true
+	}
+	return helperArgs(r.helper, p, argv)
 }
 
 // readStatus reads what the helper and bubblewrap reported. Every writer

@@ -50,7 +50,11 @@ func sync1[T any](f func() T) func() T {
 // the mode is unavailable here.
 func wrap(t *testing.T, mode Mode) *Runner {
 	t.Helper()
-	c := caps()
+	return wrapWith(t, mode, caps())
+}
+
+func wrapWith(t *testing.T, mode Mode, c Capabilities) *Runner {
+	t.Helper()
 	switch mode {
 	case ModeBwrap:
 		if !c.BwrapWorks() {
