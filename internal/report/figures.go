@@ -184,6 +184,20 @@ func tickLabel(v float64, dec int) string {
 	return l
 }
 
+// padY widens the plot's y range by frac of its span on both sides, so
+// that a reference line at the extreme does not sit on the frame.
+func padY(p *plot.Plot, frac float64) {
+	lo, hi := p.Y.Min, p.Y.Max
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || hi < lo {
+		return
+	}
+	span := hi - lo
+	if span == 0 {
+		span = math.Max(math.Abs(hi)*0.02, 1e-9)
+	}
+	p.Y.Min, p.Y.Max = lo-span*frac, hi+span*frac
+}
+
 // render draws f to SVG (fonts embedded, so the file looks the same
 // everywhere) and to PNG. gonum/plot panics on some inputs it considers
 // programming errors; those become errors here, and the report shows the
@@ -401,6 +415,7 @@ func (a *analysis) timeFigure() *figure {
 			l.Add(fmt.Sprintf("trend %+.3g s/iter", t.b/1000), line)
 		}
 	}
+	padY(p, 0.04)
 	f.plot, f.legend = p, l
 	f.Caption = a.timeCaption()
 	return f
@@ -486,8 +501,9 @@ func (a *analysis) frontierTimeFigure() *figure {
 		f.Note = sentence(err)
 		return f
 	}
+	padY(p, 0.04)
 	f.plot, f.legend = p, l
-	f.Caption = "After each iteration, the fastest acceptable program found so far."
+	f.Caption = "After each iteration, the fastest acceptable program found so far; dots mark the iterations that set a record."
 	return f
 }
 
@@ -521,6 +537,7 @@ func (a *analysis) frontierLossFigure() *figure {
 		f.Note = sentence(err)
 		return f
 	}
+	padY(p, 0.04)
 	f.plot, f.legend = p, l
 	f.Caption = "After each iteration, the lowest validation loss of any program that ran correctly, acceptable or not."
 	return f
@@ -536,11 +553,18 @@ func addStep(p *plot.Plot, l *plot.Legend, name string, xys plotter.XYs, c color
 	line.StepStyle = plotter.PostStep
 	line.LineStyle = draw.LineStyle{Color: c, Width: 1.6}
 	p.Add(line)
-	pts, err := plotter.NewScatter(xys)
+	// Mark only the iterations that moved the frontier.
+	var moved plotter.XYs
+	for i, xy := range xys {
+		if i == 0 || xy.Y != xys[i-1].Y {
+			moved = append(moved, xy)
+		}
+	}
+	pts, err := plotter.NewScatter(moved)
 	if err != nil {
 		return fmt.Errorf("could not plot %s: %w", name, err)
 	}
-	pts.GlyphStyle = draw.GlyphStyle{Color: c, Radius: 1.6, Shape: draw.CircleGlyph{}}
+	pts.GlyphStyle = draw.GlyphStyle{Color: c, Radius: 2.2, Shape: draw.CircleGlyph{}}
 	p.Add(pts)
 	l.Add(name, line)
 	return nil
@@ -601,6 +625,7 @@ func (a *analysis) curveFigure() *figure {
 			l.Add("best val loss", s)
 		}
 	}
+	padY(p, 0.04)
 	f.plot, f.legend = p, l
 	f.Caption = "Training loss at the designated steps (the program's own loss, for orientation); " +
 		"squares are the environment's validation passes, which decide the verdict."
