@@ -15,11 +15,11 @@ type analysis struct {
 	// progs are the programs sorted by iteration, then creation, then ID.
 	progs []*Program
 
-	total, duplicates int
-	counts            [4]int // by Category, duplicates excluded
-	tokensIn          int64
-	tokensOut         int64
-	cost              float64
+	total     int
+	counts    [numCategories]int
+	tokensIn  int64
+	tokensOut int64
+	cost      float64
 
 	// minIter and maxIter bound the iterations seen; iters counts the
 	// iterations in between (empty ones included). iters is 0 with no
@@ -45,8 +45,7 @@ type analysis struct {
 // iterStats is one iteration's breakdown and the frontier after it.
 type iterStats struct {
 	iter   int
-	counts [4]int // by Category, duplicates excluded
-	dups   int
+	counts [numCategories]int
 	// bestTimeMs and bestLoss are the frontier after this iteration: the
 	// lowest acceptable time and the lowest valid loss so far; 0 if none.
 	bestTimeMs float64
@@ -59,9 +58,8 @@ func (s iterStats) evaluated() int { return s.counts[Buggy] + s.counts[TooHigh] 
 // group aggregates the programs of one model, stage or phase.
 type group struct {
 	name       string
-	programs   int // every child, duplicates included
-	duplicates int
-	counts     [4]int // by Category, duplicates excluded
+	programs   int // every child
+	counts     [numCategories]int
 	bestTimeMs float64
 	bestLoss   float64
 	tokensIn   int64
@@ -205,14 +203,6 @@ func analyze(d *Data) *analysis {
 				g.cost += p.CostUSD
 			}
 		}
-		if p.Duplicate {
-			a.duplicates++
-			it.dups++
-			for _, g := range gs {
-				g.duplicates++
-			}
-			continue
-		}
 		a.counts[c]++
 		it.counts[c]++
 		for _, g := range gs {
@@ -252,9 +242,6 @@ func analyze(d *Data) *analysis {
 		it := &a.perIter[i]
 		for ; j < len(a.progs) && a.progs[j].Iteration <= it.iter; j++ {
 			p := a.progs[j]
-			if p.Duplicate {
-				continue
-			}
 			c := p.Category()
 			if c == Acceptable && measured(p.TrainTimeMs) {
 				bestT = minMeasured(bestT, p.TrainTimeMs)

@@ -13,7 +13,8 @@ func TestClassify(t *testing.T) {
 	for v, want := range map[string]Category{
 		"acceptable": Acceptable, "ACCEPTABLE ": Acceptable, "loss_too_high": TooHigh,
 		"error": Buggy, "timeout": Buggy, "invalid": Buggy, "invalid: protected_region": Buggy, "no_result": Buggy,
-		"something new": Buggy, "": Pending, "running": Pending, "fast_ok": Pending,
+		"apply_failed": Buggy, "something new": Buggy, "": Pending, "running": Pending, "fast_ok": Pending,
+		"duplicate": Duplicate, "no_proposal": NoProposal,
 	} {
 		if got := Classify(v); got != want {
 			t.Errorf("Classify(%q) = %v, want %v", v, got, want)
@@ -67,10 +68,10 @@ func TestAnalyze(t *testing.T) {
 	d.Programs = append(d.Programs, dup)
 
 	a := analyze(d)
-	if a.total != 10 || a.duplicates != 1 {
-		t.Errorf("total %d duplicates %d", a.total, a.duplicates)
+	if a.total != 10 {
+		t.Errorf("total %d", a.total)
 	}
-	if want := [4]int{Pending: 1, Buggy: 2, TooHigh: 1, Acceptable: 5}; a.counts != want {
+	if want := [numCategories]int{Pending: 1, Duplicate: 1, Buggy: 2, TooHigh: 1, Acceptable: 5}; a.counts != want {
 		t.Errorf("counts = %v, want %v", a.counts, want)
 	}
 	if a.minIter != 0 || a.maxIter != 3 || a.iters != 4 || len(a.perIter) != 4 {
@@ -95,11 +96,11 @@ func TestAnalyze(t *testing.T) {
 			t.Errorf("iteration %d frontier = %v / %v, want %v / %v", i, it.bestTimeMs, it.bestLoss, w.t, w.l)
 		}
 	}
-	if c := a.perIter[2].counts; c != [4]int{Pending: 1, Buggy: 1, Acceptable: 1} {
+	if c := a.perIter[2].counts; c != [numCategories]int{Pending: 1, Buggy: 1, Acceptable: 1} {
 		t.Errorf("iteration 2 counts = %v", c)
 	}
-	if a.perIter[3].dups != 1 {
-		t.Errorf("iteration 3 duplicates = %d", a.perIter[3].dups)
+	if c := a.perIter[3].counts; c != [numCategories]int{Duplicate: 1, Acceptable: 1} {
+		t.Errorf("iteration 3 counts = %v", c)
 	}
 
 	// Models: configured order first, an unused model stays with zeros.
@@ -107,7 +108,7 @@ func TestAnalyze(t *testing.T) {
 		t.Fatalf("models = %+v", a.byModel)
 	}
 	ma, mb := a.byModel[0], a.byModel[1]
-	if ma.programs != 5 || ma.duplicates != 1 || ma.counts[Acceptable] != 4 || ma.bestTimeMs != 850 {
+	if ma.programs != 5 || ma.counts[Duplicate] != 1 || ma.counts[Acceptable] != 4 || ma.bestTimeMs != 850 {
 		t.Errorf("model a = %+v", ma)
 	}
 	if math.Abs(ma.cost-0.85) > 1e-9 || ma.tokensIn != 50 || ma.tokensOut != 5 {

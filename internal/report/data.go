@@ -89,9 +89,9 @@ type Program struct {
 	// Stage is one of the Stage constants.
 	Stage string `json:"stage"`
 	// Verdict is the evaluation's verdict ("acceptable", "loss_too_high",
-	// "error", "timeout", "invalid", "no_result"), or "" while the child
-	// waits for or is in its evaluation. A child whose edit did not apply
-	// carries "error". See Classify.
+	// "error", "timeout", "invalid", "no_result"), the engine's own
+	// ("apply_failed": buggy; "duplicate"; "no_proposal"), or "" while the
+	// child waits for or is in its evaluation. See Classify.
 	Verdict string `json:"verdict"`
 	// Reason is the verdict's one-line explanation.
 	Reason      string  `json:"reason,omitempty"`
@@ -107,8 +107,9 @@ type Program struct {
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 	FixAttempts  int     `json:"fix_attempts,omitempty"`
 	// Duplicate marks a child identical to a known program (after
-	// normalizing whitespace); it was not evaluated again, so the report
-	// leaves it out of every measured figure.
+	// normalizing whitespace), like the verdict "duplicate"; it was not
+	// evaluated again, so the report leaves it out of every measured
+	// figure.
 	Duplicate bool      `json:"duplicate,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
@@ -136,15 +137,20 @@ type Best struct {
 	Vals []harness.Val `json:"vals,omitempty"`
 }
 
-// Category is the paper's breakdown of evaluated programs (Fig. 3c).
+// Category is the paper's breakdown of a run's children (Fig. 3c), plus
+// the children that were never evaluated.
 type Category int
 
-// Categories, in the order the breakdown stacks them.
+// Categories. Only Buggy, TooHigh and Acceptable are evaluated programs;
+// rates and the breakdown figure count those alone.
 const (
-	Pending    Category = iota // not evaluated (yet): no verdict
-	Buggy                      // error, timeout, invalid, no_result, or anything unknown
+	Pending    Category = iota // no verdict yet
+	NoProposal                 // the proposer gave no program (a failed model call, nothing to mutate)
+	Duplicate                  // a known program; not evaluated again
+	Buggy                      // error, timeout, invalid, no_result, apply_failed, or anything unknown
 	TooHigh                    // ran correctly but the loss is above the target
 	Acceptable                 // loss at or under the target
+	numCategories
 )
 
 // String returns the category's name as the report and CSV write it.
@@ -152,6 +158,10 @@ func (c Category) String() string {
 	switch c {
 	case Pending:
 		return "pending"
+	case NoProposal:
+		return "no_proposal"
+	case Duplicate:
+		return "duplicate"
 	case Buggy:
 		return "buggy"
 	case TooHigh:
@@ -162,24 +172,33 @@ func (c Category) String() string {
 	return "unknown"
 }
 
-// Classify maps an evaluation verdict to its category. Verdicts it does
-// not know count as buggy: they are not a completed, valid run. A
-// fast-check-only verdict ("fast_ok") is not a final result.
+// Classify maps a verdict to its category. Verdicts it does not know count
+// as buggy: they are not a completed, valid run. A fast-check-only verdict
+// ("fast_ok") is not a final result.
 func Classify(verdict string) Category {
-	v := strings.TrimSpace(strings.ToLower(verdict))
-	switch {
-	case v == "", v == "pending", v == "running", v == "fast_ok":
+	switch strings.TrimSpace(strings.ToLower(verdict)) {
+	case "", "pending", "running", "fast_ok":
 		return Pending
-	case v == "acceptable":
+	case "no_proposal":
+		return NoProposal
+	case "duplicate":
+		return Duplicate
+	case "acceptable":
 		return Acceptable
-	case v == "loss_too_high":
+	case "loss_too_high":
 		return TooHigh
 	}
 	return Buggy
 }
 
-// Category classifies the program's verdict.
-func (p *Program) Category() Category { return Classify(p.Verdict) }
+// Category classifies the program: a duplicate by its flag or verdict,
+// anything else by its verdict.
+func (p *Program) Category() Category {
+	if p.Duplicate {
+		return Duplicate
+	}
+	return Classify(p.Verdict)
+}
 
 // measured reports whether x is a measurement: finite and positive. Losses
 // and times are never zero or negative when measured.

@@ -314,7 +314,7 @@ type stackedShares struct {
 
 func (s stackedShares) Plot(c draw.Canvas, p *plot.Plot) {
 	tx, ty := p.Transforms(&c)
-	cols := [4]color.Color{Buggy: colBuggy, TooHigh: colTooHigh, Acceptable: colAccept}
+	cols := [numCategories]color.Color{Buggy: colBuggy, TooHigh: colTooHigh, Acceptable: colAccept}
 	for _, r := range s.rows {
 		n := r.evaluated()
 		if n == 0 {
@@ -469,8 +469,8 @@ func (a *analysis) breakdownFigure() *figure {
 		l.Add("meta-prompting starts", m)
 	}
 	f.plot, f.legend = p, l
-	f.Caption = "Each bar is one iteration's programs that finished evaluation (duplicates and pending children left out): " +
-		"buggy (error, timeout, invalid, no result) at the bottom, then loss too high, then acceptable."
+	f.Caption = "Each bar is one iteration's programs that finished evaluation (duplicates, failed proposals and pending children left out): " +
+		"buggy (error, timeout, invalid, no result, edit did not apply) at the bottom, then loss too high, then acceptable."
 	if a.iters == 1 {
 		f.Caption += " The run has a single iteration so far."
 	}

@@ -248,8 +248,11 @@ func summary(a *analysis) []kv {
 	if a.counts[Pending] > 0 {
 		kvs = append(kvs, kv{"Pending", count(a.counts[Pending])})
 	}
+	if a.counts[NoProposal] > 0 {
+		kvs = append(kvs, kv{"No proposal", count(a.counts[NoProposal])})
+	}
 	kvs = append(kvs,
-		kv{"Duplicates", count(a.duplicates)},
+		kv{"Duplicates", count(a.counts[Duplicate])},
 		kv{"Tokens in / out", compact(a.tokensIn) + " / " + compact(a.tokensOut)},
 		kv{"Cost", usd(a.cost)},
 	)
@@ -367,9 +370,12 @@ func recordsTable(a *analysis) table {
 }
 
 func itersTable(a *analysis) table {
-	t := table{Head: []string{"Iteration", "Programs", "Buggy", "Loss too high", "Acceptable", "Pending", "Duplicates", "Accept rate", "Best time so far (s)", "Best loss so far"}}
+	t := table{Head: []string{"Iteration", "Programs", "Buggy", "Loss too high", "Acceptable", "Pending", "Duplicates", "No proposal", "Accept rate", "Best time so far (s)", "Best loss so far"}}
 	for _, it := range a.perIter {
-		n := it.evaluated() + it.counts[Pending] + it.dups
+		n := 0
+		for _, c := range it.counts {
+			n += c
+		}
 		if n == 0 {
 			continue
 		}
@@ -379,7 +385,8 @@ func itersTable(a *analysis) table {
 		}
 		t.Rows = append(t.Rows, []cell{
 			num(iter), num(count(n)), num(count(it.counts[Buggy])), num(count(it.counts[TooHigh])), num(count(it.counts[Acceptable])),
-			num(count(it.counts[Pending])), num(count(it.dups)), num(percent(rate(it.counts[Acceptable], it.evaluated()))),
+			num(count(it.counts[Pending])), num(count(it.counts[Duplicate])), num(count(it.counts[NoProposal])),
+			num(percent(rate(it.counts[Acceptable], it.evaluated()))),
 			num(secs(it.bestTimeMs)), num(loss(it.bestLoss)),
 		})
 	}
@@ -392,10 +399,9 @@ func itersTable(a *analysis) table {
 func programsTable(a *analysis) table {
 	t := table{Head: []string{"ID", "Hash", "Iter", "Island", "Parent", "Model", "Stage", "Verdict", "Val loss", "Time (s)", "Step avg (ms)", "Score", "Tokens", "Cost", "Fixes", "Reason"}, Class: "programs"}
 	for _, p := range a.progs {
-		verdict := cell{Text: orDash(p.Verdict), Class: "v-" + p.Category().String()}
-		if p.Duplicate {
-			verdict.Text += " (dup)"
-			verdict.Class = "dim"
+		verdict := cell{Text: orDash(p.Verdict), Class: "nw v-" + p.Category().String()}
+		if p.Duplicate && p.Verdict != "duplicate" {
+			verdict.Text += " (duplicate)"
 		}
 		parent := dash
 		if p.ParentID != 0 {

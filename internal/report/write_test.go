@@ -263,6 +263,18 @@ func TestWriteEdgeCases(t *testing.T) {
 			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
 		},
 		{
+			name: "engine verdicts",
+			data: func() *Data {
+				d := base()
+				d.Programs = []Program{prog(1, 1, "apply_failed", 0, 0), prog(2, 1, "no_proposal", 0, 0),
+					prog(3, 2, "duplicate", 0, 0), prog(4, 2, "acceptable", 3.9, 19_000), prog(5, 2, "loss_too_high", 4.1, 18_000)}
+				return d
+			},
+			want: []string{"<dt>Evaluated</dt><dd>3</dd>", "<dt>Buggy</dt><dd>1 (33.3%)</dd>", "<dt>No proposal</dt><dd>1</dd>",
+				"<dt>Duplicates</dt><dd>1</dd>", "<dt>Acceptable</dt><dd>1 (33.3%)</dd>"},
+			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
+		},
+		{
 			name: "best not acceptable",
 			data: func() *Data {
 				d := base()
