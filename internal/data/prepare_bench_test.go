@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 )
 
 // BenchmarkPrepare runs the whole pipeline (read, parse JSONL, tokenize
@@ -19,6 +20,9 @@ func BenchmarkPrepare(b *testing.B) {
 	var docs []string
 	for p := text; len(p) > 0; {
 		n := min(len(p), 1024+rng.IntN(7*1024))
+		for n < len(p) && !utf8.RuneStart(p[n]) {
+			n++
+		}
 		docs = append(docs, string(p[:n]))
 		p = p[n:]
 	}
