@@ -23,9 +23,11 @@
 //     and GPU devices; files are readable everywhere except under
 //     Job.Hidden. On kernels with Landlock ABI 4 or later, TCP bind and
 //     connect are denied unless Job.LoopbackTCP is set, since Landlock
-//     filters by port and cannot tell loopback from the internet; with ABI
-//     6 or later the program cannot signal processes outside its sandbox
-//     or reach abstract Unix sockets there. It needs no privileges and
+//     filters by port and cannot tell loopback from the internet; a
+//     seccomp filter then also refuses what Landlock does not see
+//     (Multipath TCP, UDP, io_uring). With ABI 6 or later the program
+//     cannot signal processes outside its sandbox or reach abstract Unix
+//     sockets there. Root's capabilities are dropped. It needs no privileges and
 //     works where unprivileged user namespaces are blocked (Ubuntu 24.04
 //     and later), but confines less; docs/sandbox.md lists the gaps.
 //   - none: the job runs as is. Results carry Sandbox "none" so that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,7 +85,19 @@ func applyLandlock(p landlockPolicy) (string, error) {
 	if err := cfg.Restrict(rules...); err != nil {
 		return "", err
 	}
-	return describeLandlock(abi, p.DenyTCP), nil
+	desc := describeLandlock(abi, p.DenyTCP)
+	if p.DenyTCP && abi >= 4 {
+		ok, err := restrictSockets()
+		switch {
+		case err != nil:
+			return "", err
+		case ok:
+			desc += ", MPTCP, UDP and io_uring refused (seccomp)"
+		default:
+			desc += ", MPTCP and UDP not refused on " + runtime.GOARCH
+		}
+	}
+	return desc, nil
 }
 
 // describeLandlock says what Landlock enforces at this ABI version.

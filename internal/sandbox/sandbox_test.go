@@ -117,10 +117,11 @@ func TestPolicy(t *testing.T) {
 			if mode == ModeNone {
 				// The same program unconfined does everything, which shows
 				// that the checks below can fail.
-				for _, k := range []string{"write_outside", "host_port", "signal_runner", "loopback"} {
+				for _, k := range []string{"write_outside", "host_port", "host_port_mptcp", "signal_runner", "loopback"} {
 					check(!denied(k), "%s failed unconfined: %s", k, got[k])
 				}
 				check(got["read_hidden_file"].OK == "VALIDATION-SECRET", "unconfined read: %s", got["read_hidden_file"])
+				check(got["udp_received"].OK == "leak", "UDP unconfined: %s", got["udp_received"])
 				return
 			}
 			check(denied("write_outside"), "wrote outside its folder: %s", got["write_outside"])
@@ -132,17 +133,23 @@ func TestPolicy(t *testing.T) {
 			}
 			check(got["cap_eff"].OK == "0000000000000000", "capabilities left: %s", got["cap_eff"])
 			abi := caps().LandlockABI
+			if mode == ModeBwrap || abi >= 4 {
+				check(denied("udp_received"), "a UDP datagram reached the outside: %s", got["udp_received"])
+			}
 			if mode == ModeBwrap || abi >= 6 {
 				check(denied("signal_runner"), "could signal the runner: %s", got["signal_runner"])
 			}
 			switch {
 			case mode == ModeBwrap:
 				check(got["loopback"].OK == "ping", "loopback TCP inside the sandbox: %s", got["loopback"])
-				check(denied("host_port"), "reached a server outside the sandbox: %s", got["host_port"])
+				check(denied("host_port") && denied("host_port_mptcp"), "reached a server outside the sandbox: %s, MPTCP %s", got["host_port"], got["host_port_mptcp"])
 			case abi >= 4:
 				// Landlock cannot tell loopback from elsewhere: without
-				// LoopbackTCP all TCP is denied.
+				// LoopbackTCP all TCP is denied. MPTCP, which Landlock
+				// does not filter, and UDP are refused by seccomp.
 				check(denied("host_port") && denied("loopback"), "TCP not denied: host %s, loopback %s", got["host_port"], got["loopback"])
+				check(denied("host_port_mptcp"), "MPTCP got through: %s", got["host_port_mptcp"])
+				check(denied("host_udp"), "UDP got through: %s", got["host_udp"])
 			}
 		})
 	}
@@ -205,7 +212,13 @@ func runProbe(t *testing.T, r runner.Runner, loopbackTCP bool) (map[string]probe
 			c.Close()
 		}
 	}()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
 	args, _ := json.Marshal(map[string]any{
+		"host_udp": pc.LocalAddr().(*net.UDPAddr).Port,
 		"outside": outside, "hidden_file": filepath.Join(data, "val.bin"),
 		"hidden_dir_file": filepath.Join(secretDir, "00.bin"), "sibling": filepath.Join(data, "train.bin"),
 		"host_port": ln.Addr().(*net.TCPAddr).Port, "runner_pid": os.Getpid(),
@@ -227,6 +240,14 @@ func runProbe(t *testing.T, r runner.Runner, loopbackTCP bool) (map[string]probe
 	got := map[string]probeResult{}
 	if err := json.Unmarshal([]byte(res.Stdout.String()), &got); err != nil {
 		t.Fatalf("probe output %q: %v", res.Stdout.String(), err)
+	}
+	// What the UDP server outside received, if anything.
+	_ = pc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	buf := make([]byte, 16)
+	if n, _, err := pc.ReadFrom(buf); err == nil {
+		got["udp_received"] = probeResult{OK: string(buf[:n])}
+	} else {
+		got["udp_received"] = probeResult{Err: err.Error()}
 	}
 	for _, k := range slices.Sorted(maps.Keys(got)) {
 		t.Logf("%-18s %s", k, got[k])

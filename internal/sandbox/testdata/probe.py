@@ -41,10 +41,19 @@ def loopback():
     return got
 
 
-def connect(port):
-    c = socket.create_connection(("127.0.0.1", port), timeout=2)
+def connect(port, proto=0):
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
+    c.settimeout(2)
+    c.connect(("127.0.0.1", port))
     c.close()
     return "connected"
+
+
+def udp(port):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.sendto(b"leak", ("127.0.0.1", port))
+    u.close()
+    return "sent"
 
 
 def cap_eff():
@@ -61,6 +70,8 @@ attempt("read_sibling", lambda: read(args["sibling"]))
 attempt("read_fd3", lambda: os.read(3, 1000).decode())
 attempt("loopback", loopback)
 attempt("host_port", lambda: connect(args["host_port"]))
+attempt("host_port_mptcp", lambda: connect(args["host_port"], 262))  # IPPROTO_MPTCP
+attempt("host_udp", lambda: udp(args["host_udp"]))
 attempt("signal_runner", lambda: os.kill(args["runner_pid"], 0))
 attempt("cap_eff", cap_eff)
 print(json.dumps(out))
