@@ -219,7 +219,7 @@ func runProbe(t *testing.T, r runner.Runner, loopbackTCP bool) (map[string]probe
 	defer pc.Close()
 	args, _ := json.Marshal(map[string]any{
 		"host_udp": pc.LocalAddr().(*net.UDPAddr).Port,
-		"outside": outside, "hidden_file": filepath.Join(data, "val.bin"),
+		"outside":  outside, "hidden_file": filepath.Join(data, "val.bin"),
 		"hidden_dir_file": filepath.Join(secretDir, "00.bin"), "sibling": filepath.Join(data, "train.bin"),
 		"host_port": ln.Addr().(*net.TCPAddr).Port, "runner_pid": os.Getpid(),
 	})
