@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/report/fromstore"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -25,7 +26,7 @@ type reportOptions struct {
 }
 
 // reportLoader reads everything the report of one run shows from the
-// database. The evolution engine provides it (see loadRunReport).
+// database (loadRunReport; tests give their own).
 type reportLoader func(ctx context.Context, st *store.Store, run string) (*report.Data, error)
 
 func newReportCmd(g *globals) *cobra.Command {
@@ -155,10 +156,8 @@ func safeName(s string) string {
 	return "run"
 }
 
-// loadRunReport is where the evolution engine's loader plugs in: it maps a
-// run's rows (runs, run_children, evaluations, telemetry) to report.Data.
-// Until it is wired, reading a run from the database is refused with an
-// error that says what works instead.
+// loadRunReport reads a run from the database (the engine's tables) into
+// the report's data.
 func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
-	return nil, errors.New("this build cannot read runs from the database for a report yet (the evolution engine's report loader is not wired); render from a JSON file with --data instead")
+	return fromstore.Load(ctx, st, run)
 }

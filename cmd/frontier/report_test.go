@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -162,5 +163,59 @@ func TestReportDocExample(t *testing.T) {
 	code, _, stderr := runCLI(t, "report", "--data", path)
 	if code != 0 {
 		t.Errorf("rendering the example: exit %d: %s", code, stderr)
+	}
+}
+
+// frontier report RUN reads the run from the database.
+func TestReportRunFromDatabase(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(evolve.Defaults())
+	run := &store.Run{Name: "db-run", Track: "tiny", TrackHash: "h", TargetValLoss: 4, Config: cfg,
+		Models: json.RawMessage(`[{"name":"mutate","kind":"mutate","weight":1}]`)}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	refHash, _ := st.PutProgram(ctx, []byte("x = 1\n"), "")
+	childHash, _ := st.PutProgram(ctx, []byte("x = 2\n"), "")
+	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
+		ref := &store.Child{RunID: run.ID, Origin: evolve.OriginReference, Stage: evolve.StageReference, State: store.ChildDone,
+			ProgramHash: refHash, Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000}
+		if err := tx.InsertChild(ref); err != nil {
+			return err
+		}
+		return tx.InsertChild(&store.Child{RunID: run.ID, Iteration: 1, ParentID: ref.ID, Origin: "mutate", Model: "mutate",
+			Stage: evolve.StageMutate, State: store.ChildDone, ProgramHash: childHash, Verdict: "acceptable", ValLoss: 3.98,
+			TrainTimeMs: 16_000, StepAvgMs: 80, Score: 318.4})
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := runCLI(t, "--home", home, "report", "db-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	index := strings.TrimSpace(stdout)
+	if index != filepath.Join(home, "reports", "db-run", "index.html") {
+		t.Errorf("printed %q", stdout)
+	}
+	page, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 s against 16 s: 25% faster; the diff shows the one changed line.
+	for _, want := range []string{"Run db-run on track tiny", "+25.00%", "-x = 1", "+x = 2"} {
+		if !strings.Contains(html.UnescapeString(string(page)), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	if code, _, stderr := runCLI(t, "--home", home, "report", "nope"); code != exitFailure || !strings.Contains(stderr, "not found") {
+		t.Errorf("unknown run: exit %d, %s", code, stderr)
 	}
 }

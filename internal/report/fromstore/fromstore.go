@@ -1,0 +1,259 @@
+// Package fromstore reads an evolution run from the database into the
+// report's Data: the run's settings, every child the search created, the
+// reference as measured in the run, and the best program with its source
+// and telemetry.
+//
+// It is the one place that knows both the engine's tables and the report's
+// data model, so neither package has to know the other.
+package fromstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// Load reads run ref (an id or a name) from st. A run that is still going
+// loads as it stands: children without a verdict show as pending.
+func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error) {
+	run, cfg, err := evolve.Load(ctx, st, ref)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.Resolved()
+	models, err := evolve.RunModels(run)
+	if err != nil {
+		return nil, err
+	}
+	children, err := st.Children(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	iters, err := st.Iterations(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+
+	d := &report.Data{Run: report.Run{
+		ID:            strconv.FormatInt(run.ID, 10),
+		Name:          run.Name,
+		Track:         run.Track,
+		TargetValLoss: run.TargetValLoss,
+		LossFloor:     run.LossFloor,
+		StartedAt:     run.StartedAt,
+		EndedAt:       run.FinishedAt,
+		StopReason:    stopReason(run),
+		Objective:     cfg.Objective,
+	}}
+	llmModels := false
+	for _, m := range models {
+		d.Run.Models = append(d.Run.Models, m.Name)
+		llmModels = llmModels || m.Kind == string(propose.KindLLM)
+	}
+	d.Run.MetaPromptFrom = metaPromptFrom(cfg, iters, llmModels)
+
+	byID := make(map[int64]*store.Child, len(children))
+	var ref0 *store.Child
+	for _, c := range children {
+		byID[c.ID] = c
+		if c.Origin == evolve.OriginReference && ref0 == nil {
+			ref0 = c
+		}
+	}
+	if ref0 != nil {
+		d.Reference = report.Point{ValLoss: ref0.ValLoss, TrainTimeMs: ref0.TrainTimeMs, StepAvgMs: ref0.StepAvgMs}
+		if ref0.EvaluationID != 0 {
+			e, err := st.Evaluation(ctx, ref0.EvaluationID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			if e != nil {
+				d.Run.FingerprintClass = e.FingerprintClass
+			}
+		}
+	}
+
+	var best *store.Child
+	for _, c := range children {
+		if isCopy(c) || c.Origin == evolve.OriginReference {
+			continue
+		}
+		d.Programs = append(d.Programs, program(c, byID))
+		if c.Verdict == "acceptable" && (best == nil || better(cfg.Objective, c, best)) {
+			best = c
+		}
+	}
+
+	if best != nil {
+		b, err := loadBest(ctx, st, best, ref0, byID)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: best program #%d: %w", run.Name, best.ID, err)
+		}
+		d.Best = b
+	}
+	return d, nil
+}
+
+// isCopy reports whether c is a copy of another member (an island's seed
+// or a migrant) rather than a program the search created.
+func isCopy(c *store.Child) bool {
+	return c.Origin == evolve.OriginSeed || c.Origin == evolve.OriginMigrant
+}
+
+// program maps a child to the report's row.
+func program(c *store.Child, byID map[int64]*store.Child) report.Program {
+	reason := c.Reason
+	if reason == "" && c.Error != "" {
+		reason, _, _ = strings.Cut(strings.TrimSpace(c.Error), "\n")
+	}
+	return report.Program{
+		ID: c.ID, Hash: c.ProgramHash, Iteration: c.Iteration, Island: c.Island, ParentID: original(c.ParentID, byID),
+		Model: c.Model, Stage: c.Stage, Verdict: c.Verdict, Reason: reason,
+		ValLoss: c.ValLoss, TrainTimeMs: c.TrainTimeMs, StepAvgMs: c.StepAvgMs, Score: c.Score,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.CostUSD, FixAttempts: c.FixAttempts,
+		Duplicate: c.Verdict == evolve.VerdictDuplicate, CreatedAt: c.CreatedAt,
+	}
+}
+
+// original follows copies (seeds, migrants) back to the program they copy,
+// and maps the reference to 0: the report names programs the search
+// created, and a parent that is the reference is "none".
+func original(id int64, byID map[int64]*store.Child) int64 {
+	for range 64 { // copies of copies are short chains; the bound guards a corrupt loop
+		c := byID[id]
+		switch {
+		case c == nil:
+			return id
+		case c.Origin == evolve.OriginReference:
+			return 0
+		case isCopy(c) && c.SourceID != 0:
+			id = c.SourceID
+		default:
+			return id
+		}
+	}
+	return id
+}
+
+// better ranks acceptable children by the run's objective (lower is
+// better), the older one first on a tie: the engine's own order.
+func better(objective string, a, b *store.Child) bool {
+	va, vb := objectiveValue(objective, a), objectiveValue(objective, b)
+	if va != vb {
+		return va < vb
+	}
+	return a.ID < b.ID
+}
+
+func objectiveValue(objective string, c *store.Child) float64 {
+	var v float64
+	switch objective {
+	case evolve.ObjectiveTime:
+		v = c.TrainTimeMs
+	case evolve.ObjectiveLoss:
+		v = c.ValLoss
+	default:
+		v = c.Score
+	}
+	if !(v > 0) || math.IsInf(v, 0) {
+		return math.Inf(1)
+	}
+	return v
+}
+
+// metaPromptFrom is the first iteration that used meta-prompting; for a
+// run that has not reached it yet, the planned one; -1 when the run never
+// meta-prompts (turned off, or no model that writes ideas).
+func metaPromptFrom(cfg evolve.Config, iters []*store.Iteration, llmModels bool) int {
+	first := -1
+	for _, it := range iters {
+		if it.Stage == evolve.StageMeta && (first < 0 || it.Iteration < first) {
+			first = it.Iteration
+		}
+	}
+	if first >= 0 {
+		return first
+	}
+	mp := cfg.MetaPrompting
+	if !llmModels || (mp.Enabled != nil && !*mp.Enabled) || (mp.Probability != nil && *mp.Probability <= 0) {
+		return -1
+	}
+	if mp.StartIteration != nil {
+		return *mp.StartIteration
+	}
+	return -1
+}
+
+func stopReason(run *store.Run) string {
+	switch {
+	case run.StopReason == "":
+		return ""
+	case run.StopDetail == "":
+		return run.StopReason
+	}
+	return run.StopReason + " (" + run.StopDetail + ")"
+}
+
+// loadBest reads the best child's source and telemetry, and the
+// reference's for comparison. Missing telemetry leaves tables empty (the
+// report says so); a database error fails the load.
+func loadBest(ctx context.Context, st *store.Store, best, ref *store.Child, byID map[int64]*store.Child) (*report.Best, error) {
+	src, err := st.Program(ctx, best.ProgramHash)
+	if err != nil {
+		return nil, err
+	}
+	b := &report.Best{Program: program(best, byID), Source: string(src)}
+	t, err := telemetry(ctx, st, best.EvaluationID)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
+		b.Sections, b.Curve, b.Vals = t.Sections, t.Steps, t.Vals
+		if t.TopOps != nil {
+			b.TopOps = []harness.TopOps{*t.TopOps}
+		}
+	}
+	if ref == nil {
+		return b, nil
+	}
+	if ref.ProgramHash != "" {
+		rsrc, err := st.Program(ctx, ref.ProgramHash)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		b.ReferenceSource = string(rsrc)
+	}
+	rt, err := telemetry(ctx, st, ref.EvaluationID)
+	if err != nil {
+		return nil, err
+	}
+	if rt != nil {
+		b.ReferenceSections, b.ReferenceCurve = rt.Sections, rt.Steps
+	}
+	return b, nil
+}
+
+// telemetry reads an evaluation's telemetry; nil when there is none.
+func telemetry(ctx context.Context, st *store.Store, evalID int64) (*harness.Telemetry, error) {
+	if evalID == 0 {
+		return nil, nil
+	}
+	raw, err := st.Telemetry(ctx, evalID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return harness.ReadTelemetry(bytes.NewReader(raw))
+}

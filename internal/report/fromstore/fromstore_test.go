@@ -1,0 +1,268 @@
+package fromstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+const refSrc = "import torch\nLR = 3e-3\nSTEPS = 200\n"
+
+// fixture is a small stored run: the reference, a seed copy on island 1,
+// children over three iterations (one of them a migrant copy's child, a
+// duplicate, a failed apply, one still evaluating), and telemetry for the
+// reference and the best child.
+type fixture struct {
+	st      *store.Store
+	run     *store.Run
+	ref     *store.Child
+	seed    *store.Child
+	fast    *store.Child // the fastest acceptable child
+	lowLoss *store.Child // acceptable with the lowest loss, slower
+	migrant *store.Child
+	first   *store.Child // the first child; the migrant copies it
+}
+
+func newFixture(t *testing.T, objective string, metaStart int) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "frontier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := evolve.Defaults()
+	cfg.Objective = objective
+	cfg.MetaPrompting.StartIteration = &metaStart
+	cfgJSON, _ := json.Marshal(cfg)
+	modelsJSON, _ := json.Marshal([]evolve.ModelsRecord{{Name: "m1", Kind: "llm", Weight: 1}, {Name: "m2", Kind: "llm", Weight: 1}})
+	t0 := time.Date(2025, 8, 1, 12, 0, 0, 0, time.UTC)
+	f := &fixture{st: st, run: &store.Run{Name: "r1", Track: "tiny", TrackHash: "th", TargetValLoss: 4.0, LossFloor: 3.5,
+		Config: cfgJSON, Models: modelsJSON, StartedAt: t0}}
+	if err := st.CreateRun(ctx, f.run); err != nil {
+		t.Fatal(err)
+	}
+
+	put := func(src string) string {
+		h, err := st.PutProgram(ctx, []byte(src), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	evaluate := func(hash, class, telemetry string) int64 {
+		e := &store.Evaluation{ProgramHash: hash, Track: "tiny", TrackHash: "th"}
+		if err := st.CreateEvaluation(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		e.Verdict, e.FingerprintClass = "acceptable", class
+		var tel []byte
+		if telemetry != "" {
+			tel = []byte(telemetry)
+		}
+		if err := st.FinishEvaluation(ctx, e, tel); err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	add := func(c *store.Child) *store.Child {
+		c.RunID = f.run.ID
+		if c.State == "" {
+			c.State = store.ChildDone
+		}
+		if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertChild(c) }); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	refHash := put(refSrc)
+	refTel := `{"event":"sections","t_ms":1,"sections":[{"name":"forward","total_ms":900,"avg_ms":4.5,"pct":45,"calls":200},{"name":"optimizer","total_ms":500,"avg_ms":2.5,"pct":25,"calls":200}]}
+{"event":"step","t_ms":2,"step":100,"train_time_ms":10000,"step_avg_ms":100,"tokens":51200,"tokens_per_s":5120,"train_loss":4.5}
+`
+	f.ref = add(&store.Child{Iteration: 0, Origin: evolve.OriginReference, Stage: evolve.StageReference, ProgramHash: refHash,
+		Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100, Score: 399,
+		EvaluationID: evaluate(refHash, "cpu/2/torch1.13", refTel)})
+	f.seed = add(&store.Child{Iteration: 0, Island: 1, Origin: evolve.OriginSeed, SourceID: f.ref.ID, ProgramHash: refHash,
+		Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000})
+
+	f.first = add(&store.Child{Iteration: 1, Island: 0, ParentID: f.ref.ID, Origin: "llm", Model: "m1", Stage: evolve.StageTemplate,
+		ProgramHash: put(strings.Replace(refSrc, "3e-3", "4e-3", 1)), Verdict: "acceptable", ValLoss: 3.98, TrainTimeMs: 19_000,
+		StepAvgMs: 95, Score: 95 * 3.98, InputTokens: 1000, OutputTokens: 200, CostUSD: 0.01})
+	add(&store.Child{Iteration: 1, Island: 1, ParentID: f.seed.ID, Origin: "llm", Model: "m2", Stage: evolve.StageTemplate,
+		Verdict: "apply_failed", Error: "SEARCH block 1 not found\nclosest match: ...", FixAttempts: 3, CostUSD: 0.02})
+	f.migrant = add(&store.Child{Iteration: 1, Island: 1, Origin: evolve.OriginMigrant, SourceID: f.first.ID, ProgramHash: f.first.ProgramHash,
+		Verdict: "acceptable", ValLoss: f.first.ValLoss, TrainTimeMs: f.first.TrainTimeMs})
+
+	fastSrc := strings.Replace(refSrc, "STEPS = 200", "STEPS = 180", 1)
+	fastTel := `{"event":"sections","t_ms":1,"sections":[{"name":"forward","total_ms":800,"avg_ms":4.4,"pct":47,"calls":180}]}
+{"event":"top_ops","t_ms":1,"kind":"cpu","steps":[10,14],"ops":[{"name":"aten::mm","total_ms":50,"calls":400}]}
+{"event":"step","t_ms":2,"step":90,"train_time_ms":8500,"step_avg_ms":94,"tokens":46080,"tokens_per_s":5400,"train_loss":4.4}
+{"event":"val","t_ms":3,"step":180,"val_loss":3.995,"tokens":4096,"seq_len":64,"ms":30,"final":true}
+`
+	fastHash := put(fastSrc)
+	f.fast = add(&store.Child{Iteration: 2, Island: 1, ParentID: f.migrant.ID, Origin: "llm", Model: "m2", Stage: evolve.StageMeta,
+		ProgramHash: fastHash, Verdict: "acceptable", ValLoss: 3.995, TrainTimeMs: 17_000, StepAvgMs: 94, Score: 94 * 3.995,
+		FixAttempts: 1, InputTokens: 3000, OutputTokens: 900, CostUSD: 0.05, EvaluationID: evaluate(fastHash, "cpu/2/torch1.13", fastTel)})
+	f.lowLoss = add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
+		ProgramHash: put(refSrc + "# slower, lower loss\n"), Verdict: "acceptable", ValLoss: 3.90, TrainTimeMs: 19_500, StepAvgMs: 97,
+		Score: 97 * 3.90})
+	add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
+		ProgramHash: f.first.ProgramHash, Verdict: evolve.VerdictDuplicate, SourceID: f.first.ID})
+	add(&store.Child{Iteration: 3, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
+		State: store.ChildEvaluating})
+	if err := st.RunInTx(ctx, func(tx *store.RunTx) error {
+		for i, stage := range []string{evolve.StageReference, evolve.StageTemplate, evolve.StageMeta, evolve.StageMeta} {
+			if err := tx.InsertIteration(&store.Iteration{RunID: f.run.ID, Iteration: i, Stage: stage}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestLoad(t *testing.T) {
+	f := newFixture(t, evolve.ObjectiveScore, 2)
+	d, err := Load(context.Background(), f.st, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Run
+	if r.ID != "1" || r.Name != "r1" || r.Track != "tiny" || r.TargetValLoss != 4 || r.LossFloor != 3.5 || r.Objective != "score" {
+		t.Errorf("run = %+v", r)
+	}
+	if r.MetaPromptFrom != 2 || strings.Join(r.Models, ",") != "m1,m2" || r.FingerprintClass != "cpu/2/torch1.13" {
+		t.Errorf("run = %+v", r)
+	}
+	if d.Reference != (report.Point{ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100}) {
+		t.Errorf("reference = %+v", d.Reference)
+	}
+
+	// The reference, the seed and the migrant are not programs of the run.
+	if len(d.Programs) != 6 {
+		t.Fatalf("%d programs, want 6: %+v", len(d.Programs), d.Programs)
+	}
+	byID := map[int64]report.Program{}
+	for _, p := range d.Programs {
+		byID[p.ID] = p
+		if p.ID == f.ref.ID || p.ID == f.seed.ID || p.ID == f.migrant.ID {
+			t.Errorf("copy or reference #%d listed as a program", p.ID)
+		}
+	}
+	fast := byID[f.fast.ID]
+	if fast.ParentID != f.first.ID {
+		t.Errorf("the child of a migrant has parent %d, want the migrant's original #%d", fast.ParentID, f.first.ID)
+	}
+	if fast.Stage != "meta" || fast.Model != "m2" || fast.FixAttempts != 1 || fast.CostUSD != 0.05 || fast.Island != 1 {
+		t.Errorf("fast child = %+v", fast)
+	}
+	var failed, dup, pending report.Program
+	for _, p := range d.Programs {
+		switch p.Verdict {
+		case "apply_failed":
+			failed = p
+		case evolve.VerdictDuplicate:
+			dup = p
+		case "":
+			pending = p
+		}
+	}
+	if failed.ParentID != 0 || failed.Reason != "SEARCH block 1 not found" || failed.Category() != report.Buggy {
+		t.Errorf("failed child = %+v: its parent is the seed, a copy of the reference, so 0; reason the error's first line", failed)
+	}
+	if !dup.Duplicate || dup.Category() != report.Duplicate {
+		t.Errorf("duplicate = %+v", dup)
+	}
+	if pending.Iteration != 3 || pending.Category() != report.Pending {
+		t.Errorf("pending child = %+v", pending)
+	}
+
+	// Best by score: the fast child (94 × 3.995 < 97 × 3.90 and 95 × 3.98).
+	b := d.Best
+	if b == nil || b.Program.ID != f.fast.ID {
+		t.Fatalf("best = %+v, want #%d", b, f.fast.ID)
+	}
+	if !strings.Contains(b.Source, "STEPS = 180") || b.ReferenceSource != refSrc {
+		t.Errorf("sources: best %q, reference %q", b.Source, b.ReferenceSource)
+	}
+	if len(b.Sections) != 1 || len(b.TopOps) != 1 || b.TopOps[0].Ops[0].Name != "aten::mm" || len(b.Curve) != 1 || len(b.Vals) != 1 {
+		t.Errorf("best telemetry: %+v", b)
+	}
+	if len(b.ReferenceSections) != 2 || len(b.ReferenceCurve) != 1 {
+		t.Errorf("reference telemetry: %+v / %+v", b.ReferenceSections, b.ReferenceCurve)
+	}
+
+	// The loaded data renders.
+	index, err := report.Write(context.Background(), t.TempDir(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if index == "" {
+		t.Error("no index")
+	}
+}
+
+func TestLoadObjectives(t *testing.T) {
+	for objective, want := range map[string]func(f *fixture) int64{
+		evolve.ObjectiveTime: func(f *fixture) int64 { return f.fast.ID },
+		evolve.ObjectiveLoss: func(f *fixture) int64 { return f.lowLoss.ID },
+	} {
+		f := newFixture(t, objective, 2)
+		d, err := Load(context.Background(), f.st, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Best == nil || d.Best.Program.ID != want(f) {
+			t.Errorf("objective %s: best = %+v, want #%d", objective, d.Best, want(f))
+		}
+		if objective == evolve.ObjectiveLoss && (len(d.Best.Sections) != 0 || d.Best.ReferenceSource != refSrc) {
+			t.Errorf("a best without telemetry: %+v", d.Best)
+		}
+	}
+}
+
+func TestLoadMetaPromptFrom(t *testing.T) {
+	no := false
+	one := 1.0
+	for _, c := range []struct {
+		name  string
+		cfg   func(*evolve.Config)
+		iters []string
+		llm   bool
+		want  int
+	}{
+		{"reached", func(*evolve.Config) {}, []string{"reference", "template", "meta"}, true, 2},
+		{"planned", func(c *evolve.Config) { s := 20; c.MetaPrompting.StartIteration = &s }, []string{"reference", "template"}, true, 20},
+		{"off", func(c *evolve.Config) { c.MetaPrompting.Enabled = &no }, []string{"reference", "template"}, true, -1},
+		{"mutate only", func(c *evolve.Config) { c.MetaPrompting.Probability = &one }, []string{"reference", "mutate"}, false, -1},
+	} {
+		cfg := evolve.Defaults()
+		c.cfg(&cfg)
+		var iters []*store.Iteration
+		for i, s := range c.iters {
+			iters = append(iters, &store.Iteration{Iteration: i, Stage: s})
+		}
+		if got := metaPromptFrom(cfg, iters, c.llm); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLoadMissingRun(t *testing.T) {
+	f := newFixture(t, evolve.ObjectiveScore, 2)
+	_, err := Load(context.Background(), f.st, "nope")
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing run: %v", err)
+	}
+}
