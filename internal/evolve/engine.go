@@ -158,6 +158,10 @@ type Engine struct {
 	sessionStart     time.Time
 	activeBase       int64
 
+	// adopted holds results of evaluations that finished before a restart
+	// but were not recorded; Run takes them first.
+	adopted []*evalResult
+
 	drainCh  chan string
 	propDone chan *proposalResult
 	evalDone chan *evalResult

@@ -40,6 +40,13 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 	}
 	e.log.Info("evolve: run started", "run", e.run.Name, "id", e.run.ID, "track", e.spec.Name,
 		"iteration", e.run.Iterations, "slots", e.slots, "llm_concurrency", e.cfg.LLMConcurrency, "models", e.ens.names)
+	for _, r := range e.adopted {
+		if r.work.kind == kindFull {
+			e.fullStarted++
+		}
+		e.onEval(ctx, r)
+	}
+	e.adopted = nil
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	lastPersist := time.Now()
@@ -219,9 +226,16 @@ func (e *Engine) spendLimit() (string, string) {
 	return "", ""
 }
 
-// canSample reports whether a new iteration may be sampled now.
+// canSample reports whether a new iteration may be sampled now: when the
+// open iterations have no proposal left to make and fewer children wait
+// for an evaluation than there are slots, so that slots are about to run
+// dry. Sampling later than that would leave slots idle while a model
+// answers; sampling earlier would draw parents from an older state.
 func (e *Engine) canSample() bool {
 	if e.stopping || e.noMoreIterations || len(e.proposalQ) > 0 {
+		return false
+	}
+	if e.proposing+len(e.fastQ)+len(e.fullQ) >= e.slots {
 		return false
 	}
 	if e.reference != nil && e.reference.State != store.ChildDone {
@@ -507,9 +521,13 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		orig := e.pop.members[first]
 		c.SourceID = first
 		c.Verdict = VerdictDuplicate
-		c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
-		if orig != nil && orig.State == store.ChildDone {
-			c.Reason += fmt.Sprintf("; #%d is %s", first, orig.Verdict)
+		switch {
+		case orig != nil && orig.NormHash != r.norm:
+			c.Reason = fmt.Sprintf("the same program as an earlier candidate of #%d, which failed its fast check; not evaluated again", first)
+		case orig != nil && orig.State == store.ChildDone:
+			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace), which is %s; not evaluated again", first, orig.Verdict)
+		default:
+			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
 		}
 		e.persistAttemptOnly(ctx, c, attempt)
 		e.finishChild(ctx, c)

@@ -231,18 +231,25 @@ func (e *Engine) restore(ctx context.Context) error {
 				kind = kindFixApply
 			}
 			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kind})
-		case store.ChildFast:
-			if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, c.UpdatedAt.Add(-time.Second)); err != nil {
+		case store.ChildFast, store.ChildEvaluating:
+			kind := kindFast
+			if c.State == store.ChildEvaluating {
+				kind = kindFull
+			}
+			adopted, err := e.adopt(ctx, c, kind)
+			if err != nil {
 				return err
 			}
-			e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
+			if adopted {
+				continue
+			}
+			if kind == kindFast {
+				e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
+			} else {
+				c.State = store.ChildReady
+				e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
+			}
 		case store.ChildReady:
-			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
-		case store.ChildEvaluating:
-			if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, c.UpdatedAt.Add(-time.Second)); err != nil {
-				return err
-			}
-			c.State = store.ChildReady
 			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 		default:
 			return fmt.Errorf("child %d is in an unknown state %q", c.ID, c.State)
@@ -268,6 +275,39 @@ func (e *Engine) restore(ctx context.Context) error {
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
 		"members", len(kids), "requeued", requeued, "spent_usd", e.spentUSD)
 	return nil
+}
+
+// adopt looks for an evaluation of c's program that finished after c
+// entered its state but before the process that ran it could record the
+// result (it was killed in between). If there is one, its result is
+// queued for the coordinator as if the evaluation had just returned, and
+// nothing is evaluated again. Evaluations of the program that were still
+// running are marked interrupted.
+func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, error) {
+	since := c.UpdatedAt.Add(-time.Second)
+	if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, since); err != nil {
+		return false, err
+	}
+	row, err := e.st.LatestEvaluation(ctx, c.ProgramHash, kind == kindFast, since)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var res eval.Result
+	if err := json.Unmarshal(row.Result, &res); err != nil || res.Verdict == "" {
+		return false, nil // an unreadable result: evaluate again
+	}
+	res.EvaluationID = row.ID
+	detail, _ := json.Marshal(map[string]any{"child": c.ID, "evaluation": row.ID, "kind": kind})
+	if err := e.st.AddRunEvent(ctx, &store.RunEvent{RunID: e.run.ID, Kind: "adopted_evaluation", Key: fmt.Sprint(row.ID),
+		Iteration: c.Iteration, Detail: detail}); err != nil {
+		return false, err
+	}
+	e.adopted = append(e.adopted, &evalResult{work: &evalWork{child: *c, kind: kind, started: row.StartedAt}, res: &res})
+	e.log.Info("evolve: adopting an evaluation that finished before the last session ended", "child", c.ID, "evaluation", row.ID, "kind", kind)
+	return true, nil
 }
 
 // NewBudget returns the model budget of a run: the evolve budget's dollar

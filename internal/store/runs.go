@@ -485,6 +485,23 @@ func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, si
 	return nil
 }
 
+// LatestEvaluation returns the newest finished evaluation (state done) of
+// a program, fast-only or not, that started at or after since. A run that
+// was killed after an evaluation finished but before it recorded the
+// result adopts it instead of evaluating again.
+func (s *Store) LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*Evaluation, error) {
+	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations
+		WHERE program_hash = $1 AND fast_only = $2 AND state = $3 AND started_at >= $4 ORDER BY id DESC LIMIT 1`,
+		programHash, fastOnly, StateDone, since.UnixMilli()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("finished evaluation of %.12s: %w", programHash, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find evaluation of %.12s: %w", programHash, err)
+	}
+	return e, nil
+}
+
 const childColumns = `id, run_id, iteration, slot, island, parent_id, origin, source_id, model, stage, template, seed, state,
 	program_hash, norm_hash, description, idea, fix_attempts, verdict, reason, error, fast_evaluation_id, evaluation_id,
 	val_loss, train_time_ms, step_avg_ms, score, summary, input_tokens, output_tokens, cost_usd, created_at, updated_at, finished_at`

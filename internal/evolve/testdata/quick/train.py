@@ -23,7 +23,7 @@ V = cfg.vocab_size
 model = torch.nn.Embedding(V, V)
 opt = torch.optim.Adam(model.parameters(), lr=LR)
 tokens = torch.from_numpy(fh.read_shard(cfg.train_files[0]).astype("int64"))
-busy = torch.randn(384, 384)
+busy = torch.randn(512, 512) / 512**0.5
 
 
 def logits_fn(x):

@@ -1,0 +1,320 @@
+package evolve
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/llm/llmtest"
+	"github.com/frontier-bench/frontier/internal/llm/provider"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// TestEndToEnd runs a whole search on the quick track: real evaluations
+// under the harness, and a real OpenAI-compatible client talking to a
+// local server that answers like a model (see scripted). It checks the
+// run's lineage, islands, migration, archive, the switch to
+// meta-prompting, the verdicts, the costs, and that the best program
+// beats the reference.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 25 short training processes")
+	}
+	ctx := context.Background()
+	st := openStore(t, "")
+	ev := realEvaluator(t, st)
+
+	script := newScripted()
+	srv := llmtest.NewServer(t, llm.ProtocolOpenAI)
+	srv.Respond = script.respond
+	const price = "openai-compatible/scripted-coder"
+	llmCfg := llm.Config{
+		Models: []llm.ModelConfig{{Name: "scripted", Spec: srv.Spec("scripted-coder")}},
+		Prices: map[string]llm.Price{price: {Input: 1, Output: 4}},
+		Retry:  llm.RetryConfig{MaxAttempts: 1},
+	}
+	cfg := Config{
+		Islands: 2, BranchingFactor: 4, ArchiveSize: 4, TopPrograms: ptr(2), DiversePrograms: ptr(1),
+		Migration:     MigrationConfig{Interval: 1, Count: 1},
+		MetaPrompting: MetaConfig{StartIteration: ptr(2)},
+		Slots:         2, LLMConcurrency: 3, Seed: 42,
+		Budget: BudgetConfig{MaxIterations: 2, MaxUSD: 5},
+	}
+	budget, err := NewBudget(ctx, st, 0, cfg, llmCfg.Budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := provider.New(llmCfg, provider.Options{Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Store: st, Track: quickTrack(t), Evaluator: ev, Log: testLog(t),
+		Models: []Model{{Name: "scripted", Kind: propose.KindLLM, Client: set, Spec: srv.Spec("scripted-coder")}}}
+	e, err := New(ctx, opts, cfg, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped: %s: %s; status %+v; answers %v", sum.StopReason, sum.StopDetail, sum.Status, script.Counts())
+	if sum.StopReason != StopIterations {
+		t.Fatalf("stop reason %q (%s), want iterations", sum.StopReason, sum.StopDetail)
+	}
+
+	run, err := st.Run(ctx, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.State != store.RunStopped || run.StopReason != StopIterations || run.Iterations != 2 || run.FinishedAt.IsZero() {
+		t.Errorf("run row: state %s, reason %s, iterations %d", run.State, run.StopReason, run.Iterations)
+	}
+	kids, err := st.Children(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int64]*store.Child{}
+	for _, c := range kids {
+		byID[c.ID] = c
+	}
+	iters, err := st.Iterations(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(iters) != 3 {
+		t.Fatalf("%d iterations recorded, want 3 (the reference's and 2)", len(iters))
+	}
+	iterByN := map[int]*store.Iteration{}
+	for _, it := range iters {
+		iterByN[it.Iteration] = it
+		if it.DoneAt.IsZero() {
+			t.Errorf("iteration %d not marked done", it.Iteration)
+		}
+	}
+
+	// Lineage and islands.
+	var ref *store.Child
+	var children []*store.Child
+	for _, c := range kids {
+		if c.State != store.ChildDone {
+			t.Errorf("child %d is %s, want done", c.ID, c.State)
+		}
+		switch c.Origin {
+		case OriginReference:
+			ref = c
+		case OriginSeed, OriginMigrant:
+			src := byID[c.SourceID]
+			if src == nil || src.ProgramHash != c.ProgramHash || src.Verdict != c.Verdict || src.ValLoss != c.ValLoss {
+				t.Errorf("copy %d (%s) does not match its source %d", c.ID, c.Origin, c.SourceID)
+			}
+			if src != nil && src.Island == c.Island {
+				t.Errorf("copy %d is on its source's island %d", c.ID, c.Island)
+			}
+		default:
+			children = append(children, c)
+			it := iterByN[c.Iteration]
+			if it == nil || c.ParentID != it.ParentID || c.Island != it.Island {
+				t.Errorf("child %d: parent %d island %d do not match its iteration %+v", c.ID, c.ParentID, c.Island, it)
+				continue
+			}
+			p := byID[c.ParentID]
+			if p == nil || p.State != store.ChildDone || p.Island != c.Island || p.FinishedAt.After(it.CreatedAt) {
+				t.Errorf("child %d: parent %d was not a settled member of island %d when iteration %d was sampled", c.ID, c.ParentID, c.Island, c.Iteration)
+			}
+			if it.Island != (c.Iteration-1)%2 {
+				t.Errorf("iteration %d is on island %d, want round robin", c.Iteration, it.Island)
+			}
+		}
+	}
+	if ref == nil || ref.Verdict != "acceptable" || ref.TrainTimeMs <= 0 {
+		t.Fatalf("reference %+v", ref)
+	}
+	if len(children) != 8 {
+		t.Errorf("%d children, want 2 iterations x 4", len(children))
+	}
+
+	// Verdicts: the scripted answers produce every kind.
+	counts := map[string]int{}
+	var repairedRun, repairedApply bool
+	attempts, err := st.Attempts(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attemptsOf := map[int64][]*store.Attempt{}
+	for _, a := range attempts {
+		attemptsOf[a.ChildID] = append(attemptsOf[a.ChildID], a)
+	}
+	for _, c := range children {
+		counts[Class(c.Verdict)]++
+		as := attemptsOf[c.ID]
+		if c.Verdict == VerdictDuplicate {
+			orig := byID[c.SourceID]
+			same := orig != nil && orig.NormHash == c.NormHash
+			for _, a := range attemptsOf[c.SourceID] {
+				same = same || a.ProgramHash == c.ProgramHash
+			}
+			if !same || c.EvaluationID != 0 || c.FastEvaluationID != 0 {
+				t.Errorf("duplicate %d: source %d, evaluations %d/%d", c.ID, c.SourceID, c.FastEvaluationID, c.EvaluationID)
+			}
+			continue
+		}
+		if c.FixAttempts > 0 && valid(c.Verdict) && len(as) >= 2 {
+			first, last := as[0], as[len(as)-1]
+			if first.FastVerdict == "error" && strings.Contains(first.FastReason, "NameError") && last.Kind == kindFixRun && last.FastVerdict == "fast_ok" {
+				repairedRun = true
+			}
+			if first.ProgramHash == "" && strings.Contains(first.Error, "SEARCH") && last.Kind == kindFixApply && last.ProgramHash == c.ProgramHash {
+				repairedApply = true
+			}
+		}
+		if c.ProgramHash != "" {
+			src, err := st.Program(ctx, c.ProgramHash)
+			if err != nil || edit.NormalizedHash(src) != c.NormHash {
+				t.Errorf("child %d: stored program %v", c.ID, err)
+			}
+		}
+	}
+	t.Logf("classes %v", counts)
+	if counts[ClassDuplicate] < 1 || counts[ClassLossTooHigh] < 1 || counts[ClassAcceptable] < 3 {
+		t.Errorf("classes %v: want duplicates, loss_too_high and several acceptable", counts)
+	}
+	if !repairedRun {
+		t.Error("no child crashed in its fast check and was repaired by the fix loop")
+	}
+	if !repairedApply {
+		t.Error("no child's answer failed to apply and was repaired by the fix loop")
+	}
+
+	// Meta-prompting: iteration 1 templated, 2 two-stage.
+	calls, err := st.LLMCalls(ctx, run.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purposes := map[int]map[string]int{}
+	var callCost float64
+	for _, c := range calls {
+		if c.State != store.CallDone {
+			t.Errorf("call %d is %s: %s", c.ID, c.State, c.Error)
+		}
+		want := (float64(c.InputTokens)*1 + float64(c.OutputTokens)*4) / 1e6
+		if c.InputTokens <= 0 || c.OutputTokens <= 0 || math.Abs(c.CostUSD-want) > 1e-12 || c.PriceUnknown {
+			t.Errorf("call %d: tokens %d/%d cost %g, want %g", c.ID, c.InputTokens, c.OutputTokens, c.CostUSD, want)
+		}
+		callCost += c.CostUSD
+		it := byID[c.ChildID].Iteration
+		if purposes[it] == nil {
+			purposes[it] = map[string]int{}
+		}
+		purposes[it][c.Purpose]++
+		if !strings.Contains(c.Request, "frontier_harness") {
+			t.Errorf("call %d: the stored request lacks the program", c.ID)
+		}
+	}
+	if purposes[1][PurposeIdea] != 0 || purposes[1][PurposeTemplate] != 4 || purposes[2][PurposeIdea] != 4 || purposes[2][PurposeImplement] != 4 || purposes[2][PurposeTemplate] != 0 {
+		t.Errorf("calls by iteration and purpose: %v", purposes)
+	}
+	if iterByN[1].Stage != StageTemplate || iterByN[2].Stage != StageMeta {
+		t.Errorf("stages %s %s", iterByN[1].Stage, iterByN[2].Stage)
+	}
+	for _, c := range children {
+		if want := iterByN[c.Iteration].Stage; c.Stage != want {
+			t.Errorf("child %d: stage %s, want %s", c.ID, c.Stage, want)
+		}
+		if c.Stage == StageMeta && c.Idea == "" {
+			t.Errorf("child %d: meta-prompted but no idea recorded", c.ID)
+		}
+	}
+	metaEv, err := st.RunEvents(ctx, run.ID, "meta_prompting")
+	if err != nil || len(metaEv) != 1 || metaEv[0].Iteration != 2 {
+		t.Errorf("meta-prompting events %v: %v", metaEv, err)
+	}
+
+	// Costs: calls, children and the run agree.
+	var childCost float64
+	for _, c := range children {
+		childCost += c.CostUSD
+	}
+	usd, _, _, err := st.RunSpend(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(childCost-callCost) > 1e-9 || math.Abs(usd-callCost) > 1e-9 || math.Abs(sum.Status.USD-callCost) > 1e-9 || callCost <= 0 {
+		t.Errorf("cost: calls %g, children %g, run %g, status %g", callCost, childCost, usd, sum.Status.USD)
+	}
+	if got := budget.Spent(); math.Abs(got.USD-callCost) > 1e-9 || got.Calls != int64(len(calls)) {
+		t.Errorf("budget spent %+v, calls %d cost %g", got, len(calls), callCost)
+	}
+
+	// Migration after every iteration, ring topology.
+	migs, err := st.RunEvents(ctx, run.ID, "migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(migs) != 2 {
+		t.Errorf("%d migrations, want 2 (interval 1)", len(migs))
+	}
+	migrants := 0
+	for _, c := range kids {
+		if c.Origin == OriginMigrant {
+			migrants++
+			if src := byID[c.SourceID]; src == nil || c.Island != (src.Island+1)%2 {
+				t.Errorf("migrant %d did not move along the ring", c.ID)
+			}
+		}
+	}
+	if migrants == 0 {
+		t.Error("no program migrated")
+	}
+
+	// Archive: valid originals, best first, the best of the run at the top.
+	arch, err := st.Archive(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(arch) == 0 || len(arch) > 4 {
+		t.Fatalf("archive %v", arch)
+	}
+	for i, id := range arch {
+		c := byID[id]
+		if !valid(c.Verdict) || isCopy(c) {
+			t.Errorf("archive member %d: %s %s", id, c.Origin, c.Verdict)
+		}
+		if i > 0 && rankKey(ObjectiveScore, c).less(rankKey(ObjectiveScore, byID[arch[i-1]])) {
+			t.Errorf("archive not sorted at %d", i)
+		}
+	}
+	best := byID[arch[0]]
+	for _, c := range append(children, ref) {
+		if valid(c.Verdict) && rankKey(ObjectiveScore, c).less(rankKey(ObjectiveScore, best)) {
+			t.Errorf("child %d ranks above the archive's best %d", c.ID, best.ID)
+		}
+	}
+
+	// The search found a genuine speedup.
+	if sum.Status.BestTimeMs <= 0 || sum.Status.BestTimeMs >= ref.TrainTimeMs {
+		t.Errorf("best acceptable time %.0f ms does not beat the reference's %.0f ms", sum.Status.BestTimeMs, ref.TrainTimeMs)
+	}
+	bestSrc, err := st.Program(ctx, byID[sum.Status.BestTimeID].ProgramHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, w := knob(wasteRe, string(bestSrc))
+	_, steps := knob(stepsRe, string(bestSrc))
+	if w < 0 || steps < 0 || (w >= 4 && steps >= 60) {
+		t.Errorf("the best program does the reference's work (WASTE = %d, STEPS = %d), so its time is noise", w, steps)
+	}
+	var bandit map[string]*armStats
+	if err := json.Unmarshal(run.Bandit, &bandit); err != nil || bandit["scripted"] == nil || bandit["scripted"].Children != 8 {
+		t.Errorf("bandit record %s: %v", run.Bandit, err)
+	}
+	if !slices.Contains([]string{"scripted"}, children[0].Model) {
+		t.Errorf("model %q", children[0].Model)
+	}
+}
