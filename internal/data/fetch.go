@@ -382,7 +382,8 @@ func (r retryable) Unwrap() error { return r.err }
 func (f *fetcher) fetchFile(ctx context.Context, name string) (ManifestShard, bool, error) {
 	final := filepath.Join(f.o.Dir, name)
 	if st, err := os.Stat(final); err == nil {
-		if cerr := CheckShardFile(final, 0); cerr == nil {
+		cerr := CheckShardFile(final, 0)
+		if cerr == nil {
 			f.setSize(name, st.Size())
 			sum, err := HashFile(ctx, final)
 			if err != nil {
@@ -390,11 +391,10 @@ func (f *fetcher) fetchFile(ctx context.Context, name string) (ManifestShard, bo
 			}
 			f.done.Add(st.Size())
 			return ManifestShard{File: name, Tokens: (st.Size() - HeaderBytes) / TokenBytes, SHA256: sum, Bytes: st.Size()}, false, nil
-		} else {
-			f.o.Log.Warn("file in place is not a valid shard; downloading it again", "file", final, "problem", cerr)
-			if err := os.Remove(final); err != nil {
-				return ManifestShard{}, false, fmt.Errorf("fetch %s: %w", name, err)
-			}
+		}
+		f.o.Log.Warn("file in place is not a valid shard; downloading it again", "file", final, "problem", cerr)
+		if err := os.Remove(final); err != nil {
+			return ManifestShard{}, false, fmt.Errorf("fetch %s: %w", name, err)
 		}
 	}
 	u := f.fileURL(name)

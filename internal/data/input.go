@@ -69,8 +69,8 @@ func kindOf(name string) (inputKind, bool) {
 // read, in order: a file stands for itself (whatever its name, so that a
 // bad name is reported by Prepare), a folder for every .txt, .jsonl,
 // .txt.gz and .jsonl.gz file under it in lexical order, and a pattern with
-// *, ? or [ for the files it matches, sorted. A file named twice is read
-// once, where it first appears.
+// *, ? or [ that names no file for the files it matches, sorted. A file
+// named twice is read once, where it first appears.
 func ExpandInputs(args []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
@@ -85,7 +85,7 @@ func ExpandInputs(args []string) ([]string, error) {
 			continue
 		}
 		var paths []string
-		if strings.ContainsAny(arg, "*?[") {
+		if _, err := os.Stat(arg); err != nil && strings.ContainsAny(arg, "*?[") {
 			m, err := filepath.Glob(arg)
 			if err != nil {
 				return nil, fmt.Errorf("input pattern %q: %w", arg, err)
@@ -636,7 +636,7 @@ func openInput(path string, count func(int)) (io.Reader, func() error, error) {
 			f.Close()
 			return nil, nil, &InputError{File: path, Err: fmt.Errorf("not a valid gzip file: %w", err)}
 		}
-		return gzipReader{zr, path}, func() error { zr.Close(); return f.Close() }, nil
+		return gzipReader{zr}, func() error { zr.Close(); return f.Close() }, nil
 	}
 	return r, f.Close, nil
 }
@@ -654,10 +654,10 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// gzipReader names the file in decompression errors.
+// gzipReader says in its errors that decompression failed; readInput
+// adds the file's name.
 type gzipReader struct {
-	zr   *gzip.Reader
-	name string
+	zr *gzip.Reader
 }
 
 func (g gzipReader) Read(p []byte) (int, error) {

@@ -88,8 +88,9 @@ type PrepareOptions struct {
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 
-	// batchBytes and maxSegment override the batching sizes in tests.
-	batchBytes, maxSegment int
+	// batchBytes, maxSegment and hardCut override the batching sizes in
+	// tests.
+	batchBytes, maxSegment, hardCut int
 }
 
 // PrepareResult says what Prepare wrote.
@@ -159,6 +160,9 @@ func (o *PrepareOptions) normalize() error {
 	if o.maxSegment <= 0 {
 		o.maxSegment = defaultMaxSegment
 	}
+	if o.hardCut <= 0 {
+		o.hardCut = hardCutBytes
+	}
 	if len(o.Inputs) == 0 {
 		return errors.New("prepare: no input files")
 	}
@@ -179,8 +183,8 @@ func ShardName(prefix string, i int) string {
 // of the stream form the validation shard, and the rest fill training
 // shards of ShardTokens (the last one holds what is left). Documents
 // straddle shard boundaries, as in the speedrun. The input is streamed:
-// memory stays bounded (a few MB per worker) whatever the corpus size,
-// except that a JSONL record is held whole. The output is the same bytes
+// memory stays bounded (a few tens of MB, most of it the workers' caches)
+// whatever the corpus size, except that a JSONL record is held whole. The output is the same bytes
 // for any number of workers. It writes manifest.json with every shard's
 // SHA-256. On error or cancellation, nothing it wrote is left behind.
 func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
@@ -268,7 +272,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	res.Elapsed = time.Since(start)
 	if res.ForcedCuts > 0 {
-		o.Log.Warn("documents ran without white space and were cut anyway; the tokens at each cut may differ from an uncut encoding", "cuts", res.ForcedCuts, "run_bytes", hardCutBytes)
+		o.Log.Warn("documents ran without white space and were cut anyway; the tokens at each cut may differ from an uncut encoding", "cuts", res.ForcedCuts, "run_bytes", o.hardCut)
 	}
 	return res, nil
 }
@@ -326,7 +330,7 @@ func (o *PrepareOptions) run(ctx context.Context, sw *shardWriter, res *PrepareR
 
 	g.Go(func() error {
 		defer close(batches)
-		b := &batcher{ctx: gctx, out: batches, slots: slots, free: free, target: o.batchBytes, maxSegment: o.maxSegment, cur: &batch{}}
+		b := &batcher{ctx: gctx, out: batches, slots: slots, free: free, target: o.batchBytes, maxSegment: o.maxSegment, hardCut: o.hardCut, cur: &batch{}}
 		ro := readerOptions{split: o.Split, textField: o.TextField, strictUTF8: o.StrictUTF8, maxRecord: MaxRecordBytes}
 		for _, path := range o.Inputs {
 			r, closeFile, err := openInput(path, func(n int) { readBytes.Add(int64(n)) })
@@ -433,6 +437,7 @@ type batcher struct {
 	free       chan *batch // recycled batches, if any
 	target     int
 	maxSegment int
+	hardCut    int
 
 	cur      *batch
 	seq      int64
@@ -486,10 +491,10 @@ func (b *batcher) cut() error {
 	}
 	b.noSafe = len(text)
 	if k < 0 {
-		if len(text)-b.segStart < hardCutBytes {
+		if len(text)-b.segStart < b.hardCut {
 			return nil
 		}
-		// No white space for hardCutBytes: cut before the last character.
+		// No white space for hardCut bytes: cut before the last character.
 		_, size := utf8.DecodeLastRune(text)
 		k = len(text) - size
 		b.cuts++

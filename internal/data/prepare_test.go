@@ -312,21 +312,21 @@ func TestPrepareDeterministicAcrossWorkers(t *testing.T) {
 	}
 }
 
-// A document with no white space for more than hardCutBytes would be
+// A document with no white space for more than hardCut bytes would be
 // held whole; it is cut at a character boundary instead and counted.
 func TestPrepareLongDocumentWithoutSpaces(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 70 MB document")
-	}
-	doc := strings.Repeat("\u00e9a", (hardCutBytes+hardCutBytes/8)/3)
+	doc := strings.Repeat("\u00e9a", 1_000_000) + " " + strings.Repeat("b", 1000)
 	path := writeFile(t, filepath.Join(t.TempDir(), "long.txt"), []byte(doc))
 	out := t.TempDir()
-	res, err := Prepare(context.Background(), PrepareOptions{Inputs: []string{path}, Out: out, Tokenizer: ByteTokenizer{}, ValTokens: 1 << 20})
+	res, err := Prepare(context.Background(), PrepareOptions{Inputs: []string{path}, Out: out, Tokenizer: ByteTokenizer{}, ValTokens: 1 << 10, maxSegment: 1 << 16, hardCut: 1 << 18})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ForcedCuts != 1 || res.Tokens != int64(len(doc))+1 {
-		t.Errorf("cuts %d tokens %d", res.ForcedCuts, res.Tokens)
+	got, _ := readStream(t, res, out, DefaultPrefix)
+	// The reader hands on 1 MiB at a time: each of the first two is cut
+	// by force; the last piece ends at the space.
+	if res.ForcedCuts != 2 || !slices.Equal(got, expectStream(ByteTokenizer{}, doc)) {
+		t.Errorf("%d forced cuts; stream equal: %v", res.ForcedCuts, slices.Equal(got, expectStream(ByteTokenizer{}, doc)))
 	}
 }
 
