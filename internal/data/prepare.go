@@ -183,8 +183,8 @@ func ShardName(prefix string, i int) string {
 // of the stream form the validation shard, and the rest fill training
 // shards of ShardTokens (the last one holds what is left). Documents
 // straddle shard boundaries, as in the speedrun. The input is streamed:
-// memory stays bounded (a few tens of MB, most of it the workers' caches)
-// whatever the corpus size, except that a JSONL record is held whole. The output is the same bytes
+// memory does not grow with the corpus (the batches in flight and the
+// workers' caches are bounded), except that a JSONL record is held whole. The output is the same bytes
 // for any number of workers. It writes manifest.json with every shard's
 // SHA-256. On error or cancellation, nothing it wrote is left behind.
 func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
