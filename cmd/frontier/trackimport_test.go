@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/importer"
+)
+
+func TestTrackImport(t *testing.T) {
+	code, err := os.ReadFile("../../internal/eval/testdata/speedrun_mini.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sep := importer.Separator + "\n"
+	logPath := filepath.Join(dir, "2026-03-01_Mini", "5f0c8e1a-1111-4222-8333-444455556666.txt")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := string(code) + sep + "Running PyTorch 2.9.0\n" + sep + "step:30/30 val_loss:3.2790 train_time:81234ms step_avg:2707.80ms\n"
+	if err := os.WriteFile(logPath, []byte(record), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "tracks", "mini")
+
+	// Through cobra, as a user types it.
+	g := &globals{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	cmd := newTrackImportCmd(g)
+	cmd.SetArgs([]string{"--from", logPath, "--out", out, "--gpus", "1"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := g.stdout.(*bytes.Buffer).String()
+	for _, want := range []string{"imported the record log", "as track 2026-03-01_mini", "1 GPU (torchrun", "val-tokens",
+		"ends at step 30/30 with val loss 3.2790 in 81.2s", "frontier track check " + out} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	var check bytes.Buffer
+	if err := runTrackCheck(context.Background(), &check, out); err != nil || !strings.Contains(check.String(), "is valid") {
+		t.Fatalf("track check: %v %s", err, check.String())
+	}
+
+	// Errors are usage errors that say what to do.
+	cases := []struct {
+		o    trackImportOptions
+		want string
+	}{
+		{trackImportOptions{}, "--from is required"},
+		{trackImportOptions{from: filepath.Join(dir, "missing.txt")}, "read the record"},
+		{trackImportOptions{from: logPath, out: out}, "not empty"},
+	}
+	notSpeedrun := filepath.Join(dir, "train.py")
+	if err := os.WriteFile(notSpeedrun, []byte("import torch\nprint('hi')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, struct {
+		o    trackImportOptions
+		want string
+	}{trackImportOptions{from: notSpeedrun, out: filepath.Join(dir, "x")}, "no Hyperparameters block"})
+	for _, c := range cases {
+		err := runTrackImport(context.Background(), &bytes.Buffer{}, c.o)
+		var ec *exitCodeError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ec) || ec.code != exitUsage {
+			t.Errorf("%+v: err = %v, want a usage error with %q", c.o, err, c.want)
+		}
+	}
+}
