@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+
+	"github.com/frontier-bench/frontier/internal/harness"
 )
 
 func TestClassify(t *testing.T) {
@@ -228,4 +230,26 @@ func ids(ps []*Program) []int64 {
 		out = append(out, p.ID)
 	}
 	return out
+}
+
+func TestValTime(t *testing.T) {
+	b := &Best{Program: Program{TrainTimeMs: 7_000}, Curve: []harness.Step{
+		{Step: 10, TrainTimeMs: 1_000, StepAvgMs: 100}, {Step: 30, TrainTimeMs: 3_000, StepAvgMs: 100}, {Step: 50, TrainTimeMs: 5_000, StepAvgMs: 100},
+	}}
+	for _, c := range []struct {
+		v    harness.Val
+		want float64
+		ok   bool
+	}{
+		{harness.Val{Step: 30}, 3_000, true},
+		{harness.Val{Step: 20}, 2_000, true},              // interpolated
+		{harness.Val{Step: 60}, 6_000, true},              // past the last designated step
+		{harness.Val{Step: 70, Final: true}, 7_000, true}, // the final pass sits at the program's time
+		{harness.Val{Step: 5}, 0, false},                  // before any designated step
+	} {
+		got, ok := valTime(b, c.v)
+		if ok != c.ok || math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("valTime(%+v) = %v, %v; want %v, %v", c.v, got, ok, c.want, c.ok)
+		}
+	}
 }

@@ -48,6 +48,8 @@ type Run struct {
 	// ("iterations", "evaluations", "wall_time", "usd", "tokens"),
 	// "interrupted", or "" while it runs.
 	StopReason string `json:"stop_reason,omitempty"`
+	// StopDetail says it in a sentence ("all 30 iterations are done").
+	StopDetail string `json:"stop_detail,omitempty"`
 	// Models are the proposer's models as configured ("mutate" for the
 	// non-LLM baseline).
 	Models []string `json:"models,omitempty"`

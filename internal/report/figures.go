@@ -429,12 +429,7 @@ func (a *analysis) timeCaption() string {
 	}
 	b.WriteString(". ")
 	if a.trend.ok {
-		fmt.Fprintf(&b, "The least-squares trend changes by %+.3g s per iteration", a.trend.b/1000)
-		if a.trend.b < 0 {
-			b.WriteString(" (programs get faster as the search goes on). ")
-		} else {
-			b.WriteString(" (no downward trend). ")
-		}
+		fmt.Fprintf(&b, "The least-squares trend is %+.3g s per iteration; negative means later acceptable programs are faster. ", a.trend.b/1000)
 	} else {
 		b.WriteString("A trend needs acceptable programs from at least two iterations. ")
 	}
@@ -586,7 +581,7 @@ func (a *analysis) curveFigure() *figure {
 		if !measured(v.ValLoss) {
 			continue
 		}
-		if t, ok := timeAtStep(b.Curve, v.Step); ok {
+		if t, ok := valTime(b, v); ok {
 			vals = append(vals, plotter.XY{X: t / 1000, Y: v.ValLoss})
 		}
 	}
@@ -653,29 +648,38 @@ func curveXYs(steps []harness.Step) plotter.XYs {
 	return xys
 }
 
-// timeAtStep finds the train time recorded at step, or interpolates it.
-func timeAtStep(steps []harness.Step, step int) (float64, bool) {
+// valTime places a validation pass on the train-time axis: the final one
+// at the program's train time, others at the time recorded for their
+// step, interpolated between designated steps or extrapolated past the
+// last one with its step average.
+func valTime(b *Best, v harness.Val) (float64, bool) {
+	if v.Final && measured(b.Program.TrainTimeMs) {
+		return b.Program.TrainTimeMs, true
+	}
 	var lo, hi *harness.Step
-	for i := range steps {
-		s := &steps[i]
+	for i := range b.Curve {
+		s := &b.Curve[i]
 		if !finite(s.TrainTimeMs) || s.TrainTimeMs < 0 {
 			continue
 		}
-		if s.Step == step {
+		if s.Step == v.Step {
 			return s.TrainTimeMs, true
 		}
-		if s.Step < step && (lo == nil || s.Step > lo.Step) {
+		if s.Step < v.Step && (lo == nil || s.Step > lo.Step) {
 			lo = s
 		}
-		if s.Step > step && (hi == nil || s.Step < hi.Step) {
+		if s.Step > v.Step && (hi == nil || s.Step < hi.Step) {
 			hi = s
 		}
 	}
-	if lo == nil || hi == nil {
-		return 0, false
+	switch {
+	case lo != nil && hi != nil:
+		frac := float64(v.Step-lo.Step) / float64(hi.Step-lo.Step)
+		return lo.TrainTimeMs + frac*(hi.TrainTimeMs-lo.TrainTimeMs), true
+	case lo != nil && measured(lo.StepAvgMs):
+		return lo.TrainTimeMs + float64(v.Step-lo.Step)*lo.StepAvgMs, true
 	}
-	frac := float64(step-lo.Step) / float64(hi.Step-lo.Step)
-	return lo.TrainTimeMs + frac*(hi.TrainTimeMs-lo.TrainTimeMs), true
+	return 0, false
 }
 
 // sentence turns an error into a sentence for a note.

@@ -221,7 +221,11 @@ func runFacts(a *analysis) []kv {
 	if !r.EndedAt.IsZero() {
 		kvs = append(kvs, kv{"Ended", stamp(r.EndedAt)}, kv{"Wall time", duration(r.EndedAt.Sub(r.StartedAt))})
 	}
-	kvs = append(kvs, kv{"Stop reason", orDash(r.StopReason)})
+	stop := orDash(r.StopReason)
+	if r.StopDetail != "" {
+		stop += ": " + r.StopDetail
+	}
+	kvs = append(kvs, kv{"Stop reason", stop})
 	if r.FingerprintClass != "" {
 		kvs = append(kvs, kv{"Machine class", r.FingerprintClass})
 	}

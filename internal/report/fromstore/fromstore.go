@@ -52,7 +52,8 @@ func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error
 		LossFloor:     run.LossFloor,
 		StartedAt:     run.StartedAt,
 		EndedAt:       run.FinishedAt,
-		StopReason:    stopReason(run),
+		StopReason:    run.StopReason,
+		StopDetail:    run.StopDetail,
 		Objective:     cfg.Objective,
 	}}
 	llmModels := false
@@ -192,16 +193,6 @@ func metaPromptFrom(cfg evolve.Config, iters []*store.Iteration, llmModels bool)
 		return *mp.StartIteration
 	}
 	return -1
-}
-
-func stopReason(run *store.Run) string {
-	switch {
-	case run.StopReason == "":
-		return ""
-	case run.StopDetail == "":
-		return run.StopReason
-	}
-	return run.StopReason + " (" + run.StopDetail + ")"
 }
 
 // loadBest reads the best child's source and telemetry, and the
