@@ -279,13 +279,13 @@ type readmeVars struct {
 }
 
 var specTemplate = template.Must(template.New("spec").Parse(`# Imported by frontier track import from the {{.Kind}} {{.From}}
-# (sha256 {{.SHA256}}). The record runs unmodified under the log contract:
-# frontier injects the data paths and val_tokens and reads the lines it
-# prints. See README.md.
+# (sha256 {{.SHA256}}).
+# The record runs unmodified under the log contract: frontier injects the
+# data paths and val_tokens and reads the lines it prints. See README.md.
 name: {{.Name}}
 description: |
-  The NanoGPT speedrun record {{.From}}, run as it is (log contract: the record's own
-  validation and clock, parsed from its log; weaker than the harness's verification).
+  The speedrun record {{.From}}, run unmodified under the log contract.
+  Its own validation loss and clock, parsed from its output: weaker than the harness's verification.
 reference: {{.Program}}
 contract: log
 launcher:
