@@ -166,6 +166,9 @@ type Engine struct {
 	propDone chan *proposalResult
 	evalDone chan *evalResult
 
+	diffMu sync.Mutex
+	diffs  map[string]string // see diff
+
 	statusMu sync.Mutex
 	status   Status
 	ran      bool
@@ -259,6 +262,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		lastAttempt: map[int64]*store.Attempt{},
 		lastFail:    map[int64]*store.Child{},
 		counts:      map[string]int{},
+		diffs:       map[string]string{},
 		drainCh:     make(chan string, 4),
 		propDone:    make(chan *proposalResult),
 		evalDone:    make(chan *evalResult),
@@ -279,11 +283,13 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		m := opts.Models[i]
 		e.models[m.Name] = &m
 	}
+	// The effective slots and prefetch are recorded with the run.
 	e.slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs)
 	e.prefetch = cfg.Prefetch
 	if e.prefetch == 0 {
 		e.prefetch = max(2*e.slots, cfg.LLMConcurrency)
 	}
+	e.cfg.Slots, e.cfg.Prefetch = e.slots, e.prefetch
 	return e, nil
 }
 

@@ -877,6 +877,12 @@ func (e *Engine) count(c *store.Child) {
 	if isCopy(c) {
 		return
 	}
+	if c.Origin == OriginReference {
+		if valid(c.Verdict) {
+			e.bestLoss = c.ValLoss
+		}
+		return
+	}
 	e.counts[Class(c.Verdict)]++
 	if valid(c.Verdict) && c.ValLoss > 0 && (e.bestLoss == 0 || c.ValLoss < e.bestLoss) {
 		e.bestLoss = c.ValLoss

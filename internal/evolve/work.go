@@ -263,19 +263,43 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 	}{{w.top, &d.Top}, {w.diverse, &d.Diverse}} {
 		for i := range group.in {
 			c := &group.in[i]
-			src, err := e.st.Program(ctx, c.ProgramHash)
+			v := e.view(c)
+			diff, err := e.diff(ctx, w.baseHash, parentSrc, c)
 			if err != nil {
 				return nil, err
 			}
-			v := e.view(c)
-			diff, _ := edit.Diff(e.name, fmt.Sprintf("%s (#%d)", e.name, c.ID), parentSrc, src)
-			if diff == "" {
-				diff = "(no difference)\n"
-			}
-			v.Diff = clip(diff, e.cfg.Prompt.MaxDiffChars)
+			v.Diff = diff
 			*group.out = append(*group.out, v)
 		}
 	}
+	return d, nil
+}
+
+// diff returns the (clipped) diff from the base program to c's, computed
+// once per pair: the children of an iteration share their inspirations.
+func (e *Engine) diff(ctx context.Context, baseHash string, base []byte, c *store.Child) (string, error) {
+	key := baseHash + ":" + c.ProgramHash
+	e.diffMu.Lock()
+	d, ok := e.diffs[key]
+	e.diffMu.Unlock()
+	if ok {
+		return d, nil
+	}
+	src, err := e.st.Program(ctx, c.ProgramHash)
+	if err != nil {
+		return "", err
+	}
+	d, _ = edit.Diff(e.name, fmt.Sprintf("%s (#%d)", e.name, c.ID), base, src)
+	if d == "" {
+		d = "(no difference)\n"
+	}
+	d = clip(d, e.cfg.Prompt.MaxDiffChars)
+	e.diffMu.Lock()
+	if len(e.diffs) >= 256 {
+		clear(e.diffs)
+	}
+	e.diffs[key] = d
+	e.diffMu.Unlock()
 	return d, nil
 }
 

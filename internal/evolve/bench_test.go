@@ -1,0 +1,181 @@
+package evolve
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// The engine's own overhead: a run of 10,000 children of 100 KB programs
+// with a proposer and an evaluator that answer at once, so that what is
+// measured is the engine and its database (sampling, prompts, dedup,
+// transactions, archive, migrations). Run with
+//
+//	go test -run '^$' -bench Engine -benchtime 1x ./internal/evolve/
+//
+// It reports children per second, the Go heap in use at the end, its peak
+// while running, and the size of the database.
+
+// benchChildren is the run's size; FRONTIER_BENCH_CHILDREN changes it
+// (for profiling a shorter run).
+func benchChildren() int {
+	if n, err := strconv.Atoi(os.Getenv("FRONTIER_BENCH_CHILDREN")); err == nil && n >= 10 {
+		return n
+	}
+	return 10000
+}
+
+// bigTrack writes a track folder whose reference program is about 100 KB.
+func bigTrack(b *testing.B) *track.Spec {
+	b.Helper()
+	dir := b.TempDir()
+	yml, err := os.ReadFile("testdata/quick/track.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/quick/train.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	sb.Write(src)
+	for i := 0; sb.Len() < 100<<10; i++ {
+		fmt.Fprintf(&sb, "# padding line %05d: a long comment standing in for the body of a large training program\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "track.yaml"), yml, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	spec, err := track.LoadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return spec
+}
+
+// appendProposer appends a distinct line to the parent: an instant
+// proposer whose children are all new programs.
+type appendProposer struct{ n atomic.Int64 }
+
+func (p *appendProposer) Propose(ctx context.Context, req propose.Request) (*propose.Proposal, error) {
+	k := p.n.Add(1)
+	ans := fmt.Sprintf("<<<<<<< SEARCH\n=======\n# change %d\n>>>>>>> REPLACE\n", k)
+	e, err := edit.Parse(ans, "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := edit.Apply(req.Parent.Source, e)
+	if err != nil {
+		return nil, err
+	}
+	return &propose.Proposal{Kind: propose.KindMutate, Description: fmt.Sprintf("change %d", k), Answer: ans, Edit: e, Result: res}, nil
+}
+
+// instantModel answers every prompt at once with an edit that appends a
+// distinct line (and keeps nothing, unlike llmtest.Fake, which records
+// every request).
+func instantModel() llm.Client {
+	var n atomic.Int64
+	return llm.ClientFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		k := n.Add(1)
+		text := fmt.Sprintf("Append a note.\n\n<<<<<<< SEARCH\n=======\n# variant %d\n>>>>>>> REPLACE\n", k)
+		return &llm.Response{Text: text, Usage: llm.Usage{InputTokens: 30000, OutputTokens: 40}, CostUSD: 0.001,
+			FinishReason: llm.FinishStop, Model: req.Model, Provider: "instant"}, nil
+	})
+}
+
+func BenchmarkEngine(b *testing.B) {
+	for _, kind := range []string{"proposer", "llm"} {
+		b.Run(kind, func(b *testing.B) {
+			for range b.N {
+				benchRun(b, kind)
+			}
+		})
+	}
+}
+
+func benchRun(b *testing.B, kind string) {
+	ctx := context.Background()
+	spec := bigTrack(b)
+	st := openStore(b, "")
+	m := Model{Name: "instant", Kind: propose.KindMutate, Proposer: &appendProposer{}}
+	if kind == "llm" {
+		m = Model{Name: "instant", Kind: propose.KindLLM, Client: instantModel()}
+	}
+	cfg := Config{
+		Islands: 4, BranchingFactor: 10, Slots: 8, LLMConcurrency: 8, Seed: 3,
+		MetaPrompting: MetaConfig{Enabled: ptr(false)},
+		Budget:        BudgetConfig{MaxIterations: benchChildren() / 10},
+	}
+	opts := Options{Store: st, Track: spec, Evaluator: &fakeEvaluator{}, Models: []Model{m}}
+	e, err := New(ctx, opts, cfg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var ms runtime.MemStats
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	start := time.Now()
+	sum, err := e.Run(ctx)
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sum.StopReason != StopIterations {
+		b.Fatalf("stopped: %s: %s", sum.StopReason, sum.StopDetail)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	kids, err := st.Children(ctx, e.RunID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fi, _ := os.Stat(st.Path())
+	wal, _ := os.Stat(st.Path() + "-wal")
+	dbMB := float64(fi.Size()) / (1 << 20)
+	if wal != nil {
+		dbMB += float64(wal.Size()) / (1 << 20)
+	}
+	n := len(kids)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "children/s")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(dbMB, "db-MB")
+	b.Logf("%s: %d members (%d children) in %s: %.0f children/s; heap %.1f MB after GC, peak %.1f MB; database %.0f MB",
+		kind, n, benchChildren(), elapsed.Round(time.Millisecond), float64(benchChildren())/elapsed.Seconds(),
+		float64(ms.HeapInuse)/(1<<20), float64(peak.Load())/(1<<20), dbMB)
+}

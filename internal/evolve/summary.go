@@ -1,0 +1,233 @@
+package evolve
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// RunSummary is what `frontier runs show` prints: a run's configuration
+// and end, its counts, its best programs and what each model and stage
+// produced, read from the store.
+type RunSummary struct {
+	Run    *store.Run
+	Config Config
+	Models []ModelsRecord
+	// Members are every row of the run (copies included); Children only
+	// the proposed children (not the reference, not copies).
+	Members  []*store.Child
+	Children []*store.Child
+	// Classes counts children by Class; Verdicts by verdict.
+	Classes  map[string]int
+	Verdicts map[string]int
+	// Evaluations is the number of full evaluations (the reference's
+	// included); FastChecks the number of fast checks.
+	Evaluations int
+	FastChecks  int
+	Reference   *store.Child
+	// Record is the acceptable program with the shortest train time (the
+	// record metric); nil when none is acceptable.
+	Record *store.Child
+	// Top are the best programs by the run's objective, best first.
+	Top      []*store.Child
+	Archive  []int64
+	PerModel []GroupStats
+	PerStage []GroupStats
+	// Spend over every model call of the run, lost calls included.
+	USD        float64
+	Tokens     int64
+	Calls      int
+	LostCalls  int
+	Migrations int
+	// MetaStart is the first iteration that used meta-prompting; -1 if
+	// none did.
+	MetaStart int
+	// Active is the run's active time over all sessions.
+	Active time.Duration
+}
+
+// GroupStats are the outcomes of the children of one model or stage.
+type GroupStats struct {
+	Name        string
+	Children    int
+	Acceptable  int
+	LossTooHigh int
+	Buggy       int
+	Duplicates  int
+	NoProposal  int
+	// Improved counts children that beat their parent.
+	Improved     int
+	Fixed        int // passed the fast check after at least one fix
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+	// BestTimeMs is the shortest train time of an acceptable child; 0 if
+	// none.
+	BestTimeMs float64
+}
+
+// AcceptableRate is the share of evaluated children (not duplicates, not
+// failed proposals) that are acceptable.
+func (g GroupStats) AcceptableRate() float64 {
+	n := g.Acceptable + g.LossTooHigh + g.Buggy
+	if n == 0 {
+		return 0
+	}
+	return float64(g.Acceptable) / float64(n)
+}
+
+// Summarize reads a run's summary.
+func Summarize(ctx context.Context, st *store.Store, run *store.Run) (*RunSummary, error) {
+	s := &RunSummary{Run: run, Classes: map[string]int{}, Verdicts: map[string]int{}, MetaStart: -1,
+		Active: time.Duration(run.ActiveMs) * time.Millisecond}
+	if err := json.Unmarshal(run.Config, &s.Config); err != nil {
+		return nil, err
+	}
+	s.Config = s.Config.Resolved()
+	s.Models, _ = RunModels(run)
+	members, err := st.Children(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.Members = members
+	byID := map[int64]*store.Child{}
+	for _, c := range members {
+		byID[c.ID] = c
+	}
+	models := map[string]*GroupStats{}
+	stages := map[string]*GroupStats{}
+	group := func(m map[string]*GroupStats, name string) *GroupStats {
+		g := m[name]
+		if g == nil {
+			g = &GroupStats{Name: name}
+			m[name] = g
+		}
+		return g
+	}
+	var valids []*store.Child
+	for _, c := range members {
+		if c.FastEvaluationID != 0 && !isCopy(c) {
+			s.FastChecks++
+		}
+		if isCopy(c) {
+			continue
+		}
+		if c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+			s.Evaluations++
+		}
+		if valid(c.Verdict) && c.State == store.ChildDone {
+			valids = append(valids, c)
+			if c.Verdict == string(eval.Acceptable) && (s.Record == nil || c.TrainTimeMs < s.Record.TrainTimeMs) {
+				s.Record = c
+			}
+		}
+		if c.Origin == OriginReference {
+			s.Reference = c
+			continue
+		}
+		s.Children = append(s.Children, c)
+		if c.State != store.ChildDone {
+			continue
+		}
+		cl := Class(c.Verdict)
+		s.Classes[cl]++
+		s.Verdicts[c.Verdict]++
+		for _, g := range []*GroupStats{group(models, c.Model), group(stages, c.Stage)} {
+			g.Children++
+			switch cl {
+			case ClassAcceptable:
+				g.Acceptable++
+				if g.BestTimeMs == 0 || c.TrainTimeMs < g.BestTimeMs {
+					g.BestTimeMs = c.TrainTimeMs
+				}
+			case ClassLossTooHigh:
+				g.LossTooHigh++
+			case ClassBuggy:
+				g.Buggy++
+			case ClassDuplicate:
+				g.Duplicates++
+			case ClassNone:
+				g.NoProposal++
+			}
+			if p := byID[c.ParentID]; p != nil && beats(s.Config.Objective, c, p) {
+				g.Improved++
+			}
+			if c.FixAttempts > 0 && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+				g.Fixed++
+			}
+			g.InputTokens += c.InputTokens
+			g.OutputTokens += c.OutputTokens
+			g.CostUSD += c.CostUSD
+		}
+	}
+	sort.Slice(valids, func(i, j int) bool {
+		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
+	})
+	s.Top = valids[:min(len(valids), 10)]
+	for _, g := range models {
+		s.PerModel = append(s.PerModel, *g)
+	}
+	for _, g := range stages {
+		s.PerStage = append(s.PerStage, *g)
+	}
+	byName := func(a, b GroupStats) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	}
+	slices.SortFunc(s.PerModel, byName)
+	slices.SortFunc(s.PerStage, byName)
+	if s.Archive, err = st.Archive(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	calls, err := st.LLMCalls(ctx, run.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range calls {
+		s.Calls++
+		s.USD += c.CostUSD
+		s.Tokens += c.InputTokens + c.OutputTokens
+		if c.State == store.CallLost {
+			s.LostCalls++
+		}
+	}
+	migs, err := st.RunEvents(ctx, run.ID, "migration")
+	if err != nil {
+		return nil, err
+	}
+	s.Migrations = len(migs)
+	its, err := st.Iterations(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range its {
+		if it.Stage == StageMeta {
+			s.MetaStart = it.Iteration
+			break
+		}
+	}
+	return s, nil
+}
+
+// Best returns the program `frontier runs best` writes: the record (the
+// acceptable program with the shortest train time) when there is one,
+// else the best program by the run's objective, else nil.
+func (s *RunSummary) Best() *store.Child {
+	if s.Record != nil {
+		return s.Record
+	}
+	if len(s.Top) > 0 {
+		return s.Top[0]
+	}
+	return nil
+}
