@@ -560,18 +560,38 @@ func TestWrongLogitsShape(t *testing.T) {
 
 func TestCausalityProbeFindsLeak(t *testing.T) {
 	t.Parallel()
-	r := newRun(t, ModeFull)
-	r.cfg.Probe = ProbeConfig{Enabled: true, Sequences: 2, Positions: 4}
-	r.env = []string{"FH_LOGITS=leak", "FH_STEPS=3"}
-	res := r.exec(t)
-	if res.code != 0 || res.tel.Probe == nil {
-		res.dump(t)
-		t.Fatalf("exit %d, probe %+v", res.code, res.tel.Probe)
+	cases := []struct {
+		name, logits string
+		docIsolated  bool
+		kind, msg    string
+	}{
+		// Every position sees the mean of the whole window.
+		{"future", "leak", false, "future", "the model sees future tokens"},
+		// Causal, but position t sees token t-1 across a BOS (token 0 here).
+		{"document", "model", true, "document", "across a document boundary"},
 	}
-	p := res.tel.Probe
-	if p.OK || p.Leak == nil || p.Leak.Kind != "future" || p.Leak.Position >= p.Leak.Perturbed ||
-		!strings.Contains(p.Message, "future tokens") {
-		t.Errorf("probe = %+v leak %+v", p, p.Leak)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRun(t, ModeFull)
+			r.cfg.Probe = ProbeConfig{Enabled: true, Sequences: 2, Positions: 4, DocIsolated: tc.docIsolated}
+			r.env = []string{"FH_LOGITS=" + tc.logits, "FH_STEPS=3"}
+			res := r.exec(t)
+			if res.code != 0 || res.tel.Probe == nil {
+				res.dump(t)
+				t.Fatalf("exit %d, probe %+v", res.code, res.tel.Probe)
+			}
+			p := res.tel.Probe
+			if p.OK || p.Leak == nil || p.Leak.Kind != tc.kind || !strings.Contains(p.Message, tc.msg) {
+				t.Fatalf("probe = %+v leak %+v", p, p.Leak)
+			}
+			if tc.kind == "future" && p.Leak.Position >= p.Leak.Perturbed {
+				t.Errorf("future leak at %d from a change at %d", p.Leak.Position, p.Leak.Perturbed)
+			}
+			if tc.kind == "document" && p.Leak.Position <= p.Leak.Perturbed {
+				t.Errorf("document leak at %d from a change at %d", p.Leak.Position, p.Leak.Perturbed)
+			}
+		})
 	}
 }
 

@@ -98,7 +98,9 @@ def launch(nproc, argv):
                     "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
         procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env))
 
-    def stop_all(grace=10.0):
+    def stop_all(grace=3.0):
+        # Shorter than the runner's own grace, so the launcher is not killed
+        # while it still waits for a worker.
         for p in procs:
             if p.poll() is None:
                 p.terminate()
@@ -156,8 +158,13 @@ def main():
         print("frontier: %s" % e, file=sys.stderr)
         return EXIT_SETUP
     h = fh._H
+    main_pid = os.getpid()
 
     def on_term(signum, frame):
+        if os.getpid() != main_pid:
+            # A forked child of the program (a data-loader worker) inherited
+            # this handler: the main process reports for the run.
+            os._exit(128 + signum)
         name = signal.Signals(signum).name
         h.report(name, "terminated", "terminated by %s at step %d (a time limit or a cancel)"
                  % (name, h._steps_done))

@@ -831,8 +831,9 @@ def _causality_probe(h, logits_fn):
     with one token replaced at a random position p per row. Logits before p
     must not move beyond the noise floor (a move is a leak of future tokens);
     logits at p and after should move (otherwise the probe learned nothing).
-    With doc_isolated, windows holding a BOS at b are also perturbed before b,
-    and logits from b on must not move (documents must not see each other).
+    With doc_isolated, windows holding a BOS at b are also perturbed at b-1 and
+    at a random earlier position, and logits from b on must not move
+    (documents must not see each other).
     The probe runs identically on every rank; rank 0 writes the event.
     """
     cfg = h.probe_cfg
@@ -863,12 +864,14 @@ def _causality_probe(h, logits_fn):
             if starts.size == 0:
                 continue
             b = int(starts[0])
-            q = int(rng.integers(0, b))
-            row = base.copy()
-            row[q] = (row[q] + 1 + int(rng.integers(0, V - 1))) % V
-            rows.append(base)
-            perturbed.append(row)
-            kinds.append(("doc", q, b))
+            # The token right before the boundary, where a leak shows most,
+            # and one further back.
+            for q in sorted({b - 1, int(rng.integers(0, b))}):
+                row = base.copy()
+                row[q] = (row[q] + 1 + int(rng.integers(0, V - 1))) % V
+                rows.append(base)
+                perturbed.append(row)
+                kinds.append(("doc", q, b))
             found += 1
             if found >= n_seq:
                 break
