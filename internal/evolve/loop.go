@@ -439,6 +439,9 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		e.spentTokens += call.InputTokens + call.OutputTokens
 	}
 	if r.storeErr != nil {
+		if ctx.Err() != nil {
+			return // aborting: the child is proposed again on resume
+		}
 		e.fail(r.storeErr)
 		return
 	}
