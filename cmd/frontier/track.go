@@ -53,6 +53,7 @@ func newTrackCmd(g *globals) *cobra.Command {
 	show.Flags().BoolVar(&showProgram, "program", false, "print the reference program")
 	show.Flags().BoolVar(&showYAML, "yaml", false, "print the specification as YAML, defaults filled in")
 	cmd.AddCommand(show)
+	cmd.AddCommand(newTrackImportCmd(g))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "check PATH",
 		Short: "Validate a track folder (or its track.yaml)",
