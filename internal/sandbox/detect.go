@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -177,11 +176,11 @@ func probeBwrap(ctx context.Context, path string) (string, error) {
 	// When bwrap fails half-way, the sandbox's init can outlive it and
 	// hold stderr open: kill the whole group, and do not wait for stderr
 	// for long.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = newGroupAttr()
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd.Process.Pid)
 	}
 	if err != nil {
 		return version, explainBwrap(stderr.String(), err)

@@ -8,13 +8,10 @@ import (
 	"io"
 )
 
-// HelperCommand is the name of the hidden subcommand that runs [Helper].
-const HelperCommand = "sandbox-exec"
-
 // Helper reports that sandboxing needs Linux.
 func Helper(args []string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "frontier %s: %v\n", HelperCommand, errors.New("sandboxing needs Linux"))
-	return 125
+	return exitSetup
 }
 
 func landlockABI() (int, error) { return 0, errors.New("Landlock is a Linux feature") }

@@ -25,7 +25,7 @@ func landlockABI() (int, error) {
 	case errno == unix.ENOSYS:
 		return 0, errors.New("this kernel has no Landlock (Linux 5.13 or later is needed)")
 	case errno == unix.EOPNOTSUPP:
-		return 0, errors.New("Landlock is built into the kernel but not enabled: add landlock to the lsm= boot parameter (see /sys/kernel/security/lsm)")
+		return 0, errors.New("the kernel has Landlock but it is not enabled: add landlock to the lsm= boot parameter (see /sys/kernel/security/lsm)")
 	default:
 		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}

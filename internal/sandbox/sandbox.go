@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/runner"
@@ -355,8 +354,8 @@ func resolvePolicy(job runner.Job, opts Options, mode Mode) (jobPolicy, error) {
 		if err != nil {
 			return p, fmt.Errorf("sandbox: hidden path %q: %w", h, err)
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !fi.IsDir() && st.Nlink > 1 {
-			return p, fmt.Errorf("sandbox: hidden file %s has %d hard links, and the other names would stay readable; give it a single link (copy it)", h, st.Nlink)
+		if n := hardLinks(fi); !fi.IsDir() && n > 1 {
+			return p, fmt.Errorf("sandbox: hidden file %s has %d hard links, and the other names would stay readable; give it a single link (copy it)", h, n)
 		}
 		for _, w := range append([]string{p.dir}, p.writable...) {
 			if r == w || within(w, r) {

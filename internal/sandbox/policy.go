@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// HelperCommand is the name of the hidden subcommand that runs [Helper].
+const HelperCommand = "sandbox-exec"
+
+// Exit codes of the helper when it cannot execute the program, as a shell
+// would use them.
+const (
+	exitSetup       = 125 // the sandbox could not be set up
+	exitCannotExec  = 126 // the program exists but could not be executed
+	exitNotFound    = 127 // the program does not exist
+	statusErrPrefix = "error: "
+	statusOKPrefix  = "ok: "
+)
+
+// policy is what the helper is asked to do before it executes the program.
+// It travels as JSON on the helper's command line.
+type policy struct {
+	// StatusFD is an inherited descriptor on which the helper reports a
+	// failure ("error: ...") or, with Landlock, success ("ok: ...").
+	// Unless PassStatusFD is set it is closed when the program starts,
+	// so the program never sees it.
+	StatusFD     int  `json:"status_fd,omitempty"`
+	PassStatusFD bool `json:"pass_status_fd,omitempty"`
+
+	// SIGTERM is "ignore" (outside bubblewrap, which must survive the
+	// runner's SIGTERM) or "default" (inside, for the program).
+	SIGTERM string `json:"sigterm,omitempty"`
+
+	Landlock *landlockPolicy `json:"landlock,omitempty"`
+}
+
+// landlockPolicy is the file and network policy applied with Landlock.
+type landlockPolicy struct {
+	Write   []string `json:"write,omitempty"`   // read and write (the run folder, Writable)
+	Hide    []string `json:"hide,omitempty"`    // not readable
+	Devices []string `json:"devices,omitempty"` // read, write and ioctl (GPUs)
+	DenyTCP bool     `json:"deny_tcp,omitempty"`
+}
+
+// helperArgs is the command line that runs argv under p: the helper's own
+// prefix, then "--policy", the JSON, "--" and argv.
+func helperArgs(prefix []string, p policy, argv []string) ([]string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode sandbox policy: %w", err)
+	}
+	out := append([]string(nil), prefix...)
+	out = append(out, "--policy", string(b), "--")
+	return append(out, argv...), nil
+}
