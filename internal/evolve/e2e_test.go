@@ -43,7 +43,7 @@ func TestEndToEnd(t *testing.T) {
 		Islands: 2, BranchingFactor: 4, ArchiveSize: 4, TopPrograms: ptr(2), DiversePrograms: ptr(1),
 		Migration:     MigrationConfig{Interval: 1, Count: 1},
 		MetaPrompting: MetaConfig{StartIteration: ptr(2)},
-		Slots:         2, LLMConcurrency: 3, Seed: 42,
+		Slots:         1, LLMConcurrency: 3, Seed: 42,
 		Budget: BudgetConfig{MaxIterations: 2, MaxUSD: 5},
 	}
 	budget, err := NewBudget(ctx, st, 0, cfg, llmCfg.Budget)

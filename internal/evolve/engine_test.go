@@ -448,3 +448,59 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		t.Errorf("a second run with the same name: %v", err)
 	}
 }
+
+// crashEvaluator fails the fast check of programs that contain CRASH.
+type crashEvaluator struct{ fakeEvaluator }
+
+func (c *crashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
+	if req.FastOnly && strings.Contains(string(req.Program), "CRASH") {
+		return &eval.Result{Verdict: eval.Error, Reason: "fast check: RuntimeError: CRASH", Traceback: "RuntimeError: CRASH"}, nil
+	}
+	return c.fakeEvaluator.Evaluate(ctx, req)
+}
+
+// A child whose fix cannot be obtained keeps the verdict of its failed
+// fast check; one whose answers never apply is apply_failed.
+func TestFixLoopEnds(t *testing.T) {
+	var n atomic.Int64
+	model := llm.ClientFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		user := req.Messages[0].Content
+		k := n.Add(1)
+		switch {
+		case strings.Contains(user, "fails when it runs"):
+			return nil, &llm.Error{Kind: llm.ErrServer, Provider: "fake", Message: "overloaded"}
+		case strings.Contains(user, "attempt 1 of"), strings.Contains(user, "could not be applied"):
+			return &llm.Response{Text: "<<<<<<< SEARCH\nNO SUCH LINE\n=======\nx\n>>>>>>> REPLACE\n"}, nil
+		}
+		return &llm.Response{Text: fmt.Sprintf("<<<<<<< SEARCH\n=======\n# CRASH %d\n>>>>>>> REPLACE\n", k)}, nil
+	})
+	st := openStore(t, "")
+	opts := fakeOptions(t, st, Model{Name: "m", Kind: propose.KindLLM, Client: model})
+	opts.Evaluator = &crashEvaluator{fakeEvaluator{st: st}}
+	cfg := Config{Islands: 1, BranchingFactor: 2, Seed: 1, FastFixes: ptr(2), Budget: BudgetConfig{MaxIterations: 1}}
+	e, sum := runEngine(t, opts, cfg)
+	if sum.StopReason != StopIterations {
+		t.Fatalf("stop %s: %s", sum.StopReason, sum.StopDetail)
+	}
+	kids, _ := st.Children(context.Background(), e.RunID())
+	attempts, _ := st.Attempts(context.Background(), e.RunID())
+	per := map[int64]int{}
+	for _, a := range attempts {
+		per[a.ChildID]++
+	}
+	for _, c := range kids {
+		switch c.Slot {
+		case 0:
+			if c.Origin == OriginReference {
+				continue
+			}
+			if c.Verdict != VerdictApplyFailed || c.FixAttempts != 2 || per[c.ID] != 3 || !strings.Contains(c.Error, "was not found") {
+				t.Errorf("child %d: %s after %d fixes (%d attempts): %s", c.ID, c.Verdict, c.FixAttempts, per[c.ID], c.Reason)
+			}
+		case 1:
+			if c.Verdict != "error" || !strings.Contains(c.Reason, "CRASH") || !strings.Contains(c.Reason, "overloaded") || c.ProgramHash == "" {
+				t.Errorf("child %d: %s: %s", c.ID, c.Verdict, c.Reason)
+			}
+		}
+	}
+}

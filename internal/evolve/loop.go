@@ -459,6 +459,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		attempt.Attempt = c.FixAttempts
 	}
 	m := e.models[c.Model]
+	prev := e.lastAttempt[c.ID]
 
 	if r.err != nil {
 		var be *llm.BudgetError
@@ -495,7 +496,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 			e.failStreak = 0
 			attempt.Error = pe.Feedback()
 			e.persistAttemptOnly(ctx, c, attempt)
-			e.endFailed(ctx, c, firstLine(pe.Feedback()), pe.Feedback())
+			e.endFailed(ctx, c, prev, firstLine(pe.Feedback()), pe.Feedback())
 			return
 		default:
 			attempt.Error = r.err.Error()
@@ -503,7 +504,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 				e.failStreak++
 			}
 			e.persistAttemptOnly(ctx, c, attempt)
-			e.endFailed(ctx, c, r.err.Error(), "")
+			e.endFailed(ctx, c, prev, r.err.Error(), "")
 			if e.failStreak >= e.cfg.MaxConsecutiveFailures {
 				e.stop(StopLLMFailures, fmt.Sprintf("%d proposals in a row failed; the last: %v", e.failStreak, r.err))
 			}
@@ -553,9 +554,10 @@ func (e *Engine) fixInsertPos() int {
 
 // endFailed ends a child that produced no program it could run, after its
 // fixes (if any): with the verdict of its last fast check when it had a
-// program, else apply_failed or no_proposal.
-func (e *Engine) endFailed(ctx context.Context, c *store.Child, reason, detail string) {
-	a := e.lastAttempt[c.ID]
+// program (prev, the attempt before the one that just failed), else
+// apply_failed or no_proposal.
+func (e *Engine) endFailed(ctx context.Context, c *store.Child, prev *store.Attempt, reason, detail string) {
+	a := prev
 	switch {
 	case a != nil && a.ProgramHash != "" && a.FastVerdict != "":
 		c.Verdict = a.FastVerdict
