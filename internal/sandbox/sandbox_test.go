@@ -114,6 +114,7 @@ func TestPolicy(t *testing.T) {
 			check(!denied("write_inside"), "cannot write its own folder: %s", got["write_inside"])
 			check(got["read_sibling"].OK == "training data", "cannot read a file next to a hidden one: %s", got["read_sibling"])
 			check(got["read_fd3"].OK == "VALIDATION-SECRET", "fd 3: %s", got["read_fd3"])
+			check(denied("fd4"), "the program inherited a descriptor beyond its ExtraFiles: %s", got["fd4"])
 			if mode == ModeNone {
 				// The same program unconfined does everything, which shows
 				// that the checks below can fail.

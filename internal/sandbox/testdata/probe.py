@@ -68,6 +68,7 @@ attempt("read_hidden_file", lambda: read(args["hidden_file"]))
 attempt("read_in_hidden_dir", lambda: read(args["hidden_dir_file"]))
 attempt("read_sibling", lambda: read(args["sibling"]))
 attempt("read_fd3", lambda: os.read(3, 1000).decode())
+attempt("fd4", lambda: os.fstat(4).st_mode)  # the sandbox's status pipe must not leak in
 attempt("loopback", loopback)
 attempt("host_port", lambda: connect(args["host_port"]))
 attempt("host_port_mptcp", lambda: connect(args["host_port"], 262))  # IPPROTO_MPTCP
