@@ -46,11 +46,13 @@ try:
                 break
 except OSError:
     pass
-try:
-    from importlib import metadata
-    out["triton"] = metadata.version("triton")
-except Exception:
-    pass
+from importlib import metadata
+for dist in ("triton", "pytorch-triton"):  # nightly wheels ship "pytorch-triton"
+    try:
+        out["triton"] = metadata.version(dist)
+        break
+    except Exception:
+        pass
 try:
     import torch
     out["torch"] = torch.__version__
