@@ -39,6 +39,9 @@ func running(marker string) []int {
 // by itself at 200 processes, so a limit that failed could not hurt the
 // machine.
 func TestForkBomb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("forks for seconds; skipped with -short")
+	}
 	for i, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			r := wrap(t, mode)
@@ -68,18 +71,21 @@ func TestForkBomb(t *testing.T) {
 }
 
 // TestMemoryBomb: a program that fills memory fast is stopped at the
-// memory limit in every mode. It stops by itself at 1 GiB; the limit is
+// memory limit in every mode. It stops by itself at 512 MiB; the limit is
 // small because touching fresh memory is slow on small virtual machines.
 func TestMemoryBomb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates memory for seconds; skipped with -short")
+	}
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			r := wrap(t, mode)
 			dir := t.TempDir()
-			body := "chunks = []\nfor i in range(64):\n    chunks.append(b'\\x01' * (16 << 20))\n    print(len(chunks) * 16, 'MiB', flush=True)\nimport time\ntime.sleep(30)\n"
+			body := "chunks = []\nfor i in range(64):\n    chunks.append(b'\\x01' * (8 << 20))\n    print(len(chunks) * 8, 'MiB', flush=True)\nimport time\ntime.sleep(30)\n"
 			if err := os.WriteFile(filepath.Join(dir, "bomb.py"), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			job := runner.Job{Dir: dir, Argv: []string{"python3", "bomb.py"}, Env: testEnv, Timeout: 60 * time.Second, MemoryBytes: 128 << 20}
+			job := runner.Job{Dir: dir, Argv: []string{"python3", "bomb.py"}, Env: testEnv, Timeout: 60 * time.Second, MemoryBytes: 64 << 20}
 			res, err := r.Run(context.Background(), job)
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +94,7 @@ func TestMemoryBomb(t *testing.T) {
 			if res.Status != runner.StatusLimit || res.Limit != runner.LimitMemory || res.Sandbox != string(mode) {
 				t.Fatalf("got %s (limit %q, sandbox %q): %s\n%s", res.Status, res.Limit, res.Sandbox, res.Message, res.Stderr.String())
 			}
-			if !strings.Contains(res.Message, "over the limit of 128 MiB") || strings.Contains(res.Stdout.String(), "1024 MiB") {
+			if !strings.Contains(res.Message, "over the limit of 64 MiB") || strings.Contains(res.Stdout.String(), "512 MiB") {
 				t.Errorf("message %q, stdout tail %q", res.Message, res.Stdout.Tail)
 			}
 		})
