@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -40,8 +42,20 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 	if err != nil {
 		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
 	}
+	mode, err := sandbox.ParseMode(cfg.Sandbox)
+	if err != nil {
+		st.Close()
+		return nil, withCode(exitUsage, err)
+	}
+	sb, err := sandbox.Wrap(ctx, runner.NewLocal(g.log), mode, sandbox.Options{Log: g.log})
+	if err != nil {
+		st.Close()
+		return nil, withCode(exitUsage, fmt.Errorf("sandbox: %w", err))
+	}
 	ev := &eval.Evaluator{
-		Runner:  runner.NewLocal(g.log),
+		Runner:  sb,
+		Sandbox: string(sb.Mode()),
+		Cache:   filepath.Join(cfg.Home, "cache"),
 		Store:   st,
 		Python:  py.Path,
 		Torch:   py.Torch,

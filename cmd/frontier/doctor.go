@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"runtime"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/pyenv"
+	"github.com/frontier-bench/frontier/internal/sandbox"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -66,34 +63,16 @@ func runDoctor(ctx context.Context, w io.Writer, cfg *config.Config) error {
 		}
 		fmt.Fprintf(w, "torchrun      %v\n", yesNo(info.Distributed, "available", "torch.distributed missing"))
 	}
-	fmt.Fprintf(w, "sandbox       %s\n", sandboxStatus(ctx))
+	lines := sandbox.Detect(ctx).Lines()
+	fmt.Fprintf(w, "sandbox       %s\n", lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "              %s\n", l)
+	}
+	fmt.Fprintf(w, "              configured: sandbox: %s\n", nonEmpty(cfg.Sandbox, "auto"))
 	if perr != nil {
 		return withCode(exitFailure, fmt.Errorf("training programs cannot run: %w", perr))
 	}
 	return nil
-}
-
-// sandboxStatus says which confinement tools work here.
-func sandboxStatus(ctx context.Context) string {
-	var parts []string
-	if path, err := exec.LookPath("bwrap"); err != nil {
-		parts = append(parts, "bubblewrap not installed (Debian: apt-get install bubblewrap)")
-	} else {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
-		if err != nil {
-			parts = append(parts, fmt.Sprintf("bubblewrap installed but cannot create namespaces here (%s)", strings.TrimSpace(string(out))))
-		} else {
-			parts = append(parts, "bubblewrap works")
-		}
-	}
-	if lsm, err := os.ReadFile("/sys/kernel/security/lsm"); err == nil && strings.Contains(string(lsm), "landlock") {
-		parts = append(parts, "landlock enabled")
-	} else {
-		parts = append(parts, "landlock not reported by the kernel")
-	}
-	return strings.Join(parts, "; ")
 }
 
 func yesNo(b bool, yes, no string) string {

@@ -107,6 +107,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newRunsCmd(g),
 		newDemoCmd(g),
 		newReportCmd(g),
+		newSandboxCmd(g),
 	)
 	return root
 }

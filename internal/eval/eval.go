@@ -49,7 +49,10 @@ type Evaluator struct {
 	// Sandbox names the confinement Runner applies, for the report
 	// ("bwrap", "landlock", "none").
 	Sandbox string
-	Log     *slog.Logger
+	// Cache is a folder for compile caches shared by evaluations; the
+	// only place outside the run folder a program may write.
+	Cache string
+	Log   *slog.Logger
 	// Progress, when set, receives a line per phase and per designated
 	// step, for a live display.
 	Progress func(line string)
@@ -113,6 +116,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	}
 	if spec.Contract == "log" {
 		res.Verification = "log"
+	}
+	if res.Environment.Sandbox == "none" {
+		res.Warnings = append(res.Warnings, "the program ran without a sandbox (sandbox: none): it could read and write anything this user can, and reach the network")
 	}
 
 	files, err := e.Data.Resolve(ctx, spec)
@@ -291,6 +297,19 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
 		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
+		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
+		LoopbackTCP: cfg.WorldSize > 1,
+	}
+	if e.Cache != "" {
+		// Compile caches persist across evaluations (compilation is not
+		// timed, and a warm cache is what a speedrunner has too).
+		for _, d := range []string{"inductor", "triton"} {
+			if err := os.MkdirAll(filepath.Join(e.Cache, d), 0o755); err != nil {
+				return nil, nil, fmt.Errorf("create cache folder: %w", err)
+			}
+		}
+		job.Writable = append(job.Writable, e.Cache)
+		job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(e.Cache, "inductor"), "TRITON_CACHE_DIR="+filepath.Join(e.Cache, "triton"))
 	}
 	if e.Progress != nil {
 		job.OnLine = func(stream, line string) {
@@ -344,6 +363,9 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		if n := p.Steps; n > 0 {
 			o.reason += fmt.Sprintf(" after %d steps", n)
 		}
+	case rr.Status == runner.StatusLimit:
+		o.verdict = Error
+		o.reason = "resource limit: " + rr.Message
 	case rr.Status == runner.StatusCanceled:
 		o.verdict, o.reason = Error, "the evaluation was canceled"
 	case tel.Error != nil && tel.Error.Code == harness.ErrNoFinish:
@@ -474,9 +496,10 @@ func baseEnv(dir string) []string {
 		"LANG=C.UTF-8",
 		"PYTHONDONTWRITEBYTECODE=1",
 		"MPLCONFIGDIR=" + filepath.Join(dir, "tmp"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "tmp"),
 	}
 	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
-		"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"} {
+		"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

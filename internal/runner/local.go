@@ -456,7 +456,7 @@ func (s *supervisor) cleanUp(readers *sync.WaitGroup, pipes []*os.File) {
 	s.tr.scan()
 	s.leftover = len(s.tr.alive())
 	if s.leftover > 0 {
-		s.log.Info("runner: killing processes left behind", "count", s.leftover)
+		s.log.Debug("runner: killing processes left behind", "count", s.leftover)
 	}
 	s.signal(syscall.SIGKILL)
 

@@ -115,6 +115,9 @@ func (s *Spec) applyDefaults() {
 	if s.Limits.FastSteps == 0 {
 		s.Limits.FastSteps = 5
 	}
+	if s.Limits.MaxTasks == 0 {
+		s.Limits.MaxTasks = 4096
+	}
 	if s.Telemetry.LogEvery == 0 {
 		s.Telemetry.LogEvery = 25
 	}
@@ -248,6 +251,12 @@ func (s *Spec) validate() []*FieldError {
 	}
 	if l.FastValTokens < 0 || (l.FastValTokens > 0 && d.ValSeqLen > 0 && l.FastValTokens%int64(d.ValSeqLen) != 0) {
 		bad("limits.fast_val_tokens", "%d: must be a positive multiple of val_seq_len (%d), or 0 for one batch", l.FastValTokens, d.ValSeqLen)
+	}
+	if l.MaxTasks < 16 {
+		bad("limits.max_tasks", "%d: must be at least 16 (it counts threads too: PyTorch starts several)", l.MaxTasks)
+	}
+	if l.Memory != 0 && l.Memory < 64<<20 {
+		bad("limits.memory", "%d bytes: too small for a Python process with PyTorch; use at least 64MiB, or 0 for no limit", l.Memory)
 	}
 	if l.MaxSteps < 0 {
 		bad("limits.max_steps", "%d: must be 0 (no cap) or positive", l.MaxSteps)

@@ -79,6 +79,10 @@ type Limits struct {
 	FastSteps     int      `yaml:"fast_steps"`
 	FastValTokens int64    `yaml:"fast_val_tokens"`
 	MaxSteps      int      `yaml:"max_steps"`
+	// Memory bounds the resident memory of a run's processes (0: none);
+	// MaxTasks bounds their processes and threads together.
+	Memory   ByteSize `yaml:"memory"`
+	MaxTasks int      `yaml:"max_tasks"`
 }
 
 // Telemetry says what the harness measures.

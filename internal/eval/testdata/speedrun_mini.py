@@ -268,4 +268,5 @@ for step in range(train_steps + 1):
 if use_cuda:
     print0(f"peak memory allocated: {torch.cuda.max_memory_allocated() // 1024 // 1024} MiB "
            f"reserved: {torch.cuda.max_memory_reserved() // 1024 // 1024} MiB", console=True)
+dist.barrier()
 dist.destroy_process_group()

@@ -168,4 +168,5 @@ for step in fh.steps(args.num_iterations):
 fh.finish(logits_fn)
 # frontier:protected end finish
 if world_size > 1:
+    dist.barrier()
     dist.destroy_process_group()
