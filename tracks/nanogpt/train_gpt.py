@@ -297,4 +297,7 @@ for step in fh.steps(args.num_steps):
 fh.finish(logits_fn)
 # frontier:protected end finish
 if ddp:
+    # Tear down together: a process that leaves while another still talks
+    # to the rendezvous store can abort it.
+    dist.barrier()
     dist.destroy_process_group()
