@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -187,7 +188,8 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 			}
 			detail := ""
 			if len(parts) > 0 {
-				detail = "(" + strings.Join(sorted(parts), ", ") + ")"
+				slices.Sort(parts)
+				detail = "(" + strings.Join(parts, ", ") + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%s\n", cl, n, detail)
 		}
@@ -283,15 +285,6 @@ func sumClasses(m map[string]int) int {
 		n += v
 	}
 	return n
-}
-
-func sorted(xs []string) []string {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
-	return xs
 }
 
 func containsChild(cs []*store.Child, id int64) bool {

@@ -116,8 +116,7 @@ func TestResumeAfterKill(t *testing.T) {
 		}
 		kills++
 	}
-	var cmd *exec.Cmd
-	cmd = start()
+	cmd := start()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

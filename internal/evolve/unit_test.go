@@ -114,8 +114,11 @@ func TestRankingAndArchive(t *testing.T) {
 
 func TestClaimDedup(t *testing.T) {
 	p := newPopulation(ObjectiveScore, 1, 5)
-	if p.claim("x", 1) != 0 || p.claim("x", 1) != 0 {
-		t.Error("a member's own claim is not a duplicate")
+	if p.claim("x", 1) != 0 {
+		t.Error("a new program is a duplicate")
+	}
+	if p.claim("x", 1) != 0 {
+		t.Error("a member's own claim again is a duplicate")
 	}
 	if p.claim("x", 2) != 1 || p.claim("", 3) != 0 {
 		t.Error("dedup index")

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/tracks"
+)
+
+// quickTracks is the engine's test track folder (a bigram on the tiny data).
+const quickTracks = "../../internal/evolve/testdata"
+
+// hashEvaluator judges programs by their hash, instantly.
+type hashEvaluator struct{}
+
+func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
+	h := store.Hash(req.Program)
+	if req.FastOnly {
+		return &eval.Result{Verdict: eval.FastOK}, nil
+	}
+	ms := 1000 + float64(h[0])*10
+	res := &eval.Result{Verdict: eval.Acceptable, Metrics: eval.Metrics{ValLoss: 4, TrainTimeMs: ms, StepAvgMs: ms / 60, Score: ms / 60 * 4}}
+	if h[1] < '4' {
+		res.Verdict, res.Metrics.ValLoss = eval.LossTooHigh, 4.5
+	}
+	return res, nil
+}
+
+func TestRunsCommands(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := track.NewRegistry(tracks.FS, quickTracks).Get("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: hashEvaluator{},
+		Models: []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}},
+		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}}, "cli-runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := st.Run(ctx, "cli-runs")
+	s, err := evolve.Summarize(ctx, st, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, out, stderr := runCLI(t, "--home", home, "runs")
+	if code != 0 || !strings.Contains(out, "cli-runs") || !strings.Contains(out, "iterations") || !strings.Contains(out, "RECORD") {
+		t.Errorf("runs: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "--home", home, "runs", "show", "cli-runs")
+	for _, want := range []string{"run cli-runs (#1) on track quick", "stopped: iterations", "verdicts", "acceptable",
+		"best programs", "per model", "per stage", "mutate", "2 islands, branching 3"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
+	}
+	if sum.Status.Acceptable > 0 && s.Record != nil && !strings.Contains(out, fmt.Sprintf("%d *", s.Record.ID)) {
+		t.Errorf("runs show does not mark the record #%d:\n%s", s.Record.ID, out)
+	}
+	bestFile := filepath.Join(home, "best.py")
+	code, _, stderr = runCLI(t, "--home", home, "runs", "best", "1", "-o", bestFile)
+	got, _ := os.ReadFile(bestFile)
+	st2, _ := store.Open(ctx, filepath.Join(home, "frontier.db"))
+	defer st2.Close()
+	want, _ := st2.Program(ctx, s.Best().ProgramHash)
+	if code != 0 || string(got) != string(want) || !strings.Contains(stderr, fmt.Sprintf("#%d", s.Best().ID)) {
+		t.Errorf("runs best: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--home", home, "runs", "show", "nope"); code != exitUsage || !strings.Contains(stderr, "not found") {
+		t.Errorf("unknown run: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--home", t.TempDir(), "runs"); code != exitFailure || !strings.Contains(stderr, "no database") {
+		t.Errorf("no database: exit %d: %s", code, stderr)
+	}
+}
+
+func TestEvolveFlagsRejected(t *testing.T) {
+	home := t.TempDir()
+	cfg := writeTemp(t, home, "frontier.yaml", "home: "+home+"\nevolve:\n  islands: 2\n  branching: 3\n")
+	code, _, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "tiny")
+	if code != exitUsage || !strings.Contains(stderr, "branching") {
+		t.Errorf("unknown evolve key: exit %d: %s", code, stderr)
+	}
+	cfg = writeTemp(t, home, "frontier.yaml", "home: "+home+"\n")
+	code, _, stderr = runCLI(t, "--config", cfg, "evolve", "--resume", "x", "--model", "m")
+	if code != exitUsage || !strings.Contains(stderr, "only budgets") {
+		t.Errorf("--resume with --model: exit %d: %s", code, stderr)
+	}
+}
+
+func TestStatusLine(t *testing.T) {
+	s := evolve.Status{RunName: "run-3", Iteration: 12, MaxIterations: 100, SlotsBusy: 1, Slots: 1, ProposalsInFlight: 3,
+		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, ReferenceTimeMs: 52300,
+		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true}
+	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  best 41.20s (ref 52.30s, -21.2%)  loss 2.6810  |  $1.23  14m2s  [draining]"
+	if got := statusLine(s); got != want {
+		t.Errorf("status line\n got %s\nwant %s", got, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Ctrl-C once drains, twice aborts, and --resume finishes the run: with
+// real training processes on the quick track.
+func TestEvolveSignalsAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training processes")
+	}
+	home := t.TempDir()
+	abs, _ := filepath.Abs(quickTracks)
+	cfgPath := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(`home: %s
+tracks_dirs: [%s]
+evolve:
+  islands: 2
+  branching_factor: 2
+  slots: 1
+  seed: 11
+`, home, abs))
+	var stdout, stderr syncBuffer
+	g := &globals{configPath: cfgPath, logLevel: "info", stdout: &stdout, stderr: &stderr}
+	g.log = slog.New(slog.NewTextHandler(&stderr, nil))
+	if _, err := g.loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+
+	sigs := make(chan os.Signal, 2)
+	statuses := make(chan evolve.Status, 1000)
+	// The engine must never wait on this test's reading.
+	send := func(ch chan evolve.Status) func(evolve.Status) {
+		return func(s evolve.Status) {
+			select {
+			case ch <- s:
+			default:
+			}
+		}
+	}
+	o := evolveOptions{track: "quick", name: "sig", iterations: 3, proposer: "mutate", signals: sigs,
+		onStatus: send(statuses)}
+	done := make(chan error, 1)
+	go func() { done <- runEvolve(context.Background(), g, o) }()
+	// Once the first child is evaluated, Ctrl-C: the run drains.
+	for s := range statuses {
+		if s.Acceptable+s.LossTooHigh+s.Buggy > 0 {
+			break
+		}
+	}
+	sigs <- syscall.SIGINT
+	err := <-done
+	var ce *exitCodeError
+	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+		t.Fatalf("first session: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "draining") || !strings.Contains(stdout.String(), "stopped: interrupted") {
+		t.Errorf("no drain message:\n%s\n%s", stderr.String(), stdout.String())
+	}
+	checkRun(t, g, "sig", store.RunStopped, evolve.StopInterrupted)
+
+	// Resume; Ctrl-C twice as soon as an evaluation runs: aborted, and no
+	// evaluation is left running.
+	statuses = make(chan evolve.Status, 1000)
+	o = evolveOptions{resume: "sig", iterations: 3, signals: sigs, onStatus: send(statuses)}
+	go func() { done <- runEvolve(context.Background(), g, o) }()
+	for s := range statuses {
+		if s.SlotsBusy > 0 {
+			break
+		}
+	}
+	time.Sleep(2 * time.Second) // let the training process start
+	sigs <- syscall.SIGINT
+	sigs <- syscall.SIGINT
+	err = <-done
+	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+		t.Fatalf("aborted session: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "aborting") {
+		t.Errorf("no abort message:\n%s", stderr.String())
+	}
+	checkRun(t, g, "sig", store.RunStopped, evolve.StopAborted)
+
+	// Resume to the end.
+	code, out, errText := runCLI(t, "--config", cfgPath, "evolve", "--resume", "sig", "--quiet")
+	if code != 0 || !strings.Contains(out, "stopped: iterations") {
+		t.Fatalf("final session: exit %d\n%s\n%s", code, out, errText)
+	}
+	checkRun(t, g, "sig", store.RunStopped, evolve.StopIterations)
+}
+
+func checkRun(t *testing.T, g *globals, name, state, reason string) {
+	t.Helper()
+	cfg, _ := g.loadConfig()
+	st, err := store.Open(context.Background(), cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.Run(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.State != state || run.StopReason != reason {
+		t.Errorf("run %s: %s/%s, want %s/%s (%s)", name, run.State, run.StopReason, state, reason, run.StopDetail)
+	}
+	evals, _ := st.Evaluations(context.Background(), store.Filter{Limit: 1000})
+	for _, e := range evals {
+		if e.State == store.StateRunning {
+			t.Errorf("evaluation %d is left running", e.ID)
+		}
+	}
+}
