@@ -504,3 +504,21 @@ func TestFixLoopEnds(t *testing.T) {
 		}
 	}
 }
+
+// panicky panics on every proposal.
+type panicky struct{}
+
+func (panicky) Propose(ctx context.Context, req propose.Request) (*propose.Proposal, error) {
+	panic("a proposer bug")
+}
+
+func TestProposerPanicFailsTheChild(t *testing.T) {
+	st := openStore(t, "")
+	opts := fakeOptions(t, st, Model{Name: "bug", Kind: propose.KindMutate, Proposer: panicky{}})
+	cfg := smallConfig()
+	cfg.MaxConsecutiveFailures = 3
+	_, sum := runEngine(t, opts, cfg)
+	if sum.StopReason != StopLLMFailures || !strings.Contains(sum.StopDetail, "panicked: a proposer bug") || sum.Status.NoProposal < 3 {
+		t.Fatalf("summary %s: %s (%d without a proposal)", sum.StopReason, sum.StopDetail, sum.Status.NoProposal)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -395,7 +396,18 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		w.baseHash = w.parent.ProgramHash
 	}
 	e.proposing++
-	go func() { e.propDone <- e.doProposal(ctx, w) }()
+	go func() {
+		var r *proposalResult
+		defer func() {
+			// A proposer's bug fails the child, not the run.
+			if p := recover(); p != nil {
+				e.log.Error("evolve: proposer panicked", "child", w.child.ID, "panic", p, "stack", string(debug.Stack()))
+				r = &proposalResult{work: w, err: fmt.Errorf("the proposer panicked: %v", p)}
+			}
+			e.propDone <- r
+		}()
+		r = e.doProposal(ctx, w)
+	}()
 }
 
 func snapshot(c *store.Child) *store.Child {
@@ -420,7 +432,16 @@ func (e *Engine) startEval(ctx context.Context, j *job) {
 	}
 	w := &evalWork{child: *c, kind: j.kind, started: time.Now()}
 	e.evaluating++
-	go func() { e.evalDone <- e.doEval(ctx, w) }()
+	go func() {
+		var r *evalResult
+		defer func() {
+			if p := recover(); p != nil {
+				r = &evalResult{work: w, err: fmt.Errorf("the evaluator panicked: %v\n%s", p, debug.Stack())}
+			}
+			e.evalDone <- r
+		}()
+		r = e.doEval(ctx, w)
+	}()
 }
 
 // onProposal takes a proposal worker's result.
@@ -500,7 +521,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 			return
 		default:
 			attempt.Error = r.err.Error()
-			if pe == nil || pe.Kind == propose.FailCall {
+			if pe == nil || pe.Kind == propose.FailCall || pe.Kind == propose.FailExhausted {
 				e.failStreak++
 			}
 			e.persistAttemptOnly(ctx, c, attempt)
