@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,6 +202,9 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	opts := evolve.Options{
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
 		Redact: redactor.Redact, OnStatus: prog.show,
+	}
+	if spec.Hardware.Device == "cuda" {
+		opts.MachineGPUs = machineGPUs(ctx)
 	}
 	var e *evolve.Engine
 	if resumed {
@@ -415,6 +420,49 @@ func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Bu
 		return nil, withCode(exitUsage, fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
 	}
 	return out, nil
+}
+
+// machineGPUs counts the GPUs this process may use: the entries of
+// CUDA_VISIBLE_DEVICES when it is set, else the GPUs nvidia-smi lists; 0
+// when neither says.
+func machineGPUs(ctx context.Context) int {
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		return countDevices(v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
+	if err != nil {
+		return 0
+	}
+	return countGPULines(string(out))
+}
+
+// countDevices counts the entries of a CUDA_VISIBLE_DEVICES value.
+func countDevices(v string) int {
+	n := 0
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if i, err := strconv.Atoi(f); err == nil && i < 0 {
+			break // CUDA stops at the first invalid index
+		}
+		n++
+	}
+	return n
+}
+
+// countGPULines counts the "GPU 0: ..." lines of nvidia-smi -L.
+func countGPULines(out string) int {
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "GPU ") {
+			n++
+		}
+	}
+	return n
 }
 
 // logLevel returns the level of the --log-level flag.
