@@ -151,15 +151,16 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 
 // logValues are the settings injected into the program for one phase.
 func logValues(spec *track.Spec, files *DataFiles, mode string) importer.Values {
-	trainDir := filepath.Dir(files.Val)
+	val, _ := filepath.Abs(files.Val) // only fails without a working directory
+	trainDir := filepath.Dir(val)
 	if len(files.Train) > 0 {
-		trainDir = filepath.Dir(files.Train[0])
+		trainDir, _ = filepath.Abs(filepath.Dir(files.Train[0]))
 	}
 	v := importer.Values{
 		// The script globs these patterns itself: the folder part must
 		// match literally.
 		TrainFiles: filepath.Join(globEscape(trainDir), spec.Data.Train),
-		ValFiles:   globEscape(files.Val),
+		ValFiles:   globEscape(val),
 		ValTokens:  spec.Data.ValTokens,
 	}
 	if mode == harness.ModeFast {

@@ -48,6 +48,7 @@ func TestExtractCode(t *testing.T) {
 		{"99 signs is code", "x = 1\n" + strings.Repeat("=", 99) + "\n", "x = 1\n" + strings.Repeat("=", 99) + "\n", false, ""},
 		{"one leading separator", sep + "import os\n", "", true, "no second one"},
 		{"empty code", "\n\n" + sep + "rest\n", "", true, "no program"},
+		{"empty file", " \n", "", false, "the file is empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,6 +153,8 @@ func TestAnalyzeNotSpeedrun(t *testing.T) {
 			[]string{"no val_files field", "no val_tokens field"}},
 		{"two train fields", "class Hyperparameters:\n    train_files = 'x'\n    input_bin = 'y'\n    val_files = 'v'\n    val_tokens = 1\ntraining_time_ms = 0\nprint(f'step:{a}/{b} val_loss:{c}')\n",
 			[]string{"several train_files fields (train_files, input_bin)"}},
+		{"iterations twice", "class Hyperparameters:\n    train_files = 'x'\n    val_files = 'v'\n    val_tokens = 1\n    num_iterations = 5\n    num_iterations = 6\ntraining_time_ms = 0\nprint(f'step:{a}/{b} val_loss:{c}')\n",
+			[]string{"line 6: Hyperparameters sets num_iterations twice (first on line 5)"}},
 		{"field twice", "class Hyperparameters:\n    train_files = 'x'\n    val_files = 'v'\n    val_tokens = 1\n    val_tokens = 2\ntraining_time_ms = 0\nprint(f'step:{a}/{b} val_loss:{c}')\n",
 			[]string{"line 5: Hyperparameters sets val_tokens twice (first on line 4)"}},
 	}
@@ -305,8 +308,21 @@ func TestInjectRefusesReassignment(t *testing.T) {
 			}
 		})
 	}
-	// Reading the settings, comparing them and mentioning them in comments is fine.
-	ok := base + "if args.val_tokens == 10485760:  # val_tokens = 1 in a comment\n    n = args.val_tokens\n"
+	// Reading the settings, comparing them, mentioning them in comments and
+	// joining a data folder in front of the (absolute) paths is fine.
+	ok := base + "if args.val_tokens == 10485760:  # val_tokens = 1 in a comment\n    n = args.val_tokens\n" +
+		"args.train_files = os.path.join(data_path, args.train_files)\nargs.val_files = os.path.join(data_path, args.val_files)\n"
+	for _, bad := range []string{
+		"args.val_files = os.path.join(data_path, args.train_files)\n",
+		"args.train_files = os.path.join(data_path, other.train_files)\n",
+		"args.val_tokens = os.path.join(data_path, args.val_tokens)\n",
+		"args.train_files = os.path.join(data_path, args.train_files) + '_x'\n",
+	} {
+		var re *ReassignError
+		if _, err := Inject([]byte(base+bad), testValues); !errors.As(err, &re) {
+			t.Errorf("%q: err = %v, want a ReassignError", bad, err)
+		}
+	}
 	if _, err := Inject([]byte(ok), testValues); err != nil {
 		t.Fatal(err)
 	}

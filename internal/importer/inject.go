@@ -13,7 +13,9 @@ import (
 )
 
 // Values are the settings the environment injects into a speedrun script
-// under the log contract.
+// under the log contract. The paths must be absolute: scripts that join a
+// data folder in front of them (os.path.join(data_path, args.train_files))
+// then keep them as they are.
 type Values struct {
 	TrainFiles string // glob of the training shards (absolute)
 	ValFiles   string // the validation shard (absolute)
@@ -200,6 +202,14 @@ func (s *Script) checkReassign() error {
 		if i+1 >= h.Start && i+1 <= h.End {
 			continue
 		}
+		if m := prefixRE.FindStringSubmatch(strings.TrimSpace(l.code)); m != nil && m[2] == m[4] && m[1] == m[3] {
+			// args.train_files = os.path.join(data_path, args.train_files):
+			// the 2025 scripts' data-folder prefix, a no-op for the
+			// absolute paths frontier injects.
+			if f := s.FieldNamed(m[2]); f != nil && (f.Role == RoleTrainFiles || f.Role == RoleValFiles) {
+				continue
+			}
+		}
 		// Strings count here (setattr(args, "val_tokens", ...)); comments do not.
 		for _, p := range pats {
 			if p.re.MatchString(l.code) {
@@ -209,6 +219,9 @@ func (s *Script) checkReassign() error {
 	}
 	return nil
 }
+
+// prefixRE matches "X.F = os.path.join(P, X.F)" (groups X, F, X, F).
+var prefixRE = regexp.MustCompile(`^(\w+)\.(\w+)\s*=\s*os\.path\.join\(\s*[\w.]+\s*,\s*(\w+)\.(\w+)\s*\)$`)
 
 // sortedSpans returns spans ordered by start line.
 func sortedSpans(spans []Span) []Span {

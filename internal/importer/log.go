@@ -20,6 +20,9 @@ var Separator = strings.Repeat("=", 100)
 // 2024 layout), everything between the first two. A file without a
 // separator is taken to be the script itself (fromLog false).
 func ExtractCode(src []byte) (code []byte, fromLog bool, err error) {
+	if len(bytes.TrimSpace(src)) == 0 {
+		return nil, false, errors.New("the file is empty: give a speedrun training script or a record log")
+	}
 	var seps []int // byte offsets of separator lines' starts, and their ends
 	var ends []int
 	for off := 0; off < len(src); {

@@ -219,7 +219,17 @@ func (s *Script) readFields(k int) []string {
 			}
 		}
 		if first, dup := seen[name]; dup {
-			problems = append(problems, fmt.Sprintf("line %d: Hyperparameters sets %s twice (first on line %d)", f.Line, name, first))
+			if f.Role != "" || isIterations(name) {
+				problems = append(problems, fmt.Sprintf("line %d: Hyperparameters sets %s twice (first on line %d)", f.Line, name, first))
+				continue
+			}
+			// Another field set twice: the last assignment is the one
+			// Python keeps.
+			for i := range s.Fields {
+				if s.Fields[i].Name == name {
+					s.Fields[i] = f
+				}
+			}
 			continue
 		}
 		seen[name] = f.Line
@@ -241,6 +251,10 @@ func (s *Script) readFields(k int) []string {
 		}
 	}
 	return problems
+}
+
+func isIterations(name string) bool {
+	return name == fieldIterations || name == fieldScheduled || name == fieldExtension
 }
 
 func (s *Script) inHyper(st stmt) bool {
