@@ -20,6 +20,7 @@ import (
 
 // demoOptions are the inputs of "frontier demo".
 type demoOptions struct {
+	track      string
 	out        string
 	duration   time.Duration
 	iterations int
@@ -48,6 +49,8 @@ much faster the best acceptable program is than the reference.`,
 	f.DurationVar(&o.duration, "duration", 7*time.Minute, "search time before the run drains")
 	f.IntVar(&o.iterations, "iterations", 3, "iterations of the search")
 	f.StringVar(&o.proposer, "proposer", "auto", "auto (a usable configured model, else mutate), llm or mutate")
+	f.StringVar(&o.track, "track", "tiny", "track (for trying the demo on another small track)")
+	f.MarkHidden("track")
 	return cmd
 }
 
@@ -92,9 +95,12 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if ev.Proposer != evolve.ProposerMutate {
 		proposer = "the configured models"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the tiny track with %s; about 10 minutes on 2 cores.\n", proposer)
+	if o.track == "" {
+		o.track = "tiny"
+	}
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s; about 10 minutes on 2 cores.\n", o.track, proposer)
 	name := "demo-" + time.Now().Format("20060102-150405")
-	sum, err := evolveRun(ctx, g, evolveOptions{track: "tiny", name: name}, cfg, env)
+	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name}, cfg, env)
 	if err != nil {
 		return err
 	}

@@ -239,6 +239,36 @@ evolve:
 	checkRun(t, g, "sig", store.RunStopped, evolve.StopIterations)
 }
 
+// The demo's whole path on the quick track: a short mutate search, the
+// report, and the closing lines.
+func TestDemoOnQuickTrack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training processes")
+	}
+	home := t.TempDir()
+	abs, _ := filepath.Abs(quickTracks)
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	out := filepath.Join(home, "rep")
+	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--duration", "2m", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"stopped: iterations", "report: " + filepath.Join(out, "index.html")} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "the best acceptable program (#") && !strings.Contains(stdout, "no acceptable program was faster than the reference") {
+		t.Errorf("demo output does not compare with the reference:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(stderr, "mutate baseline") {
+		t.Errorf("the demo did not say which proposer it uses:\n%s", stderr)
+	}
+}
+
 func checkRun(t *testing.T, g *globals, name, state, reason string) {
 	t.Helper()
 	cfg, _ := g.loadConfig()
