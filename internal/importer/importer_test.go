@@ -18,6 +18,11 @@ import (
 
 func read(t *testing.T, name string) []byte {
 	t.Helper()
+	return readB(t, name)
+}
+
+func readB(t testing.TB, name string) []byte {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)

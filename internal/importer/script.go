@@ -146,6 +146,7 @@ func Analyze(src []byte) (*Script, error) {
 		problems = append(problems, s.readFields(hyper)...)
 	}
 
+	valRE := s.valAttrRE()
 	for _, st := range s.stmts {
 		if s.inHyper(st) {
 			continue
@@ -154,7 +155,7 @@ func Analyze(src []byte) (*Script, error) {
 		switch {
 		case isValLog(t):
 			s.ValLog = append(s.ValLog, span(st))
-		case s.usesVal(t):
+		case valRE != nil && valRE.MatchString(t):
 			s.ValUses = append(s.ValUses, span(st))
 		}
 	}
@@ -276,22 +277,20 @@ func isValLog(t string) bool {
 	return true
 }
 
-// usesVal reports whether a statement reads an injected validation field
-// as an attribute (args.val_tokens, args.input_val_bin).
-func (s *Script) usesVal(t string) bool {
+// valAttrRE matches a statement that reads an injected validation field
+// as an attribute (args.val_tokens, args.input_val_bin); nil when the block
+// has none.
+func (s *Script) valAttrRE() *regexp.Regexp {
+	var names []string
 	for _, f := range s.Fields {
-		if f.Role != RoleValFiles && f.Role != RoleValTokens {
-			continue
-		}
-		if attrRE(f.Name).MatchString(t) {
-			return true
+		if f.Role == RoleValFiles || f.Role == RoleValTokens {
+			names = append(names, regexp.QuoteMeta(f.Name))
 		}
 	}
-	return false
-}
-
-func attrRE(name string) *regexp.Regexp {
-	return regexp.MustCompile(`\.` + regexp.QuoteMeta(name) + `\b`)
+	if len(names) == 0 {
+		return nil
+	}
+	return regexp.MustCompile(`\.(?:` + strings.Join(names, "|") + `)\b`)
 }
 
 // findTiming collects the statements that run the train clock: every
