@@ -17,9 +17,10 @@ build:
 deps:
 	./scripts/install-deps.sh
 
-# The main job: evaluate the tiny track's reference program end to end.
+# The main job: a short evolutionary search on the tiny track (the mutate
+# baseline, or the model configured in frontier.yaml), then the report.
 demo: deps build
-	./$(BIN) eval --track tiny
+	./$(BIN) demo
 
 # The whole test suite, slow end-to-end tests included.
 test: deps
