@@ -110,8 +110,20 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
 		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
 		HeadBytes: logHeadBytes, TailBytes: logTailBytes,
+		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
 		// The workers rendezvous over TCP on 127.0.0.1, even alone.
 		LoopbackTCP: true,
+	}
+	if e.Cache != "" {
+		// The same shared compile caches as under the harness: a speedrun
+		// script's first torch.compile takes minutes.
+		for _, d := range []string{"inductor", "triton"} {
+			if err := os.MkdirAll(filepath.Join(e.Cache, d), 0o755); err != nil {
+				return nil, nil, fmt.Errorf("create cache folder: %w", err)
+			}
+		}
+		job.Writable = append(job.Writable, e.Cache)
+		job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(e.Cache, "inductor"), "TRITON_CACHE_DIR="+filepath.Join(e.Cache, "triton"))
 	}
 	if e.Progress != nil {
 		job.OnLine = func(stream, line string) {
