@@ -52,7 +52,13 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		st.Close()
 		return nil, withCode(exitUsage, fmt.Errorf("sandbox: %w", err))
 	}
+	gpus, err := eval.NewNodeGPUPool(cfg.GPUs, len(py.GPUs))
+	if err != nil {
+		st.Close()
+		return nil, withCode(exitUsage, fmt.Errorf("gpus: %w", err))
+	}
 	ev := &eval.Evaluator{
+		GPUs:    gpus,
 		Runner:  sb,
 		Sandbox: string(sb.Mode()),
 		Cache:   filepath.Join(cfg.Home, "cache"),

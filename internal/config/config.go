@@ -34,6 +34,10 @@ type Config struct {
 	Python string `yaml:"python"`
 	// Sandbox is auto, bwrap, landlock or none.
 	Sandbox string `yaml:"sandbox"`
+	// GPUs lists the GPU indices frontier may use, like "0,1,2,3"; empty
+	// means CUDA_VISIBLE_DEVICES of frontier's own environment, else every
+	// GPU PyTorch sees.
+	GPUs string `yaml:"gpus"`
 	// Data maps a track name to its data folder (for tracks whose data the
 	// user brings, like nanogpt).
 	Data map[string]string `yaml:"data"`

@@ -45,13 +45,22 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 			return nil, err
 		}
 	case "":
-		if len(spec.Data.Shards) > 0 {
-			rep, err := data.Verify(ctx, dir, spec.Data.Shards, spec.Data.VocabSize)
+		pins := spec.Data.Shards
+		if len(pins) == 0 {
+			// A track that pins nothing (its data is the user's) is checked
+			// against the manifest `frontier data fetch` or `prepare` wrote
+			// with the data, when there is one.
+			if m, err := data.ReadManifest(dir); err == nil {
+				pins = m.Pins()
+			}
+		}
+		if len(pins) > 0 {
+			rep, err := data.Verify(ctx, dir, pins, spec.Data.VocabSize)
 			if err != nil {
 				return nil, err
 			}
 			if !rep.OK() {
-				return nil, fmt.Errorf("data in %s does not match the track's pinned shards:\n%s", dir, rep)
+				return nil, fmt.Errorf("data in %s does not match its pinned shards (the track's, or manifest.json's):\n%s", dir, rep)
 			}
 		}
 	}

@@ -36,7 +36,9 @@ func WriteReport(w io.Writer, r *Result) error {
 	if m.TrainTimeMs > 0 {
 		fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s)\n",
 			fmtMs(m.TrainTimeMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
-		fmt.Fprintf(b, "throughput    %s tokens/s  (%s training tokens)\n", humanInt(int64(m.TokensPerS)), humanInt(m.Tokens))
+		if m.Tokens > 0 {
+			fmt.Fprintf(b, "throughput    %s tokens/s  (%s training tokens)\n", humanInt(int64(m.TokensPerS)), humanInt(m.Tokens))
+		}
 		fmt.Fprintf(b, "score         %.2f  (step_avg_ms x val_loss, lower is better)\n", m.Score)
 	}
 	if m.PeakRSSMB > 0 {
