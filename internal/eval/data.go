@@ -3,8 +3,10 @@ package eval
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/frontier-bench/frontier/internal/data"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -20,6 +22,13 @@ type LocalData struct {
 	// Dirs maps a track name to its data folder, overriding Root (config
 	// data:).
 	Dirs map[string]string
+
+	// verified remembers files whose hash matched, by a stamp of their
+	// identity (size and modification time), so that a long
+	// search does not rehash gigabytes before every evaluation. A file
+	// rewritten in place gets a new stamp and is hashed again.
+	mu       sync.Mutex
+	verified map[string]string
 }
 
 // Dir returns the data folder of spec.
@@ -54,14 +63,15 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 				pins = m.Pins()
 			}
 		}
-		if len(pins) > 0 {
-			rep, err := data.Verify(ctx, dir, pins, spec.Data.VocabSize)
+		if todo := d.unverified(dir, pins); len(todo) > 0 {
+			rep, err := data.Verify(ctx, dir, todo, spec.Data.VocabSize)
 			if err != nil {
 				return nil, err
 			}
 			if !rep.OK() {
 				return nil, fmt.Errorf("data in %s does not match its pinned shards (the track's, or manifest.json's):\n%s", dir, rep)
 			}
+			d.remember(dir, todo)
 		}
 	}
 	train, err := filepath.Glob(filepath.Join(dir, spec.Data.Train))
@@ -81,4 +91,42 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 		}
 	}
 	return &DataFiles{Train: train, Val: val}, nil
+}
+
+// stamp identifies a file's current content cheaply: size and
+// modification time (with nanoseconds).
+func stamp(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Size(), st.ModTime().UnixNano())
+}
+
+// unverified returns the pins not verified before with the same stamp.
+func (d *LocalData) unverified(dir string, pins []track.Shard) []track.Shard {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var todo []track.Shard
+	for _, p := range pins {
+		path := filepath.Join(dir, p.File)
+		if s := stamp(path); s == "" || d.verified[path] != s+p.SHA256 {
+			todo = append(todo, p)
+		}
+	}
+	return todo
+}
+
+func (d *LocalData) remember(dir string, pins []track.Shard) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.verified == nil {
+		d.verified = map[string]string{}
+	}
+	for _, p := range pins {
+		path := filepath.Join(dir, p.File)
+		if s := stamp(path); s != "" {
+			d.verified[path] = s + p.SHA256
+		}
+	}
 }
