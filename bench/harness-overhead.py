@@ -74,7 +74,7 @@ def run_once(python, data, seed, level, steps, threads, work):
         json.dump(config(data, seed, level, tel, threads), f)
     env = dict(os.environ, FRONTIER_CONFIG=cfg, PYTHONPATH=hdir, PYTHONUNBUFFERED="1",
                PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+               MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     before = os.times()
     t0 = time.perf_counter()
     p = subprocess.run([python, "-u", os.path.join(hdir, "frontier_boot.py"), "train.py"], cwd=d, env=env,

@@ -146,8 +146,16 @@ func Command(python, runDir string, cfg Config) (argv []string, env []string) {
 		"PYTHONDONTWRITEBYTECODE=1",
 	}
 	if cfg.Threads > 0 {
+		// torch parallelizes each op over its OpenMP pool of cfg.Threads.
+		// OpenBLAS (Debian's torch calls the pthread build) would start a
+		// second pool on the same cores, and the two pools' spinning threads
+		// made a step 5-10x slower on a busy 2-core machine; one BLAS thread
+		// inside torch's pool does not. Passive OpenMP waiting keeps the
+		// timing stable when other processes share the cores, at the price
+		// of a wake-up per parallel region on an idle machine.
 		n := strconv.Itoa(cfg.Threads)
-		env = append(env, "OMP_NUM_THREADS="+n, "MKL_NUM_THREADS="+n, "OPENBLAS_NUM_THREADS="+n)
+		env = append(env, "OMP_NUM_THREADS="+n, "MKL_NUM_THREADS="+n, "OPENBLAS_NUM_THREADS=1",
+			"OMP_WAIT_POLICY=PASSIVE")
 	}
 	return argv, env
 }

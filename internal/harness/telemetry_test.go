@@ -219,7 +219,7 @@ func TestCommand(t *testing.T) {
 		t.Errorf("argv %q, want %q", argv, want)
 	}
 	joined := strings.Join(env, "\n")
-	for _, kv := range []string{"FRONTIER_CONFIG=/r/config.json", "PYTHONPATH=/r/_frontier", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=2"} {
+	for _, kv := range []string{"FRONTIER_CONFIG=/r/config.json", "PYTHONPATH=/r/_frontier", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=2", "OPENBLAS_NUM_THREADS=1", "OMP_WAIT_POLICY=PASSIVE"} {
 		if !strings.Contains(joined, kv) {
 			t.Errorf("env lacks %s:\n%s", kv, joined)
 		}

@@ -31,7 +31,7 @@ class Hyperparameters:
     seq_len: int = 128  # training sequence length (validation uses cfg.val_seq_len)
     # optimization
     batch_size: int = 8  # sequences per step
-    num_steps: int = 1500
+    num_steps: int = 1200
     lr: float = 3e-3
     min_lr_frac: float = 0.1  # the cosine decays to lr * min_lr_frac
     warmup_steps: int = 50

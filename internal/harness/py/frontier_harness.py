@@ -341,7 +341,10 @@ class _Harness:
         self.rank = int(os.environ.get("RANK", "0"))
         self.is_main = self.rank == 0
         try:
-            self._setup(raw)
+            try:
+                self._setup(raw)
+            except (TypeError, ValueError, IndexError) as e:
+                raise HarnessError("config", "the run config %s has a malformed value: %s" % (path, e)) from None
         except HarnessError as e:
             # The telemetry file is known: put the reason where the evaluator
             # looks first, then let the boot script print it and exit.
@@ -390,7 +393,7 @@ class _Harness:
         self.vocab_size = int(g("vocab_size") or 0)
         self.val_seq_len = int(g("val_seq_len") or 0)
         self.val_batch_seqs = max(1, int(g("val_batch_seqs") or 1))
-        self.val_tokens = int(g("fast_val_tokens") if self.fast else g("val_tokens") or 0)
+        self.val_tokens = int((g("fast_val_tokens") if self.fast else g("val_tokens")) or 0)
         if self.vocab_size <= 0 or self.val_seq_len <= 0 or self.val_tokens <= 0:
             raise HarnessError("config", "config needs positive vocab_size, val_seq_len and val_tokens "
                                "(got %d, %d, %d)" % (self.vocab_size, self.val_seq_len, self.val_tokens))
