@@ -165,7 +165,11 @@ for step in fh.steps(int(E("FH_STEPS", "30"))):
         time.sleep(60)
     if 0 <= nan_at <= step:
         loss = loss * float("nan")
-    fh.step(step, tokens=B * T, train_loss=loss)
+    try:
+        fh.step(step, tokens=B * T, train_loss=loss)
+    except fh.HarnessError:
+        if not E("FH_SWALLOW"):
+            raise
     if fh.want_validation(step):
         fh.validate(logits_fn)
 if not E("FH_NO_FINISH"):
@@ -543,6 +547,39 @@ func TestNaNTrainLoss(t *testing.T) {
 	r.env = []string{"FH_NAN_AT=12"}
 	res := r.exec(t)
 	res.wantError(t, 1, ErrNaNLoss, "train loss is nan at step 19")
+}
+
+// A program that catches the harness's error and carries on still fails:
+// the failure sticks, finish refuses, and the original error is reported.
+func TestSwallowedHarnessError(t *testing.T) {
+	t.Parallel()
+	r := newRun(t, ModeFull)
+	r.env = []string{"FH_NAN_AT=12", "FH_SWALLOW=1"}
+	res := r.exec(t)
+	e := res.wantError(t, 1, ErrNaNLoss, "train loss is nan at step 19")
+	if !strings.Contains(e.Traceback, "HarnessError") {
+		t.Errorf("traceback:\n%s", e.Traceback)
+	}
+}
+
+// telemetry_level "off" keeps the result and drops the measurements.
+func TestTelemetryOff(t *testing.T) {
+	t.Parallel()
+	r := newRun(t, ModeFull)
+	r.cfg.TelemetryLevel = TelemetryOff
+	r.cfg.ProfileSteps = []int{2, 4}
+	res := r.exec(t)
+	if res.code != 0 || res.tel.Final == nil {
+		res.dump(t)
+		t.Fatalf("exit %d", res.code)
+	}
+	tel := res.tel
+	if len(tel.Steps) != 1 || tel.Steps[0].Step != 29 || tel.Sections != nil || tel.TopOps != nil {
+		t.Errorf("steps %+v, sections %+v, top_ops %+v; want only the last step", tel.Steps, tel.Sections, tel.TopOps)
+	}
+	if tel.RunStart.TelemetryLevel != TelemetryOff || tel.Final.Steps != 30 || tel.FinalVal() == nil || tel.Memory == nil {
+		t.Errorf("run_start %+v final %+v", tel.RunStart, tel.Final)
+	}
 }
 
 func TestWrongLogitsShape(t *testing.T) {
