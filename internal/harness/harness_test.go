@@ -562,12 +562,14 @@ func TestSwallowedHarnessError(t *testing.T) {
 	}
 }
 
-// telemetry_level "off" keeps the result and drops the measurements.
+// telemetry_level "off" keeps the result and drops the measurements. The
+// same run checks the compile-budget warning.
 func TestTelemetryOff(t *testing.T) {
 	t.Parallel()
 	r := newRun(t, ModeFull)
 	r.cfg.TelemetryLevel = TelemetryOff
 	r.cfg.ProfileSteps = []int{2, 4}
+	r.cfg.CompileBudgetMs = 1 // setup always takes longer: a warning, not a failure
 	res := r.exec(t)
 	if res.code != 0 || res.tel.Final == nil {
 		res.dump(t)
@@ -579,6 +581,10 @@ func TestTelemetryOff(t *testing.T) {
 	}
 	if tel.RunStart.TelemetryLevel != TelemetryOff || tel.Final.Steps != 30 || tel.FinalVal() == nil || tel.Memory == nil {
 		t.Errorf("run_start %+v final %+v", tel.RunStart, tel.Final)
+	}
+	if len(tel.Warnings) != 1 || tel.Warnings[0].Code != WarnCompileBudget ||
+		!strings.Contains(tel.Warnings[0].Message, "over the track's compile budget of 1 ms") {
+		t.Errorf("warnings %+v; want one compile_budget warning", tel.Warnings)
 	}
 }
 
