@@ -289,12 +289,13 @@ func TestRepeats(t *testing.T) {
 	if len(seeds) != 3 || rp.ValLoss.N != 3 || rp.ValLoss.SD == 0 || rp.TrainTimeMs.CILo > rp.TrainTimeMs.Mean {
 		t.Fatalf("runs %+v, loss %+v", rp.Runs, rp.ValLoss)
 	}
-	// The first series is not its own baseline.
-	if rp.Baseline != nil || rp.Record || len(res.Warnings) == 0 {
-		t.Fatalf("baseline %+v, record %v, warnings %v", rp.Baseline, rp.Record, res.Warnings)
+	// A program is not compared with itself.
+	if rp.Baseline != nil || rp.Record || rp.RecordReason != "this program is the baseline" {
+		t.Fatalf("baseline %+v, record %v (%s)", rp.Baseline, rp.Record, rp.RecordReason)
 	}
-	// A second series compares with the first.
+	// A changed program (one more step) compares with the first series.
 	rr.Seed = 10
+	rr.Program = program(t, 121, "pass")
 	res, err = ev.EvaluateRepeats(context.Background(), rr)
 	if err != nil {
 		t.Fatal(err)

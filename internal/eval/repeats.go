@@ -134,6 +134,11 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*
 		out.Reason = fmt.Sprintf("mean val loss %.4f over %d runs is not significantly under the target %.4g (one-sided t-test: %s)", rep.ValLoss.Mean, len(losses), spec.TargetValLoss, t)
 	}
 
+	isBaseline := rr.BaselineHash == out.Program.Hash
+	if isBaseline {
+		// The baseline itself: its runs are the baseline, nothing to compare.
+		rr.BaselineHash = ""
+	}
 	if rr.BaselineHash != "" && e.Store != nil {
 		mine := map[int64]bool{}
 		for _, r := range results {
@@ -148,6 +153,8 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*
 	switch {
 	case !t.Significant:
 		rep.RecordReason = "the loss is not significantly under the target"
+	case isBaseline:
+		rep.RecordReason = "this program is the baseline"
 	case rep.Baseline == nil:
 		rep.RecordReason = "no baseline runs to compare times with"
 	case !rep.Baseline.Test.Significant:
