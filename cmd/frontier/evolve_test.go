@@ -210,7 +210,9 @@ evolve:
 	checkRun(t, g, "sig", store.RunStopped, evolve.StopInterrupted)
 
 	// Resume; Ctrl-C twice as soon as an evaluation runs: aborted, and no
-	// evaluation is left running.
+	// evaluation is left running. Both signals go at once: waiting between
+	// them would let a short evaluation finish, and a drained run with
+	// nothing running stops as interrupted before the second arrives.
 	statuses = make(chan evolve.Status, 1000)
 	o = evolveOptions{resume: "sig", iterations: 3, signals: sigs, onStatus: send(statuses)}
 	go func() { done <- runEvolve(context.Background(), g, o) }()
@@ -219,7 +221,6 @@ evolve:
 			break
 		}
 	}
-	time.Sleep(2 * time.Second) // let the training process start
 	sigs <- syscall.SIGINT
 	sigs <- syscall.SIGINT
 	err = <-done

@@ -18,6 +18,10 @@ func newSandboxCmd(g *globals) *cobra.Command {
 		// The program's own arguments follow "--" and must reach it
 		// untouched, so cobra parses nothing.
 		DisableFlagParsing: true,
+		// Helper has said why on stderr; cobra's usage text would only
+		// bury that in the program's output.
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Helper returns only when it could not execute the program,
 			// having said why on stderr.

@@ -14,8 +14,9 @@ import (
 // scripted answers prompts about the quick track's program the way a model
 // might, deterministically, from what the prompt says: which kind of
 // prompt it is, which attempt of the iteration, and the program's current
-// knobs (STEPS, WASTE). Attempt 1 removes busywork products (two on odd
-// iterations, one on even ones) with a messy answer (prose, a file name, a
+// knobs (STEPS, WASTE). Attempt 1 removes busywork products (all of them
+// on odd iterations, half on even ones, so that the speedup is several
+// times the timing noise of a loaded machine) with a messy answer (prose, a file name, a
 // fence, trailing white space in SEARCH); attempt 2 cuts steps but writes
 // code that crashes (a NameError), which the fix loop repairs; attempt 3
 // cuts the steps so far that the loss misses the target on odd iterations,
@@ -147,7 +148,7 @@ func (s *scripted) slotAnswer(slot, iter int, prog string) string {
 			return lrAnswer()
 		}
 		// Messy: prose, a file name, a fence, trailing white space in SEARCH.
-		return fmt.Sprintf("The profile shows busywork taking a large share of each step; its result is never used.\nRemoving some saves time without touching the model.\n\ntrain.py\n```python\n<<<<<<< SEARCH\n%s   \n=======\nWASTE = %d\n>>>>>>> REPLACE\n```\n", wLine, max(0, w-1-iter%2))
+		return fmt.Sprintf("The profile shows busywork taking a large share of each step; its result is never used.\nRemoving some saves time without touching the model.\n\ntrain.py\n```python\n<<<<<<< SEARCH\n%s   \n=======\nWASTE = %d\n>>>>>>> REPLACE\n```\n", wLine, lessWaste(w, iter))
 	case 2:
 		if steps < 0 {
 			return lrAnswer()
@@ -162,8 +163,17 @@ func (s *scripted) slotAnswer(slot, iter int, prog string) string {
 		if w <= 0 {
 			return lrAnswer()
 		}
-		return fmt.Sprintf("Remove busywork.\n\n<<<<<<< SEARCH\n%s\n=======\nWASTE = %d\n>>>>>>> REPLACE\n", wLine, max(0, w-1-iter%2))
+		return fmt.Sprintf("Remove busywork.\n\n<<<<<<< SEARCH\n%s\n=======\nWASTE = %d\n>>>>>>> REPLACE\n", wLine, lessWaste(w, iter))
 	}
+}
+
+// lessWaste is the busywork count after attempt 1's change: none on odd
+// iterations, half on even ones.
+func lessWaste(w, iter int) int {
+	if iter%2 == 1 {
+		return 0
+	}
+	return w / 2
 }
 
 func lrAnswer() string {
