@@ -82,15 +82,15 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 		case <-ctx.Done():
 			if !aborted {
 				aborted = true
-				e.stop(StopAborted, "canceled: running evaluations were stopped and their children will be evaluated again on resume")
+				e.abort()
 			}
 		}
 		if aborted {
 			continue
 		}
-		if ctx.Err() != nil && !aborted {
+		if ctx.Err() != nil {
 			aborted = true
-			e.stop(StopAborted, "canceled: running evaluations were stopped and their children will be evaluated again on resume")
+			e.abort()
 		}
 	}
 	return e.finish(ctx)
@@ -126,6 +126,16 @@ func (e *Engine) stop(reason, detail string) {
 		e.log.Info("evolve: stopping", "reason", reason, "detail", detail)
 	}
 	e.stopping = true
+}
+
+// abort records a cancellation. It outranks a drain already under way
+// (Ctrl-C twice): running evaluations were killed, not finished, and the
+// record must say so.
+func (e *Engine) abort() {
+	if e.stopReason == StopInterrupted {
+		e.stopReason = ""
+	}
+	e.stop(StopAborted, "canceled: running evaluations were stopped and their children will be evaluated again on resume")
 }
 
 // fail stops the run on an error the engine cannot work around.
