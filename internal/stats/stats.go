@@ -105,7 +105,7 @@ func MeanBelow(xs []float64, mu, alpha float64) (TTest, error) {
 func WelchLess(xs, ys []float64, alpha float64) (TTest, error) {
 	a, b := Summarize(xs, 0.95), Summarize(ys, 0.95)
 	if a.N < 2 || b.N < 2 {
-		return TTest{}, fmt.Errorf("Welch's t-test: %w: need at least 2 runs on each side, have %d and %d", ErrTooFew, a.N, b.N)
+		return TTest{}, fmt.Errorf("welch t-test: %w: need at least 2 runs on each side, have %d and %d", ErrTooFew, a.N, b.N)
 	}
 	va, vb := a.SD*a.SD/float64(a.N), b.SD*b.SD/float64(b.N)
 	r := TTest{Alpha: alpha}
