@@ -305,5 +305,12 @@ func (s *Spec) validate() []*FieldError {
 	if v.Probe.Enabled && (v.Probe.Sequences < 1 || v.Probe.Positions < 1) {
 		bad("verification.probe", "an enabled probe needs sequences >= 1 and positions >= 1")
 	}
+	if _, ruleErrs := resolveStaticRules(s.Contract, v.StaticRules); ruleErrs != nil {
+		for i := range v.StaticRules {
+			if msg, ok := ruleErrs[i]; ok {
+				bad(fmt.Sprintf("verification.static_rules[%d]", i), "%s", msg)
+			}
+		}
+	}
 	return errs
 }
