@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -12,10 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/report/fromstore"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // demoOptions are the inputs of "frontier demo".
@@ -119,12 +123,16 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if err != nil {
 		return fmt.Errorf("demo: write the report: %w", err)
 	}
-	fmt.Fprintf(g.stdout, "\nreport: %s\n", index)
 	st := sum.Status
+	if err := printChildEvaluation(ctx, g.stdout, env.store, st.BestTimeID); err != nil {
+		g.log.Warn("demo: no telemetry report for the best program", "child", st.BestTimeID, "err", err)
+	}
+	fmt.Fprintf(g.stdout, "\nreport: %s\n", index)
 	switch {
 	case st.BestTimeMs > 0 && st.ReferenceTimeMs > 0 && st.BestTimeMs < st.ReferenceTimeMs:
 		fmt.Fprintf(g.stdout, "the best acceptable program (#%d) trains to the target in %s, %.1f%% faster than the reference (%s)\n",
 			st.BestTimeID, secsText(st.BestTimeMs), 100*(1-st.BestTimeMs/st.ReferenceTimeMs), secsText(st.ReferenceTimeMs))
+		fmt.Fprintf(g.stdout, "(one run each; a few percent is within a busy machine's timing noise: frontier runs best %s -o best.py && frontier eval best.py --repeats 5 tests it against the reference)\n", sum.RunName)
 	case st.ReferenceTimeMs > 0:
 		fmt.Fprintf(g.stdout, "no acceptable program was faster than the reference (%s) in this short run; frontier evolve --resume %s continues it\n",
 			secsText(st.ReferenceTimeMs), sum.RunName)
@@ -138,6 +146,31 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 		return withCode(exitFailure, fmt.Errorf("the demo's run stopped: %s", sum.StopDetail))
 	}
 	return nil
+}
+
+// printChildEvaluation writes the full evaluation report (verdict, loss,
+// time, sections, top ops) of a child's full run, read back from the store.
+func printChildEvaluation(ctx context.Context, w io.Writer, st *store.Store, childID int64) error {
+	if childID == 0 {
+		return nil
+	}
+	c, err := st.Child(ctx, childID)
+	if err != nil {
+		return err
+	}
+	if c.EvaluationID == 0 {
+		return fmt.Errorf("child %d has no full evaluation", childID)
+	}
+	ev, err := st.Evaluation(ctx, c.EvaluationID)
+	if err != nil {
+		return err
+	}
+	var r eval.Result
+	if err := json.Unmarshal(ev.Result, &r); err != nil {
+		return fmt.Errorf("evaluation %d: read its result: %w", ev.ID, err)
+	}
+	fmt.Fprintf(w, "\nthe best acceptable program (#%d), its full run:\n\n", childID)
+	return eval.WriteReport(w, &r)
 }
 
 // usableModels returns the configured models the demo can use: those

@@ -254,7 +254,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"stopped: iterations", "report: " + filepath.Join(out, "index.html")} {
+	for _, want := range []string{"stopped: iterations", "report: " + filepath.Join(out, "index.html"), "its full run:", "verdict"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
