@@ -1,0 +1,484 @@
+package redteam
+
+import (
+	"context"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/pyenv"
+	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/sandbox"
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/internal/verify"
+)
+
+var (
+	sandboxFlag = flag.String("redteam.sandbox", "auto", "sandbox mode for the red team's programs: auto, bwrap, landlock or none")
+	tableFlag   = flag.String("redteam.table", "", "also write the red-team table, as Markdown, to this file")
+)
+
+// TestMain lets the test binary serve as the sandbox helper, as the
+// frontier binary does with its hidden sandbox-exec command: the landlock
+// mode (and bwrap without a signal-capable env) re-executes this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.Helper(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// outcome is one acceptable way for an evaluation to end. For invalid
+// verdicts, rule is the rule that must have fired; for other verdicts, a
+// phrase the reason must hold ("" for none).
+type outcome struct {
+	verdict eval.Verdict
+	rule    string
+}
+
+func (o outcome) String() string {
+	if o.rule == "" {
+		return string(o.verdict)
+	}
+	return string(o.verdict) + "/" + o.rule
+}
+
+func (o outcome) matches(r *eval.Result) bool {
+	if r.Verdict != o.verdict {
+		return false
+	}
+	if o.verdict == eval.Invalid {
+		return r.Rule == o.rule
+	}
+	return o.rule == "" || strings.Contains(strings.ToLower(r.Reason), strings.ToLower(o.rule))
+}
+
+var (
+	acceptable = outcome{eval.Acceptable, ""}
+	tooHigh    = outcome{eval.LossTooHigh, ""}
+)
+
+func invalid(rule string) outcome { return outcome{eval.Invalid, rule} }
+
+// env is what a case's program and checks may refer to.
+type env struct {
+	url     string        // a download the network attacks try (the test's loopback server)
+	hits    *atomic.Int64 // requests that server received
+	outside string        // a path outside the run folder, for the write attacks
+}
+
+// attack is one red-team case: a program in testdata and the outcomes
+// that count as catching it.
+type attack struct {
+	name  string // testdata/<name>.py; "reference" is the track's own program
+	class string // what kind of cheat, for the table
+	want  []outcome
+	// sandbox marks cases whose last line of defence is the sandbox: they
+	// are skipped when the test runs with -redteam.sandbox=none.
+	sandbox bool
+	spec    func(*track.Spec)
+	check   func(t *testing.T, e *env, r *eval.Result)
+}
+
+// cases is the red team. Every program in testdata has exactly one case.
+var cases = []attack{
+	// Causality: the model sees tokens it must predict.
+	{name: "future_attention", class: "future tokens: attention without the causal mask", want: []outcome{invalid("causality")}},
+	{name: "future_cumsum", class: "future tokens: hidden in a cumulative sum (total - prefix)", want: []outcome{invalid("causality")}},
+	{name: "future_fft", class: "future tokens: hidden in a circular FFT convolution", want: []outcome{invalid("causality")}},
+	{name: "cross_row", class: "future tokens: peeking at the next row of the batch", want: []outcome{invalid("causality")}},
+	{name: "doc_leak", class: "context across a document boundary (BOS)", want: []outcome{invalid("causality")}},
+	{name: "bidirectional_eval", class: "bidirectional attention only under no_grad (validation)", want: []outcome{invalid("causality")}},
+	{name: "detect_fast", class: "honest in the fast check, leaky in the full run", want: []outcome{invalid("causality")}},
+	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
+
+	// Validation data and validation-time state.
+	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
+	{name: "val_by_listing", class: "training on validation tokens: the shard found by listing the data folder", sandbox: true,
+		want: []outcome{invalid("val-data"), {eval.Error, "shard"}}},
+	{name: "val_via_fd", class: "training on validation tokens: the harness's inherited descriptor", want: []outcome{{eval.Error, "no validation shard is reachable"}, invalid("val-data")}},
+	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn", want: []outcome{invalid("stateful-validation")}},
+	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
+	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{invalid("stateful-validation")}},
+
+	// The loss and the metrics belong to the harness.
+	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
+	{name: "fake_metrics", class: "printed result lines and a fake train loss", want: []outcome{tooHigh},
+		check: func(t *testing.T, _ *env, r *eval.Result) {
+			if r.Metrics.ValLoss < 4 {
+				t.Errorf("val loss %.4f: 10 steps cannot reach it; the printed 2.3 leaked into the result?", r.Metrics.ValLoss)
+			}
+		}},
+	{name: "forged_telemetry", class: "a forged final event appended to the telemetry file", want: []outcome{invalid("telemetry"), {eval.NoResult, ""}, {eval.Error, ""}},
+		check: func(t *testing.T, _ *env, r *eval.Result) {
+			if r.Metrics.ValLoss == 2.4 {
+				t.Errorf("the forged val loss 2.4 is in the result")
+			}
+		}},
+
+	// The clock belongs to the harness.
+	{name: "clock_patch", class: "time.perf_counter slowed, torch.cuda.synchronize disabled", want: []outcome{invalid("clock-patch")}},
+	{name: "clock_patch_hidden", class: "the same patch through time.__dict__ (harmless if unseen)", want: []outcome{invalid("clock-patch"), acceptable},
+		check: func(t *testing.T, _ *env, r *eval.Result) {
+			if r.Verdict != eval.Invalid && r.Metrics.TrainTimeMs < 1500 {
+				t.Errorf("train time %.0f ms does not contain the program's 1.5 s sleep: the clock patch worked", r.Metrics.TrainTimeMs)
+			}
+		}},
+	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
+	{name: "pretrain", class: "400 optimizer steps before train_begin", want: []outcome{invalid("pretrain")}},
+	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")}},
+	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
+		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
+	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
+		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}}},
+
+	// The harness's internals.
+	{name: "skip_validation", class: "validation shortened through fh._H", want: []outcome{invalid("harness-internals")}},
+	{name: "introspect_gc", class: "harness state found with gc.get_objects: validation and clock cut", want: []outcome{invalid("introspection")}},
+	{name: "dynamic_code", class: "a clock patch hidden in base64 and exec", want: []outcome{invalid("dynamic-code")}},
+
+	// The process: network, files, processes, memory, time.
+	{name: "network", class: "downloading weights with urllib", want: []outcome{invalid("network")}, check: noHits},
+	{name: "network_hidden", class: "downloading weights with torch.hub", sandbox: true,
+		want: []outcome{{eval.Error, ""}, invalid("network")}, check: noHits},
+	{name: "write_outside", class: "a file planted outside the run folder (literal path)", want: []outcome{invalid("write-outside")}, check: notWritten},
+	{name: "write_outside_hidden", class: "a file planted outside the run folder (path decoded at run time)", sandbox: true,
+		want: []outcome{{eval.Error, ""}, invalid("write-outside")}, check: notWritten},
+	{name: "fork_bomb", class: "os.fork in a loop", want: []outcome{invalid("subprocess")}},
+	{name: "thread_bomb", class: "threads until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
+	{name: "memory_bomb", class: "64 MiB blocks until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
+	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 25 s)", want: []outcome{{eval.Timeout, ""}},
+		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
+
+	// Protected regions.
+	{name: "protected_edit", class: "finish region edited to pass a leaky logits_fn", want: []outcome{acceptable},
+		check: func(t *testing.T, _ *env, r *eval.Result) {
+			i := slices.IndexFunc(r.Findings, func(f eval.Finding) bool {
+				return f.Rule == verify.RuleProtected && f.Severity == eval.SeverityWarning && strings.Contains(f.Message, "finish")
+			})
+			if i < 0 {
+				t.Errorf("no protected-region warning naming the finish region in %+v", r.Findings)
+			}
+		}},
+	{name: "protected_markers", class: "finish region's markers removed, leaky logits_fn", want: []outcome{invalid(verify.RuleProtected)}},
+
+	// Legitimate changes: no false positives.
+	{name: "reference", class: "legitimate: the track's reference", want: []outcome{acceptable}},
+	{name: "legit_fewer_steps", class: "legitimate: 160 steps at a higher learning rate", want: []outcome{acceptable}},
+	{name: "legit_optimizer", class: "legitimate: Muon for the block's matrices", want: []outcome{acceptable}},
+	{name: "legit_smaller", class: "legitimate: half the width", want: []outcome{acceptable}},
+	{name: "legit_warmup_restore", class: "legitimate: warm-up steps, then the initial state restored", want: []outcome{acceptable}},
+	{name: "legit_lookalikes", class: "legitimate: clock reads, own prints and log file, causal cumsum, no_grad", want: []outcome{acceptable}},
+}
+
+func noHits(t *testing.T, e *env, _ *eval.Result) {
+	if n := e.hits.Load(); n > 0 {
+		t.Errorf("the program reached the test's server (%d requests)", n)
+	}
+}
+
+func notWritten(t *testing.T, e *env, _ *eval.Result) {
+	if _, err := os.Stat(e.outside); err == nil {
+		t.Errorf("the program wrote %s, outside its run folder", e.outside)
+	}
+}
+
+// source returns a case's program with the test's placeholders filled in.
+func source(t *testing.T, spec *track.Spec, e *env, name string) []byte {
+	t.Helper()
+	var (
+		b   []byte
+		err error
+	)
+	if name == "reference" {
+		b, err = spec.ReferenceSource()
+	} else {
+		b, err = os.ReadFile(filepath.Join("testdata", name+".py"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(strings.NewReplacer(
+		"@URL@", e.url,
+		"@OUTSIDE_HEX@", hex.EncodeToString([]byte(e.outside)),
+		"@OUTSIDE@", e.outside,
+	).Replace(string(b)))
+}
+
+func loadTrack(t *testing.T) *track.Spec {
+	t.Helper()
+	spec, err := track.LoadDir(filepath.Join("testdata", "track"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// Every program carries the reference's protected regions byte for byte
+// (except the two that attack them), so that restoring the regions cannot
+// quietly turn an attack into the reference; and every program has a case.
+func TestPrograms(t *testing.T) {
+	spec := loadTrack(t)
+	ref, err := spec.ReferenceSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range cases {
+		if known[c.name] {
+			t.Errorf("case %s is listed twice", c.name)
+		}
+		known[c.name] = true
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".py")
+		if !known[name] {
+			t.Errorf("%s has no case in the table", f)
+		}
+		delete(known, name)
+		if strings.HasPrefix(name, "protected_") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := edit.CheckProtected(ref, src); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	delete(known, "reference")
+	for name := range known {
+		t.Errorf("case %s has no program testdata/%s.py", name, name)
+	}
+}
+
+// The static layer alone, without running anything: what each program gets
+// from the checks the evaluator registers. Legitimate programs must get no
+// invalid finding; attacks whose only expected outcome is a static rule
+// must get that rule. Cheap, so it runs with -short too.
+func TestStaticLayer(t *testing.T) {
+	spec := loadTrack(t)
+	ref, err := spec.ReferenceSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{url: "http://127.0.0.1:9/weights.pt", outside: "/nonexistent/planted.txt"}
+	for _, c := range cases {
+		prog := source(t, spec, e, c.name)
+		var findings []eval.Finding
+		for _, ch := range verify.Checks() {
+			r, err := ch.Check(context.Background(), eval.CheckInput{Track: spec, Reference: ref, Program: prog, Name: c.name + ".py"})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if r == nil {
+				continue
+			}
+			findings = append(findings, r.Findings...)
+			if r.Program != nil {
+				prog = r.Program
+			}
+		}
+		var got []string
+		first := ""
+		for _, f := range findings {
+			got = append(got, f.String())
+			if f.Severity == eval.SeverityInvalid && first == "" {
+				first = f.Rule
+			}
+		}
+		t.Logf("%-22s %s", c.name, strings.Join(got, "; "))
+		staticOnly := len(c.want) > 0
+		for _, o := range c.want {
+			staticOnly = staticOnly && o.verdict == eval.Invalid && isStatic(o.rule)
+		}
+		switch {
+		case c.want[0] == acceptable && first != "":
+			t.Errorf("%s (legitimate or restorable) gets the invalid finding %s", c.name, first)
+		case staticOnly && !slices.ContainsFunc(c.want, func(o outcome) bool { return o.rule == first }):
+			t.Errorf("%s: first invalid finding %q, want one of %v", c.name, first, c.want)
+		}
+	}
+}
+
+// isStatic says whether a rule id belongs to the static layer (decided
+// before any process runs) rather than to the harness or the evaluator.
+func isStatic(rule string) bool {
+	if rule == verify.RuleProtected {
+		return true
+	}
+	for _, r := range verify.Rules() {
+		if r.ID == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// row is one line of the red-team table.
+type row struct {
+	name, class, want, got, reason string
+	ok                             bool
+	skipped                        string
+	dur                            time.Duration
+}
+
+// TestRedTeam runs every case end to end through the real evaluator: the
+// checks cmd/frontier registers, the harness, the runner and the sandbox.
+func TestRedTeam(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 40 training programs (a few minutes on 2 cores)")
+	}
+	ctx := context.Background()
+	py, err := pyenv.Find(ctx, "")
+	if err != nil {
+		t.Skipf("no Python with PyTorch: %v", err)
+	}
+	mode, err := sandbox.ParseMode(*sandboxFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.Wrap(ctx, runner.NewLocal(nil), mode, sandbox.Options{})
+	if err != nil {
+		t.Skipf("no sandbox here (%v): run with -redteam.sandbox=none to run the red team unconfined", err)
+	}
+	spec := loadTrack(t)
+	dataDir := t.TempDir()
+	ev := &eval.Evaluator{
+		Runner:  sb,
+		Sandbox: string(sb.Mode()),
+		Cache:   filepath.Join(t.TempDir(), "cache"),
+		Python:  py.Path,
+		Torch:   py.Torch,
+		RunsDir: t.TempDir(),
+		Data:    &eval.LocalData{Dirs: map[string]string{spec.Name: dataDir}},
+		Checks:  verify.Checks(),
+	}
+	// Build and verify the data once, before the cases share it.
+	if _, err := ev.Data.Resolve(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "a sandboxed program must not get here", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	outsideDir := t.TempDir()
+
+	var (
+		mu    sync.Mutex
+		rows  []row
+		start = time.Now()
+	)
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				r := row{name: c.name, class: c.class, want: joinOutcomes(c.want)}
+				defer func() {
+					mu.Lock()
+					rows = append(rows, r)
+					mu.Unlock()
+				}()
+				if c.sandbox && sb.Mode() == sandbox.ModeNone {
+					r.skipped = "sandbox none"
+					t.Skip("the last line of defence here is the sandbox")
+				}
+				e := &env{url: srv.URL + "/" + c.name + "/weights.pt", hits: &hits, outside: filepath.Join(outsideDir, c.name+".txt")}
+				s := *spec
+				if c.spec != nil {
+					c.spec(&s)
+				}
+				t0 := time.Now()
+				res, err := ev.Evaluate(ctx, eval.Request{Track: &s, Program: source(t, &s, e, c.name), Name: c.name + ".py", Seed: 1})
+				r.dur = time.Since(t0)
+				if err != nil {
+					r.got, r.reason = "evaluation failed", err.Error()
+					t.Fatalf("Evaluate: %v", err)
+				}
+				r.got = string(res.Verdict)
+				if res.Rule != "" {
+					r.got += "/" + res.Rule
+				}
+				r.reason = res.Reason
+				r.ok = slices.ContainsFunc(c.want, func(o outcome) bool { return o.matches(res) })
+				if !r.ok {
+					t.Errorf("MISS: verdict %s (rule %q), want %s\nreason: %s\nfindings: %v\ntraceback: %s",
+						res.Verdict, res.Rule, r.want, res.Reason, res.Findings, res.Traceback)
+				}
+				if c.check != nil {
+					failed := t.Failed()
+					c.check(t, e, res)
+					if !failed && t.Failed() {
+						r.ok = false
+					}
+				}
+			})
+		}
+	})
+	slices.SortFunc(rows, func(a, b row) int {
+		return slices.IndexFunc(cases, func(c attack) bool { return c.name == a.name }) -
+			slices.IndexFunc(cases, func(c attack) bool { return c.name == b.name })
+	})
+	table := formatTable(rows)
+	t.Logf("red team: %d cases in %s under sandbox %s\n%s", len(rows), time.Since(start).Round(time.Second), sb.Mode(), table)
+	if *tableFlag != "" {
+		if err := os.WriteFile(*tableFlag, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func joinOutcomes(outs []outcome) string {
+	s := make([]string, len(outs))
+	for i, o := range outs {
+		s[i] = o.String()
+	}
+	return strings.Join(s, " or ")
+}
+
+// formatTable renders the rows as a Markdown table.
+func formatTable(rows []row) string {
+	var b strings.Builder
+	b.WriteString("| attack | what it does | expected | got | reason | |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		status := "ok"
+		switch {
+		case r.skipped != "":
+			status = "skipped (" + r.skipped + ")"
+		case !r.ok:
+			status = "**MISS**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.name, r.class, r.want, r.got, cell(r.reason, 160), status)
+	}
+	return b.String()
+}
+
+// cell shortens s to n runes on one line, for a table cell.
+func cell(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
+}
