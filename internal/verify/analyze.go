@@ -1,0 +1,792 @@
+package verify
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// The analysis reads each statement once, in order, and records what the
+// rules ask about: imports, references to names through the program's
+// aliases ("import time as t" makes t.perf_counter time.perf_counter),
+// calls with their arguments, assignment targets, and string literals.
+// It is lexical: no types, no data flow beyond simple aliases.
+
+// chain is a reference such as torch._inductor.config.max_autotune, with
+// its root resolved through imports and aliases. Path marks calls with
+// "()" and subscripts with "[]": Path("/x").write_text is
+// "pathlib.Path().write_text".
+type chain struct {
+	path  string
+	known bool // the root is an imported module, an alias of one, or a builtin
+	start int  // token indices [start, end) in the statement
+	end   int
+	line  int
+}
+
+// segments returns the dotted parts of the path.
+func (c chain) segments() []string { return strings.Split(c.path, ".") }
+
+type arg struct {
+	kw   string // keyword name, "" for a positional argument
+	star int    // 1 for *args, 2 for **kwargs
+	toks []token
+}
+
+type call struct {
+	callee chain // the called path, without the call's "()"
+	args   []arg
+	// recv are the arguments of the call before this one in the same
+	// chain: "/x" for Path("/x").write_text(...). hasRecv says there was one.
+	recv    []arg
+	hasRecv bool
+	st      *stmt
+}
+
+// positional returns the i-th positional argument, or the keyword argument
+// kw, or nil.
+func (c *call) arg(i int, kw string) *arg {
+	n := 0
+	for k := range c.args {
+		a := &c.args[k]
+		if a.kw == "" && a.star == 0 {
+			if n == i {
+				return a
+			}
+			n++
+		}
+		if kw != "" && a.kw == kw {
+			return a
+		}
+	}
+	return nil
+}
+
+type target struct {
+	chain
+	op string // "=", "+=" and the like, "del", "setattr", "delattr"
+	st *stmt
+}
+
+type ref struct {
+	chain
+	st     *stmt
+	called bool // the reference is called right away
+}
+
+type importRec struct {
+	module string // the full dotted name: "os.path", "os.system" for from os import system
+	line   int
+	st     *stmt
+	from   bool // from M import name: module is M.name
+}
+
+type strLit struct {
+	text   string // the value; adjacent and "+"-joined literals are joined
+	prefix string // the literal text before the first f-string field
+	line   int
+	st     *stmt
+}
+
+type program struct {
+	src     []byte
+	lineOff []int // byte offset of each line's start
+	stmts   []*stmt
+	imports []importRec
+	refs    []ref
+	calls   []call
+	targets []target
+	strs    []strLit
+	coding  string // a declared source encoding, "" when none
+	// state while reading
+	alias   map[string]string // name -> canonical path, as of the current statement
+	ever    map[string]string // every import binding in the program, for uses before the import
+	removed map[string]bool   // names rebound at module level to something else
+	defs    map[string]bool   // names the program defines with def or class
+}
+
+// builtinNames are the builtins the rules care about: a bare name resolves
+// to builtins.NAME unless the program defines it.
+var builtinNames = map[string]bool{
+	"open": true, "exec": true, "eval": true, "compile": true, "__import__": true, "getattr": true,
+	"setattr": true, "delattr": true, "hasattr": true, "vars": true, "globals": true, "locals": true, "breakpoint": true,
+	"dir": true, "type": true, "str": true, "id": true,
+	"__builtins__": true,
+}
+
+var keywords = map[string]bool{
+	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true, "async": true,
+	"await": true, "break": true, "class": true, "continue": true, "def": true, "del": true, "elif": true,
+	"else": true, "except": true, "finally": true, "for": true, "from": true, "global": true, "if": true,
+	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true, "not": true, "or": true,
+	"pass": true, "raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
+}
+
+var augOps = map[string]bool{
+	"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true, "**=": true, ">>=": true,
+	"<<=": true, "&=": true, "|=": true, "^=": true, "@=": true,
+}
+
+var codingRe = regexp.MustCompile(`^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)`)
+
+// maxNesting bounds how deep code passed to exec as a literal is read.
+const maxNesting = 4
+
+// analyze reads a program.
+func analyze(src []byte) *program {
+	p := &program{
+		src:     src,
+		alias:   map[string]string{},
+		ever:    map[string]string{},
+		removed: map[string]bool{},
+		defs:    map[string]bool{},
+	}
+	p.lineOff = append(p.lineOff, 0)
+	for i, c := range src {
+		if c == '\n' {
+			p.lineOff = append(p.lineOff, i+1)
+		}
+	}
+	for i := 0; i < 2 && i < len(p.lineOff); i++ {
+		if m := codingRe.FindSubmatch(p.sourceLine(i + 1)); m != nil {
+			p.coding = string(m[1])
+			break
+		}
+	}
+	p.stmts = scanStatements(src, 0, nil)
+	assignScopes(p.stmts)
+	// Module-level import bindings count for uses that come before them (a
+	// function body runs after the module-level import below it).
+	for _, st := range p.stmts {
+		if st.scope == nil && !st.expr && len(st.toks) > 0 && st.toks[0].kind == tName && (st.toks[0].text == "import" || st.toks[0].text == "from") {
+			for name, path := range importBindings(st.toks) {
+				if _, ok := p.ever[name]; !ok {
+					p.ever[name] = path
+				}
+			}
+		}
+		if !st.expr && len(st.toks) > 1 && st.toks[0].kind == tName && (st.toks[0].text == "def" || st.toks[0].text == "class") {
+			p.defs[st.toks[1].text] = true
+		}
+	}
+	for _, st := range p.stmts {
+		p.statement(st, 0)
+	}
+	return p
+}
+
+// sourceLine returns a 1-based line of the source, without its newline.
+func (p *program) sourceLine(n int) []byte {
+	if n < 1 || n > len(p.lineOff) {
+		return nil
+	}
+	end := len(p.src)
+	if n < len(p.lineOff) {
+		end = p.lineOff[n] - 1
+	}
+	return bytes.TrimRight(p.src[p.lineOff[n-1]:end], "\r")
+}
+
+// resolve maps a bare name, used in a statement, to its canonical path.
+func (p *program) resolve(name string, st *stmt) (string, bool) {
+	if st != nil && st.scope != nil {
+		if path, known, found := st.scope.lookup(name); found {
+			return path, known
+		}
+	}
+	if path, ok := p.alias[name]; ok {
+		return path, true
+	}
+	if !p.removed[name] {
+		if path, ok := p.ever[name]; ok {
+			return path, true
+		}
+	}
+	if name == "__builtins__" {
+		return "builtins", true
+	}
+	if builtinNames[name] && !p.defs[name] {
+		return "builtins." + name, true
+	}
+	return name, false
+}
+
+// statement records what one statement does.
+func (p *program) statement(st *stmt, nesting int) {
+	toks := st.toks
+	if len(toks) == 0 {
+		return
+	}
+	if !st.expr && toks[0].kind == tName && (toks[0].text == "import" || toks[0].text == "from") {
+		p.importStmt(st)
+		return
+	}
+	p.strings(st)
+	// A bare name being assigned is a binding of the program's own, not a
+	// use of whatever the name meant before.
+	bound := map[int]bool{}
+	if !st.expr {
+		for _, item := range assignedItems(toks) {
+			if len(item) == 1 && item[0].kind == tName {
+				bound[item[0].off] = true
+			}
+		}
+		if k := defKeyword(toks); k >= 0 && toks[k].text == "def" {
+			for _, off := range paramOffsets(toks[k:]) {
+				bound[off] = true
+			}
+		}
+	}
+	// Every chain: a name not preceded by a dot, not a keyword, not a
+	// keyword argument's name, not the name a def or class defines.
+	for i, t := range toks {
+		if t.kind != tName || keywords[t.text] {
+			continue
+		}
+		if i > 0 && toks[i-1].kind == tOp && toks[i-1].text == "." {
+			continue
+		}
+		if i > 0 && toks[i-1].kind == tName && (toks[i-1].text == "def" || toks[i-1].text == "class") {
+			continue
+		}
+		if t.depth > 0 && i+1 < len(toks) && toks[i+1].kind == tOp && toks[i+1].text == "=" {
+			continue
+		}
+		if bound[t.off] {
+			continue
+		}
+		c := p.parseChain(st, toks, i, true, nesting)
+		called := c.end < len(toks) && toks[c.end].kind == tOp && toks[c.end].text == "("
+		p.refs = append(p.refs, ref{chain: c, st: st, called: called})
+	}
+	if !st.expr {
+		p.assignments(st)
+	}
+}
+
+// parseChain reads the chain that starts with the name at toks[i]. When
+// record is set, the calls along it are recorded.
+func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting int) chain {
+	path, known := p.resolve(toks[i].text, st)
+	c := chain{path: path, known: known, start: i, line: toks[i].line}
+	var prev []arg
+	hasPrev := false
+	j := i + 1
+	for j < len(toks) {
+		t := toks[j]
+		if t.kind != tOp {
+			break
+		}
+		switch t.text {
+		case ".":
+			if j+1 < len(toks) && toks[j+1].kind == tName {
+				c.path += "." + toks[j+1].text
+				j += 2
+				continue
+			}
+		case "(":
+			close := matchClose(toks, j)
+			args := splitArgs(toks[j+1 : close])
+			cl := call{callee: c, args: args, recv: prev, hasRecv: hasPrev, st: st}
+			prev, hasPrev = args, true
+			if record {
+				p.calls = append(p.calls, cl)
+				p.callEffects(&cl, nesting)
+			}
+			c.path, c.known = p.callResult(&cl)
+			j = close + 1
+			continue
+		case "[":
+			close := matchClose(toks, j)
+			inner := toks[j+1 : close]
+			if c.path == "sys.modules" && c.known {
+				if lit, ok := literal(inner); ok {
+					c.path = lit // sys.modules["time"] is the module time
+					j = close + 1
+					continue
+				}
+			}
+			c.path += "[]"
+			j = close + 1
+			continue
+		}
+		break
+	}
+	c.end = min(j, len(toks))
+	return c
+}
+
+// callResult is the path of a call's value: the module for __import__ and
+// import_module with a literal name, X.name for getattr(X, "name"), else
+// the callee's path with "()".
+func (p *program) callResult(cl *call) (string, bool) {
+	switch cl.callee.path {
+	case "builtins.__import__", "importlib.import_module", "importlib.__import__":
+		if !cl.callee.known {
+			break
+		}
+		if a := cl.arg(0, "name"); a != nil {
+			if lit, ok := literal(a.toks); ok {
+				return lit, true
+			}
+		}
+	case "builtins.getattr":
+		if !cl.callee.known || len(cl.args) < 2 {
+			break
+		}
+		if x, ok := p.argChain(cl.st, cl.args[0]); ok {
+			if lit, ok := literal(cl.args[1].toks); ok {
+				return x.path + "." + lit, x.known
+			}
+		}
+	}
+	return cl.callee.path + "()", cl.callee.known
+}
+
+// argChain reads an argument of a call in st that is exactly one chain.
+func (p *program) argChain(st *stmt, a arg) (chain, bool) {
+	toks := a.toks
+	if a.star != 0 || len(toks) == 0 || toks[0].kind != tName || keywords[toks[0].text] {
+		return chain{}, false
+	}
+	c := p.parseChain(st, toks, 0, false, 0)
+	return c, c.end == len(toks)
+}
+
+// callEffects records what some calls mean beyond being calls: an import
+// (__import__("socket")), a target (setattr(time, "time", f)), and code
+// that exec runs from a literal.
+func (p *program) callEffects(cl *call, nesting int) {
+	if !cl.callee.known {
+		return
+	}
+	switch cl.callee.path {
+	case "builtins.__import__", "importlib.import_module", "importlib.__import__":
+		if a := cl.arg(0, "name"); a != nil {
+			if lit, ok := literal(a.toks); ok {
+				p.imports = append(p.imports, importRec{module: lit, line: cl.callee.line, st: cl.st})
+			}
+		}
+	case "builtins.setattr", "builtins.delattr":
+		if len(cl.args) < 2 {
+			return
+		}
+		x, ok := p.argChain(cl.st, cl.args[0])
+		if !ok {
+			return
+		}
+		name := "*"
+		if lit, ok := literal(cl.args[1].toks); ok {
+			name = lit
+		}
+		x.path += "." + name
+		x.line = cl.callee.line
+		p.targets = append(p.targets, target{chain: x, op: strings.TrimPrefix(cl.callee.path, "builtins."), st: cl.st})
+	case "builtins.exec", "builtins.eval", "builtins.compile":
+		if nesting >= maxNesting {
+			return
+		}
+		a := cl.arg(0, "source")
+		if a == nil {
+			return
+		}
+		if code, ok := literal(a.toks); ok {
+			// The literal is code: read it as part of the program, its
+			// findings placed on the line of the call.
+			for _, s := range scanStatements([]byte(code), cl.callee.line-1, cl.st) {
+				s.atLine = cl.callee.line
+				s.scope = cl.st.root().scope
+				p.statement(s, nesting+1)
+			}
+		}
+	}
+}
+
+// importStmt records an import statement and its bindings.
+func (p *program) importStmt(st *stmt) {
+	toks := st.toks
+	line := toks[0].line
+	if toks[0].text == "import" {
+		for _, item := range splitDepth0(toks[1:], ",") {
+			mod, _ := dottedName(item)
+			if mod != "" {
+				p.imports = append(p.imports, importRec{module: mod, line: line, st: st})
+			}
+		}
+	} else {
+		mod, n := dottedName(toks[1:])
+		if mod == "" {
+			return
+		}
+		p.imports = append(p.imports, importRec{module: mod, line: line, st: st})
+		rest := toks[1+n:]
+		if len(rest) > 0 && rest[0].kind == tName && rest[0].text == "import" {
+			for _, item := range splitDepth0(stripParens(rest[1:]), ",") {
+				if len(item) > 0 && item[0].kind == tName {
+					p.imports = append(p.imports, importRec{module: mod + "." + item[0].text, line: line, st: st, from: true})
+				}
+			}
+		}
+	}
+	for name, path := range importBindings(toks) {
+		if st.scope != nil {
+			st.scope.alias[name] = path
+			continue
+		}
+		p.alias[name] = path
+		delete(p.removed, name)
+	}
+}
+
+// importBindings returns the names an import statement binds and the
+// canonical path of each.
+func importBindings(toks []token) map[string]string {
+	out := map[string]string{}
+	if len(toks) == 0 {
+		return out
+	}
+	if toks[0].text == "import" {
+		for _, item := range splitDepth0(toks[1:], ",") {
+			mod, n := dottedName(item)
+			if mod == "" {
+				continue
+			}
+			if n+1 < len(item) && item[n].text == "as" && item[n+1].kind == tName {
+				out[item[n+1].text] = mod
+			} else {
+				first, _, _ := strings.Cut(mod, ".")
+				out[first] = first
+			}
+		}
+		return out
+	}
+	mod, n := dottedName(toks[1:])
+	rest := toks[1+n:]
+	if mod == "" || len(rest) == 0 || rest[0].text != "import" {
+		return out
+	}
+	for _, item := range splitDepth0(stripParens(rest[1:]), ",") {
+		if len(item) == 0 || item[0].kind != tName || item[0].text == "*" {
+			continue
+		}
+		name := item[0].text
+		if len(item) >= 3 && item[1].text == "as" && item[2].kind == tName {
+			out[item[2].text] = mod + "." + name
+		} else {
+			out[name] = mod + "." + name
+		}
+	}
+	return out
+}
+
+// dottedName reads "a.b.c" (or relative ".a", "..") from the start of
+// toks, returning it and the number of tokens read.
+func dottedName(toks []token) (string, int) {
+	var b strings.Builder
+	n := 0
+	for n < len(toks) {
+		t := toks[n]
+		switch {
+		case t.kind == tOp && (t.text == "." || t.text == "..."):
+			b.WriteString(t.text)
+		case t.kind == tName && t.text != "import" && t.text != "as" && (n == 0 || toks[n-1].kind == tOp):
+			b.WriteString(t.text)
+		default:
+			return b.String(), n
+		}
+		n++
+	}
+	return b.String(), n
+}
+
+// assignments records the targets of an assignment, augmented assignment
+// or del statement, and keeps the alias table current.
+func (p *program) assignments(st *stmt) {
+	toks := st.toks
+	if toks[0].kind == tName && toks[0].text == "del" {
+		for _, item := range targetItems(toks[1:]) {
+			p.addTarget(st, item, "del")
+		}
+		return
+	}
+	if toks[0].kind == tName && (toks[0].text == "def" || toks[0].text == "class") && len(toks) > 1 && st.top && st.scope == nil {
+		delete(p.alias, toks[1].text)
+		p.removed[toks[1].text] = true
+		return
+	}
+	eqs, op := assignOps(toks)
+	if len(eqs) == 0 {
+		return
+	}
+	value := toks[eqs[len(eqs)-1]+1:]
+	from := 0
+	for _, e := range eqs {
+		seg := annotationCut(toks[from:e])
+		from = e + 1
+		items := targetItems(seg)
+		for _, item := range items {
+			p.addTarget(st, item, op)
+		}
+		if op != "=" || len(items) != 1 || len(items[0]) != 1 || items[0][0].kind != tName {
+			if st.top && st.scope == nil {
+				for _, item := range items {
+					if len(item) == 1 && item[0].kind == tName {
+						delete(p.alias, item[0].text)
+						p.removed[item[0].text] = true
+					}
+				}
+			}
+			continue
+		}
+		name := items[0][0].text
+		if len(value) > 0 && value[0].kind == tName && !keywords[value[0].text] {
+			if c := p.parseChain(st, value, 0, false, 0); c.end == len(value) && c.known {
+				// t = time; cfg = fh.config()
+				if st.scope != nil && !st.scope.globals[name] {
+					st.scope.alias[name] = c.path
+				} else {
+					p.alias[name] = c.path
+					delete(p.removed, name)
+				}
+				continue
+			}
+			if st.scope != nil {
+				delete(st.scope.alias, name)
+			}
+		}
+		if st.top && st.scope == nil {
+			delete(p.alias, name)
+			p.removed[name] = true
+		}
+	}
+}
+
+// assignOps returns the indices of the "=" operators of an assignment
+// statement (several for a = b = c), or of its augmented operator, and the
+// operator.
+func assignOps(toks []token) ([]int, string) {
+	var eqs []int
+	op := ""
+	for i, t := range toks {
+		if t.kind != tOp || t.depth != 0 {
+			continue
+		}
+		if t.text == "=" {
+			eqs = append(eqs, i)
+			op = "="
+		} else if augOps[t.text] && op == "" {
+			return []int{i}, t.text
+		}
+	}
+	return eqs, op
+}
+
+// annotationCut drops the annotation of a target: "x: int" is x.
+func annotationCut(seg []token) []token {
+	for k, t := range seg {
+		if t.kind == tOp && t.text == ":" && t.depth == 0 {
+			return seg[:k]
+		}
+	}
+	return seg
+}
+
+// assignedItems returns the single targets of an assignment statement, or
+// of an annotation without a value ("x: int").
+func assignedItems(toks []token) [][]token {
+	eqs, _ := assignOps(toks)
+	if len(eqs) == 0 {
+		if len(toks) > 1 && toks[0].kind == tName && toks[1].kind == tOp && toks[1].text == ":" && !compoundKeywords[toks[0].text] {
+			return [][]token{toks[:1]}
+		}
+		return nil
+	}
+	var out [][]token
+	from := 0
+	for _, e := range eqs {
+		out = append(out, targetItems(annotationCut(toks[from:e]))...)
+		from = e + 1
+	}
+	return out
+}
+
+func (p *program) addTarget(st *stmt, item []token, op string) {
+	if len(item) < 2 || item[0].kind != tName || keywords[item[0].text] {
+		return // a bare name is the program's own binding
+	}
+	c := p.parseChain(st, item, 0, false, 0)
+	if c.end != len(item) {
+		return
+	}
+	p.targets = append(p.targets, target{chain: c, op: op, st: st})
+}
+
+// targetItems splits an assignment's target list into single targets,
+// unpacking tuples and lists and dropping stars.
+func targetItems(toks []token) [][]token {
+	var out [][]token
+	for _, item := range splitDepth0(toks, ",") {
+		if len(item) > 0 && item[0].kind == tOp && item[0].text == "*" {
+			item = item[1:]
+		}
+		if len(item) >= 2 && item[0].kind == tOp && (item[0].text == "(" || item[0].text == "[") && matchClose(item, 0) == len(item)-1 {
+			inner := item[1 : len(item)-1]
+			out = append(out, targetItems(rebase(inner))...)
+			continue
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+// rebase lowers the depth of tokens taken from inside brackets so that
+// their outermost level is 0.
+func rebase(toks []token) []token {
+	if len(toks) == 0 || toks[0].depth == 0 {
+		return toks
+	}
+	d := toks[0].depth
+	out := make([]token, len(toks))
+	for i, t := range toks {
+		t.depth -= d
+		out[i] = t
+	}
+	return out
+}
+
+// strings records the string literals of a statement, joining adjacent
+// literals and literals joined with "+" ("fineweb_" "val_" is one).
+func (p *program) strings(st *stmt) {
+	toks := st.toks
+	for i := 0; i < len(toks); i++ {
+		if toks[i].kind != tString {
+			continue
+		}
+		lit := strLit{text: toks[i].text, prefix: toks[i].prefix, line: toks[i].line, st: st}
+		whole := !toks[i].fstr
+		for i+1 < len(toks) {
+			next := i + 1
+			if toks[next].kind == tOp && toks[next].text == "+" && next+1 < len(toks) && toks[next+1].kind == tString {
+				next++
+			}
+			if toks[next].kind != tString {
+				break
+			}
+			if whole {
+				lit.prefix += toks[next].prefix
+			}
+			whole = whole && !toks[next].fstr
+			lit.text += toks[next].text
+			i = next
+		}
+		p.strs = append(p.strs, lit)
+	}
+}
+
+// matchClose returns the index of the bracket closing toks[open], or
+// len(toks) when it is never closed.
+func matchClose(toks []token, open int) int {
+	d := toks[open].depth
+	for k := open + 1; k < len(toks); k++ {
+		t := toks[k]
+		if t.kind == tOp && t.depth == d && (t.text == ")" || t.text == "]" || t.text == "}") {
+			return k
+		}
+	}
+	return len(toks)
+}
+
+// splitArgs splits the tokens between a call's brackets into arguments.
+func splitArgs(toks []token) []arg {
+	var out []arg
+	for _, item := range splitDepth0(rebase(toks), ",") {
+		if len(item) == 0 {
+			continue
+		}
+		a := arg{toks: item}
+		switch {
+		case item[0].kind == tOp && item[0].text == "**":
+			a.star, a.toks = 2, item[1:]
+		case item[0].kind == tOp && item[0].text == "*":
+			a.star, a.toks = 1, item[1:]
+		case len(item) >= 2 && item[0].kind == tName && item[1].kind == tOp && item[1].text == "=":
+			a.kw, a.toks = item[0].text, item[2:]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// splitDepth0 splits toks at the separator op found at the tokens' lowest
+// depth (the depth of the first token).
+func splitDepth0(toks []token, sep string) [][]token {
+	if len(toks) == 0 {
+		return nil
+	}
+	d := toks[0].depth
+	var out [][]token
+	start := 0
+	for i, t := range toks {
+		if t.kind == tOp && t.text == sep && t.depth == d {
+			out = append(out, toks[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, toks[start:])
+}
+
+// stripParens drops one pair of brackets around a whole token list.
+func stripParens(toks []token) []token {
+	if len(toks) >= 2 && toks[0].kind == tOp && toks[0].text == "(" && matchClose(toks, 0) == len(toks)-1 {
+		return rebase(toks[1 : len(toks)-1])
+	}
+	return toks
+}
+
+// literal returns the value of tokens that are string literals only
+// (joined by adjacency or "+", possibly in parentheses), and false for
+// anything else, f-strings included.
+func literal(toks []token) (string, bool) {
+	toks = stripParens(toks)
+	if len(toks) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	wantString := true
+	for _, t := range toks {
+		switch {
+		case t.kind == tString && !t.fstr:
+			b.WriteString(t.text)
+			wantString = false
+		case t.kind == tOp && t.text == "+" && !wantString:
+			wantString = true
+		default:
+			return "", false
+		}
+	}
+	if wantString {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// literalPrefix returns the literal text an argument starts with: the whole
+// value of a literal, the text before the first field of an f-string, the
+// first literal of a "+" join. ok is false when it starts with no string.
+func literalPrefix(toks []token) (string, bool) {
+	toks = stripParens(toks)
+	if len(toks) == 0 || toks[0].kind != tString {
+		return "", false
+	}
+	return toks[0].prefix, true
+}
+
+// hasName reports whether toks mention the name.
+func hasName(toks []token, name string) bool {
+	for _, t := range toks {
+		if t.kind == tName && t.text == name {
+			return true
+		}
+	}
+	return false
+}
