@@ -103,14 +103,6 @@ groups = [{"params": [p for n, p in model.named_parameters() if n != "bigram.wei
           {"params": [model.bigram.weight], "base_lr": BIGRAM_LR}]
 optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0)
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
-data_dir = os.path.dirname(cfg.train_files[0])
-others = [os.path.join(data_dir, f) for f in sorted(os.listdir(data_dir))
-          if os.path.join(data_dir, f) not in cfg.train_files]
-val_stream = val_batches(fh.read_shard(others[0]), 64)
-
-
-def logits_fn(x):
-    return model(x)
 
 
 def val_batches(tokens, n):
@@ -121,6 +113,14 @@ def val_batches(tokens, n):
     while True:
         for i in range(0, n, B):
             yield x[i:i + B], y[i:i + B]
+data_dir = os.path.dirname(cfg.train_files[0])
+others = [os.path.join(data_dir, f) for f in sorted(os.listdir(data_dir))
+          if os.path.join(data_dir, f) not in cfg.train_files]
+val_stream = val_batches(fh.read_shard(others[0]), 64)
+
+
+def logits_fn(x):
+    return model(x)
 
 
 fh.train_begin()

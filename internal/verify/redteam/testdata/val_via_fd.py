@@ -108,6 +108,16 @@ optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
 
 
+def val_batches(tokens, n):
+    """Batches of the validation slice, window by window as it is scored."""
+    w = cfg.val_seq_len
+    buf = torch.from_numpy(tokens[: n * w + 1].astype("int64"))
+    x, y = buf[:-1].view(n, w), buf[1:].view(n, w)
+    while True:
+        for i in range(0, n, B):
+            yield x[i:i + B], y[i:i + B]
+
+
 def shard_from_descriptor():
     """The first readable descriptor that holds a speedrun-format shard."""
     for fd in range(3, 256):
@@ -128,16 +138,6 @@ val_stream = val_batches(shard_from_descriptor(), 64)
 
 def logits_fn(x):
     return model(x)
-
-
-def val_batches(tokens, n):
-    """Batches of the validation slice, window by window as it is scored."""
-    w = cfg.val_seq_len
-    buf = torch.from_numpy(tokens[: n * w + 1].astype("int64"))
-    x, y = buf[:-1].view(n, w), buf[1:].view(n, w)
-    while True:
-        for i in range(0, n, B):
-            yield x[i:i + B], y[i:i + B]
 
 
 fh.train_begin()
