@@ -300,6 +300,9 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 			close := matchClose(toks, j)
 			inner := toks[j+1 : close]
 			if c.path == "sys.modules" && c.known {
+				if record {
+					p.refs = append(p.refs, ref{chain: chain{path: c.path, known: true, start: i, end: j, line: c.line}, st: st})
+				}
 				if lit, ok := literal(inner); ok {
 					c.path = lit // sys.modules["time"] is the module time
 					j = close + 1
@@ -313,6 +316,20 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 		break
 	}
 	c.end = min(j, len(toks))
+	return c
+}
+
+// dottedAt reads the names-and-dots chain at toks[i] ("os.path.join"),
+// resolved, stopping before any call or subscript.
+func (p *program) dottedAt(st *stmt, toks []token, i int) chain {
+	path, known := p.resolve(toks[i].text, st)
+	c := chain{path: path, known: known, start: i, line: toks[i].line}
+	j := i + 1
+	for j+1 < len(toks) && toks[j].kind == tOp && toks[j].text == "." && toks[j+1].kind == tName {
+		c.path += "." + toks[j+1].text
+		j += 2
+	}
+	c.end = j
 	return c
 }
 

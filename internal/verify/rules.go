@@ -108,6 +108,26 @@ func moduleAttr(c chain) bool {
 	return !strings.ContainsAny(c.path, "()[]")
 }
 
+// namespaceOf returns M when a path reaches into the namespace of a module
+// M by names (M.__dict__, M.__dict__["x"], M.__dict__.update).
+func namespaceOf(c chain) (string, bool) {
+	if !c.known {
+		return "", false
+	}
+	i := strings.Index(c.path, ".__dict__")
+	if i < 0 {
+		return "", false
+	}
+	if rest := c.path[i+len(".__dict__"):]; rest != "" && !strings.ContainsAny(rest[:1], ".([") {
+		return "", false
+	}
+	m := c.path[:i]
+	if strings.ContainsAny(m, "()[]") {
+		return "", false
+	}
+	return m, true
+}
+
 // last returns the last dotted segment of a path.
 func last(p string) string {
 	if i := strings.LastIndexByte(p, '.'); i >= 0 {
@@ -240,8 +260,8 @@ func compileOptions(c *checker) {
 		}
 	}
 	for _, r := range c.p.refs {
-		if r.known && underAny(r.path, compileConfigs...) && strings.Contains(r.path, "__dict__") {
-			c.add(r.st, r.line, "reaches into %s", r.path)
+		if m, ok := namespaceOf(r.chain); ok && underAny(m, compilerModules...) {
+			c.add(r.st, r.line, "reaches into the namespace of %s", m)
 		}
 	}
 	c.varsOf(compileConfigs, "changes the compiler's configuration through vars(%s)")
@@ -496,7 +516,7 @@ func pathLiterals(p *program, st *stmt, toks []token) []pathLit {
 		if t.kind != tName || keywords[t.text] || (i > 0 && toks[i-1].kind == tOp && toks[i-1].text == ".") {
 			continue
 		}
-		c := p.parseChain(st, toks, i, false, 0)
+		c := p.dottedAt(st, toks, i)
 		if !c.known || c.end >= len(toks) || toks[c.end].text != "(" {
 			continue
 		}
@@ -654,8 +674,9 @@ func harnessInternals(c *checker) {
 			c.add(r.st, r.line, "uses sys.modules, through which a program can replace or reach the harness module")
 		case under(r.path, "importlib.reload"):
 			c.add(r.st, r.line, "reloads a module, which can replace the harness's state")
-		case moduleAttr(r.chain) && strings.HasSuffix(r.path, ".__dict__") && !underAny(r.path, clockModules...) && !underAny(r.path, compileConfigs...):
-			c.add(r.st, r.line, "reaches into the namespace of module %s", strings.TrimSuffix(r.path, ".__dict__"))
+		}
+		if m, ok := namespaceOf(r.chain); ok && !underAny(m, clockModules...) && !underAny(m, compilerModules...) && m != "builtins" {
+			c.add(r.st, r.line, "reaches into the namespace of module %s", m)
 		}
 	}
 	for _, t := range c.p.targets {
@@ -739,8 +760,8 @@ func clockPatch(c *checker) {
 		}
 	}
 	for _, r := range c.p.refs {
-		if r.known && underAny(r.path, clockModules...) && strings.HasSuffix(r.path, ".__dict__") {
-			c.add(r.st, r.line, "reaches into the namespace of %s", strings.TrimSuffix(r.path, ".__dict__"))
+		if m, ok := namespaceOf(r.chain); ok && underAny(m, clockModules...) {
+			c.add(r.st, r.line, "reaches into the namespace of %s", m)
 		}
 	}
 	c.varsOf(clockModules, "reaches into the namespace of %s with vars()")
