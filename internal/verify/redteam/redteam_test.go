@@ -90,6 +90,10 @@ type attack struct {
 	sandbox bool
 	spec    func(*track.Spec)
 	check   func(t *testing.T, e *env, r *eval.Result)
+	// evals is how many times the program is evaluated with the same
+	// evaluator (its compile cache included); the last result is judged.
+	// Zero means once.
+	evals int
 }
 
 // cases is the red team. Every program in testdata has exactly one case.
@@ -141,6 +145,8 @@ var cases = []attack{
 	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")}},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
+	{name: "cache_smuggle", class: "weights saved in the shared compile cache by one evaluation, loaded by the next", evals: 2,
+		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside")}},
 	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
 		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}}},
 
@@ -335,6 +341,7 @@ func isStatic(rule string) bool {
 // row is one line of the red-team table.
 type row struct {
 	name, class, want, got, reason string
+	trainMs                        float64 // the judged run's train time, when it has one
 	ok                             bool
 	skipped                        string
 	dur                            time.Duration
@@ -409,17 +416,24 @@ func TestRedTeam(t *testing.T) {
 					c.spec(&s)
 				}
 				t0 := time.Now()
-				res, err := ev.Evaluate(ctx, eval.Request{Track: &s, Program: source(t, &s, e, c.name), Name: c.name + ".py", Seed: 1})
-				r.dur = time.Since(t0)
-				if err != nil {
-					r.got, r.reason = "evaluation failed", err.Error()
-					t.Fatalf("Evaluate: %v", err)
+				var res *eval.Result
+				for i := range max(c.evals, 1) {
+					var err error
+					res, err = ev.Evaluate(ctx, eval.Request{Track: &s, Program: source(t, &s, e, c.name), Name: c.name + ".py", Seed: 1 + i})
+					if err != nil {
+						r.got, r.reason = "evaluation failed", err.Error()
+						t.Fatalf("Evaluate: %v", err)
+					}
+					if i+1 < c.evals {
+						t.Logf("evaluation %d of %d: %s (%s), train time %.0f ms", i+1, c.evals, res.Verdict, res.Reason, res.Metrics.TrainTimeMs)
+					}
 				}
+				r.dur = time.Since(t0)
 				r.got = string(res.Verdict)
 				if res.Rule != "" {
 					r.got += "/" + res.Rule
 				}
-				r.reason = res.Reason
+				r.reason, r.trainMs = res.Reason, res.Metrics.TrainTimeMs
 				r.ok = slices.ContainsFunc(c.want, func(o outcome) bool { return o.matches(res) })
 				if !r.ok {
 					t.Errorf("MISS: verdict %s (rule %q), want %s\nreason: %s\nfindings: %v\ntraceback: %s",
@@ -459,7 +473,7 @@ func joinOutcomes(outs []outcome) string {
 // formatTable renders the rows as a Markdown table.
 func formatTable(rows []row) string {
 	var b strings.Builder
-	b.WriteString("| attack | what it does | expected | got | reason | |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| attack | what it does | expected | got | reason | train time | |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		status := "ok"
 		switch {
@@ -468,7 +482,11 @@ func formatTable(rows []row) string {
 		case !r.ok:
 			status = "**MISS**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.name, r.class, r.want, r.got, cell(r.reason, 160), status)
+		train := ""
+		if r.trainMs > 0 {
+			train = fmt.Sprintf("%.1f s", r.trainMs/1000)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.class, r.want, r.got, cell(r.reason, 160), train, status)
 	}
 	return b.String()
 }
