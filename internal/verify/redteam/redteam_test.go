@@ -94,6 +94,9 @@ type attack struct {
 	// evaluator (its compile cache included); the last result is judged.
 	// Zero means once.
 	evals int
+	// repeats, when set, evaluates with --repeats: that many full runs
+	// with consecutive seeds, judged by the t-test.
+	repeats int
 }
 
 // cases is the red team. Every program in testdata has exactly one case.
@@ -119,6 +122,8 @@ var cases = []attack{
 
 	// The loss and the metrics belong to the harness.
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
+	{name: "seed_pinning", class: "a constant seed instead of the injected one, under --repeats 2", repeats: 2,
+		want: []outcome{invalid("seed")}},
 	{name: "fake_metrics", class: "printed result lines and a fake train loss", want: []outcome{tooHigh},
 		check: func(t *testing.T, _ *env, r *eval.Result) {
 			if r.Metrics.ValLoss < 4 {
@@ -419,7 +424,12 @@ func TestRedTeam(t *testing.T) {
 				var res *eval.Result
 				for i := range max(c.evals, 1) {
 					var err error
-					res, err = ev.Evaluate(ctx, eval.Request{Track: &s, Program: source(t, &s, e, c.name), Name: c.name + ".py", Seed: 1 + i})
+					req := eval.Request{Track: &s, Program: source(t, &s, e, c.name), Name: c.name + ".py", Seed: 1 + i}
+					if c.repeats > 0 {
+						res, err = ev.EvaluateRepeats(ctx, eval.RepeatRequest{Request: req, N: c.repeats})
+					} else {
+						res, err = ev.Evaluate(ctx, req)
+					}
 					if err != nil {
 						r.got, r.reason = "evaluation failed", err.Error()
 						t.Fatalf("Evaluate: %v", err)
