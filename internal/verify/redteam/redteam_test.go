@@ -110,6 +110,7 @@ var cases = []attack{
 	{name: "bidirectional_eval", class: "bidirectional attention only under no_grad (validation)", want: []outcome{invalid("causality")}},
 	{name: "detect_fast", class: "honest in the fast check, leaky in the full run", want: []outcome{invalid("causality")}},
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
+	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation")}},
 
 	// Validation data and validation-time state.
 	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
