@@ -12,6 +12,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/verify"
 )
 
 // environment is what evaluating programs needs: the store, the Python
@@ -67,7 +68,10 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		Torch:   py.Torch,
 		RunsDir: cfg.RunsDir,
 		Data:    &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data},
-		Log:     g.log,
+		// Protected regions are restored first; the track's static rules
+		// then judge the program that will run.
+		Checks: verify.Checks(),
+		Log:    g.log,
 	}
 	return &environment{cfg: cfg, store: st, eval: ev}, nil
 }
