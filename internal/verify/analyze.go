@@ -256,7 +256,8 @@ func (p *program) statement(st *stmt, nesting int) {
 			continue
 		}
 		c := p.parseChain(st, toks, i, true, nesting)
-		called := c.end < len(toks) && toks[c.end].kind == tOp && toks[c.end].text == "("
+		d := p.dottedAt(st, toks, i)
+		called := d.end < len(toks) && toks[d.end].kind == tOp && toks[d.end].text == "("
 		p.refs = append(p.refs, ref{chain: c, st: st, called: called})
 	}
 	if !st.expr {
@@ -299,6 +300,13 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 		case "[":
 			close := matchClose(toks, j)
 			inner := toks[j+1 : close]
+			if c.known && (c.path == "builtins.globals()" || c.path == "builtins.locals()" || c.path == "builtins.vars()") {
+				if lit, ok := literal(inner); ok {
+					c.path, c.known = p.resolve(lit, st) // globals()["time"] is time
+					j = close + 1
+					continue
+				}
+			}
 			if c.path == "sys.modules" && c.known {
 				if record {
 					p.refs = append(p.refs, ref{chain: chain{path: c.path, known: true, start: i, end: j, line: c.line}, st: st})
@@ -374,9 +382,11 @@ func (p *program) argChain(st *stmt, a arg) (chain, bool) {
 // (__import__("socket")), a target (setattr(time, "time", f)), and code
 // that exec runs from a literal.
 func (p *program) callEffects(cl *call, nesting int) {
+	p.setattrDunder(cl)
 	if !cl.callee.known {
 		return
 	}
+	p.execLiteral(cl, nesting)
 	switch cl.callee.path {
 	case "builtins.__import__", "importlib.import_module", "importlib.__import__":
 		if a := cl.arg(0, "name"); a != nil {
@@ -385,20 +395,54 @@ func (p *program) callEffects(cl *call, nesting int) {
 			}
 		}
 	case "builtins.setattr", "builtins.delattr":
-		if len(cl.args) < 2 {
-			return
+		p.setattrTarget(cl, cl.args, strings.TrimPrefix(cl.callee.path, "builtins."))
+	}
+}
+
+// setattrDunder records M.__setattr__("name", v) on a module, and
+// object.__setattr__(M, "name", v), as targets.
+func (p *program) setattrDunder(cl *call) {
+	switch name := last(cl.callee.path); {
+	case name != "__setattr__" && name != "__delattr__":
+	case cl.callee.known && !strings.ContainsAny(cl.callee.path, "()[]"):
+		recv := cl.callee
+		recv.path = strings.TrimSuffix(recv.path, "."+name)
+		if len(cl.args) > 0 {
+			attr := "*"
+			if lit, ok := literal(cl.args[0].toks); ok {
+				attr = lit
+			}
+			recv.path += "." + attr
+			p.targets = append(p.targets, target{chain: recv, op: name, st: cl.st})
 		}
-		x, ok := p.argChain(cl.st, cl.args[0])
-		if !ok {
-			return
-		}
-		name := "*"
-		if lit, ok := literal(cl.args[1].toks); ok {
-			name = lit
-		}
-		x.path += "." + name
-		x.line = cl.callee.line
-		p.targets = append(p.targets, target{chain: x, op: strings.TrimPrefix(cl.callee.path, "builtins."), st: cl.st})
+	default:
+		p.setattrTarget(cl, cl.args, name)
+	}
+}
+
+// setattrTarget records setattr(X, "name", v) as a target X.name (X.* for
+// a computed name).
+func (p *program) setattrTarget(cl *call, args []arg, op string) {
+	if len(args) < 2 {
+		return
+	}
+	x, ok := p.argChain(cl.st, args[0])
+	if !ok {
+		return
+	}
+	name := "*"
+	if lit, ok := literal(args[1].toks); ok {
+		name = lit
+	}
+	x.path += "." + name
+	x.line = cl.callee.line
+	p.targets = append(p.targets, target{chain: x, op: op, st: cl.st})
+}
+
+// execLiteral reads code passed to exec, eval or compile as a literal as
+// part of the program.
+func (p *program) execLiteral(cl *call, nesting int) {
+	switch cl.callee.path {
 	case "builtins.exec", "builtins.eval", "builtins.compile":
 		if nesting >= maxNesting {
 			return

@@ -855,7 +855,8 @@ var codeLoaders = []string{
 	"imp.load_module", "importlib.util.spec_from_file_location", "importlib.util.spec_from_loader",
 	"importlib.util.module_from_spec", "importlib.machinery.SourceFileLoader",
 	"importlib.machinery.SourcelessFileLoader", "zipimport", "importlib.invalidate_caches", "code.InteractiveInterpreter",
-	"code.InteractiveConsole", "codeop",
+	"code.InteractiveConsole", "code.interact", "codeop", "pdb", "timeit", "cProfile.run", "cProfile.runctx",
+	"profile.run", "profile.runctx", "doctest",
 }
 
 var decoders = []string{"base64", "codecs", "zlib", "bz2", "lzma", "binascii", "b64decode", "decode", "fromhex", "decompress", "rot13", "bytes"}
@@ -916,15 +917,25 @@ func dynamicCode(c *checker) {
 			continue
 		}
 		switch {
-		case !r.called && underAny(r.path, "builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__", "importlib.import_module"):
-			c.add(r.st, r.line, "takes %s as a value, which hides where it is called", strings.TrimPrefix(r.path, "builtins."))
+		case !r.called && slices.Contains([]string{"builtins.exec", "builtins.eval", "builtins.__import__", "importlib.import_module"}, plainPath(r.path)):
+			// (compile as a value is harmless: its code objects still need exec or eval)
+			c.add(r.st, r.line, "takes %s as a value, which hides where it is called", strings.TrimPrefix(plainPath(r.path), "builtins."))
 		case r.path == "builtins" || under(r.path, "builtins.__dict__"):
 			if r.st != nil && hasName(r.st.toks, "__builtins__") {
 				c.add(r.st, r.line, "uses __builtins__, which reaches every builtin by a computed name")
+			} else if m, ok := namespaceOf(r.chain); ok && m == "builtins" {
+				c.add(r.st, r.line, "reaches into the namespace of builtins, which holds exec and eval by name")
 			}
 		}
 	}
 	c.useRule("loads code the rules cannot read", codeLoaders, nil)
+	var values []string
+	for _, m := range sensitiveModules {
+		if !slices.Contains([]string{"time", "datetime", "torch.cuda", harnessModule}, m) {
+			values = append(values, m) // those are the clock's and the harness's rules'
+		}
+	}
+	c.moduleValues(values, "uses the module %s as a value, which hides what is done with it")
 	for _, s := range c.p.strs {
 		low := strings.ToLower(s.text)
 		for _, ext := range []string{".py", ".pyc", ".so", ".pth"} {

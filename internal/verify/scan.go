@@ -188,7 +188,7 @@ func stmtKey(toks []token) string {
 func tokenize(src []byte, line0 int) []token {
 	m, _ := pysrc.Mask(src)
 	var (
-		toks  []token
+		toks  = make([]token, 0, len(src)/5+16) // about one token per five bytes of Python
 		depth int
 		line  = 1 + line0
 		i     int
