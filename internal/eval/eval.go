@@ -281,6 +281,18 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
 		return nil, nil, fmt.Errorf("write config: %w", err)
 	}
+	// The harness reads the validation shard from an inherited descriptor
+	// and closes it before the program runs; the path is hidden from the
+	// program (under sandbox none it stays readable).
+	val, err := os.Open(files.Val)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open validation shard: %w", err)
+	}
+	defer val.Close()
+	valPath, err := filepath.Abs(files.Val)
+	if err != nil {
+		return nil, nil, fmt.Errorf("validation shard: %w", err)
+	}
 	argv, henv := harness.Command(e.Python, dir, cfg)
 	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
 	if err != nil {
@@ -299,6 +311,17 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
 		LoopbackTCP: cfg.WorldSize > 1,
+		ExtraFiles:  []*os.File{val}, // descriptor harnessValFD
+		Hidden:      []string{valPath},
+	}
+	if mode == "full" {
+		// What the fast check left in its folder (weights it trained after
+		// finish, say) must not reach the full run.
+		fast, err := filepath.Abs(filepath.Join(runDir, "fast"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("run folder: %w", err)
+		}
+		job.Hidden = append(job.Hidden, fast)
 	}
 	if e.Cache != "" {
 		// Compile caches persist across evaluations (compilation is not
@@ -347,6 +370,13 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		Message: rr.Message, ErrorLine: rr.ErrorLine, SkippedLines: tel.Skipped,
 	}
 	o := &phaseOutcome{phase: p, tel: tel}
+	var broken *harness.Error // the first finding of the harness's behavioural checks
+	for i := range tel.Errors {
+		if harness.VerdictCode(tel.Errors[i].Code) {
+			broken = &tel.Errors[i]
+			break
+		}
+	}
 	if len(tel.Steps) > 0 {
 		p.Steps = tel.Steps[len(tel.Steps)-1].Step + 1
 	}
@@ -357,6 +387,16 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		p.StderrTail = lastLines(rr.Stderr.String(), 30)
 	}
 	switch {
+	case broken != nil:
+		// A broken rule outranks how the process ended: the harness wrote
+		// it the moment it found it, and the program may have hung or
+		// been killed after.
+		o.verdict, o.rule = Invalid, codeRule(broken.Code)
+		o.reason = o.rule + ": " + broken.Message
+		if broken.Rank > 0 {
+			o.reason += fmt.Sprintf(" (process %d)", broken.Rank)
+		}
+		o.traceback = broken.Traceback
 	case rr.Status == runner.StatusTimeout:
 		o.verdict = Timeout
 		o.reason = fmt.Sprintf("the %s run was killed at its wall-clock limit of %s", mode, limitOf(spec, mode))
@@ -392,14 +432,44 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		o.reason = fmt.Sprintf("the validation loss is %v: training diverged", tel.Final.ValLoss)
 	case tel.Probe != nil && !tel.Probe.OK:
 		o.verdict = Invalid
-		o.rule = "causality"
-		o.reason = "causality: " + tel.Probe.Message
+		o.rule = RuleCausality
+		if tel.Probe.Fault == harness.ProbeFaultNoise {
+			o.rule = RuleNondeterministic
+		}
+		o.reason = o.rule + ": " + tel.Probe.Message
 	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
 		o.verdict = Invalid
-		o.rule = "timing"
+		o.rule = RuleTiming
 		o.reason = fmt.Sprintf("timing: the reported train time %.0f ms is longer than the process's whole wall time %.0f ms", tel.Final.TrainTimeMs, float64(rr.Wall)/1e6)
 	}
 	return o
+}
+
+// Rules of the behavioural checks: the Rule of an invalid verdict that the
+// harness's telemetry decided.
+const (
+	RuleCausality        = "causality"             // the probe saw logits depend on later tokens, another document or another row
+	RuleNondeterministic = "nondeterministic-eval" // the same input gave different logits beyond the noise limit
+	RuleStatefulEval     = "stateful-validation"   // training, changed weights or changed logits during validation
+	RulePretrain         = "pretrain"              // training before train_begin that the program did not undo
+	RuleCompileBudget    = "compile-budget"        // setup before train_begin over the track's compile budget
+	RuleTiming           = "timing"                // a train time the process's wall clock cannot contain
+)
+
+// codeRule is the rule an error code of the harness's behavioural checks
+// (harness.VerdictCode) breaks.
+func codeRule(code string) string {
+	switch code {
+	case harness.ErrPretrain:
+		return RulePretrain
+	case harness.ErrStatefulEval:
+		return RuleStatefulEval
+	case harness.ErrNondeterministic:
+		return RuleNondeterministic
+	case harness.ErrCompileBudget:
+		return RuleCompileBudget
+	}
+	return "harness-check" // a code this evaluator does not know yet
 }
 
 func limitOf(spec *track.Spec, mode string) time.Duration {
@@ -462,6 +532,10 @@ func FingerprintClass(rs *harness.RunStart) string {
 	return fmt.Sprintf("cpu|%s|%d threads|torch %s", f.CPU, rs.Threads, torch)
 }
 
+// harnessValFD is the descriptor the validation shard has in the program's
+// process: the first of runner.Job.ExtraFiles.
+const harnessValFD = 3
+
 func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetryPath string) harness.Config {
 	d := spec.Data
 	fastVal := spec.Limits.FastValTokens
@@ -473,7 +547,7 @@ func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetry
 	}
 	return harness.Config{
 		Schema: harness.ConfigSchema, Track: spec.Name, Mode: mode,
-		TrainFiles: files.Train, ValFile: files.Val, VocabSize: d.VocabSize, BOSID: d.BOSID,
+		TrainFiles: files.Train, ValFD: harnessValFD, VocabSize: d.VocabSize, BOSID: d.BOSID,
 		ValTokens: d.ValTokens, ValSeqLen: d.ValSeqLen, ValBatchSeqs: d.ValBatchSeqs,
 		Seed: seed, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads, WorldSize: spec.Launcher.NProcPerNode,
 		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps, FastValTokens: fastVal,

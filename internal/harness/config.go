@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 )
 
@@ -20,9 +21,15 @@ type Config struct {
 	Mode   string `json:"mode"` // "fast" or "full"
 
 	// Data. Train files are absolute paths; the program reads them itself.
-	// The validation file is read only by the harness.
+	// The validation shard is read only by the harness, at import, before
+	// any program code runs: from ValFD, a descriptor the process inherits
+	// (the harness closes it after reading, so the program has neither the
+	// path nor the descriptor; the evaluator hides the path in the
+	// sandbox), or else from ValFile, a path (for runs started by hand and
+	// tests: the program could open it too).
 	TrainFiles []string `json:"train_files"`
-	ValFile    string   `json:"val_file"`
+	ValFile    string   `json:"val_file,omitempty"`
+	ValFD      int      `json:"val_fd,omitempty"`
 	VocabSize  int      `json:"vocab_size"`
 	BOSID      int      `json:"bos_id"`
 
@@ -62,6 +69,26 @@ type Config struct {
 
 	// Probe configures the causality probe run by finish (full mode).
 	Probe ProbeConfig `json:"probe"`
+
+	// Verify configures the behavioural checks around validation.
+	Verify VerifyConfig `json:"verify,omitzero"`
+}
+
+// DefaultMaxNoise is the harness's VerifyConfig.MaxNoise when it is 0.
+const DefaultMaxNoise = 1e-4
+
+// VerifyConfig configures the behavioural checks (docs/harness.md).
+type VerifyConfig struct {
+	// MaxNoise is the largest difference allowed between the logits of two
+	// calls on the same input, as a fraction of the logit scale (the
+	// largest |logit|, at least 1); 0 means DefaultMaxNoise. More noise
+	// than that fails the run (ErrNondeterministic, or a probe with fault
+	// ProbeFaultNoise): the causality and state checks cannot tell a leak
+	// smaller than the noise from the noise.
+	MaxNoise float64 `json:"max_noise,omitempty"`
+	// AllowNondeterministic accepts any noise; the checks then tolerate
+	// four times the measured noise, and a leak smaller than that passes.
+	AllowNondeterministic bool `json:"allow_nondeterministic,omitempty"`
 }
 
 // ProbeConfig configures the causality probe.
@@ -101,8 +128,14 @@ func (c Config) Validate() error {
 	if c.BOSID < 0 || c.BOSID >= c.VocabSize {
 		bad("bos_id %d is outside the vocabulary [0, %d)", c.BOSID, c.VocabSize)
 	}
-	if c.ValFile == "" {
-		bad("val_file is empty")
+	switch {
+	case c.ValFD < 0 || c.ValFD > 0 && c.ValFD < 3:
+		bad("val_fd is %d; want an inherited descriptor >= 3 (or 0: read val_file)", c.ValFD)
+	case c.ValFD == 0 && c.ValFile == "":
+		bad("neither val_fd nor val_file is set: the harness has no validation data")
+	}
+	if c.Verify.MaxNoise < 0 || math.IsNaN(c.Verify.MaxNoise) {
+		bad("verify.max_noise is %v; want a fraction >= 0 (0: the default %g)", c.Verify.MaxNoise, DefaultMaxNoise)
 	}
 	if c.ValSeqLen <= 0 {
 		bad("val_seq_len is %d; want > 0", c.ValSeqLen)

@@ -13,6 +13,7 @@ const (
 	EventTopOps   = "top_ops"   // torch.profiler window: top-k ops or kernels
 	EventMemory   = "memory"    // peak memory
 	EventProbe    = "probe"     // causality probe result
+	EventChecks   = "checks"    // what the behavioural checks saw and cost
 	EventWarning  = "warning"   // something the user should know, not fatal
 	EventError    = "error"     // the program raised; traceback included
 	EventFinal    = "final"     // the run reached finish(): the result
@@ -120,11 +121,14 @@ type Warning struct {
 
 // Warning codes.
 const (
-	WarnCompileBudget = "compile_budget" // setup before train_begin exceeded the budget
-	WarnProfiler      = "profiler"       // torch.profiler failed; no top_ops
-	WarnValUnsharded  = "val_unsharded"  // several ranks without torch.distributed
-	WarnNoSteps       = "no_steps"       // fh.step was never called
-	WarnTelemetry     = "telemetry"      // an event could not be encoded
+	// WarnCompileBudget was written by harnesses that only warned about
+	// setup over the compile budget; this one stops the run with
+	// ErrCompileBudget instead. Telemetry stored earlier may still hold it.
+	WarnCompileBudget = "compile_budget"
+	WarnProfiler      = "profiler"      // torch.profiler failed; no top_ops
+	WarnValUnsharded  = "val_unsharded" // several ranks without torch.distributed
+	WarnNoSteps       = "no_steps"      // fh.step was never called
+	WarnTelemetry     = "telemetry"     // an event could not be encoded
 )
 
 // Error is written when the run fails: the exception type, message and the
@@ -152,33 +156,102 @@ const (
 	ErrTerminated  = "terminated"   // SIGTERM: a time limit or a cancel
 	ErrExit        = "exit"         // the program called sys.exit with a non-zero code
 	ErrHarness     = "harness"      // an internal harness check failed
+
+	// Behavioural checks. Each makes the verdict invalid (see VerdictCode);
+	// the harness writes the error event the moment it finds the fault.
+	ErrPretrain         = "pretrain"              // weights or optimizer state changed by training before train_begin
+	ErrStatefulEval     = "stateful_eval"         // backward passes, optimizer steps or changed weights or logits during validation
+	ErrNondeterministic = "nondeterministic_eval" // the same input gave different logits beyond the allowed noise
+	ErrCompileBudget    = "compile_budget"        // setup before train_begin took longer than the compile budget
 )
+
+// VerdictCode reports whether an error code is a finding of the harness's
+// behavioural checks (the program broke a rule) rather than a failure of
+// the program (it crashed).
+func VerdictCode(code string) bool {
+	switch code {
+	case ErrPretrain, ErrStatefulEval, ErrNondeterministic, ErrCompileBudget:
+		return true
+	}
+	return false
+}
 
 // Probe is the causality probe's result: whether logits at a position moved
 // when only later tokens (or, with DocIsolated, tokens of an earlier
-// document) were changed.
+// document, or another row of the batch) were changed.
 type Probe struct {
-	OK            bool    `json:"ok"`
+	OK bool `json:"ok"`
+	// Fault says why the probe failed: ProbeFaultLeak, ProbeFaultNoise or
+	// ProbeFaultInsensitive; empty when OK.
+	Fault string `json:"fault,omitempty"`
+	// Sequences is the number of rows of the probe's batch (consecutive
+	// validation windows), Perturbations the number of single-token
+	// changes tried in them.
 	Sequences     int     `json:"sequences"`
 	Perturbations int     `json:"perturbations"`
-	NoiseFloor    float64 `json:"noise_floor"` // largest logit change between two identical runs
+	NoiseFloor    float64 `json:"noise_floor"` // largest logit change between two identical calls
+	NoiseLimit    float64 `json:"noise_limit"` // the largest noise floor allowed
 	Tolerance     float64 `json:"tolerance"`
 	// Sensitive is the fraction of perturbations that moved the logits at
 	// or after the perturbed position; 0 means the probe learned nothing.
 	Sensitive   float64    `json:"sensitive"`
 	Leak        *ProbeLeak `json:"leak,omitempty"`
 	DocIsolated bool       `json:"doc_isolated"`
-	Message     string     `json:"message"`
-	Ms          float64    `json:"ms"`
+	// RowCheck is the number of rows in the batch of the cross-row check
+	// (0: not run, a batch of one row).
+	RowCheck int `json:"row_check"`
+	// Unscored says the probe's windows came from the part of the
+	// validation shard after the scored slice: text the program never saw.
+	Unscored bool    `json:"unscored"`
+	Calls    int     `json:"calls"` // logits_fn calls the probe made
+	Message  string  `json:"message"`
+	Ms       float64 `json:"ms"`
 }
+
+// Probe faults.
+const (
+	ProbeFaultLeak        = "leak"        // logits moved where they must not
+	ProbeFaultNoise       = "noise"       // two identical calls differed by more than the noise limit
+	ProbeFaultInsensitive = "insensitive" // no change of the input changed the logits
+)
 
 // ProbeLeak is the first leak the probe found.
 type ProbeLeak struct {
-	Kind      string  `json:"kind"`      // "future" or "document"
-	Row       int     `json:"row"`       // probe row
-	Perturbed int     `json:"perturbed"` // position of the changed token
+	Kind      string  `json:"kind"`      // "future", "document" or "row"
+	Row       int     `json:"row"`       // row of the probe batch whose logits moved
+	Perturbed int     `json:"perturbed"` // position of the changed token (0 for "row": the whole row changed)
 	Position  int     `json:"position"`  // first position whose logits moved
 	Size      float64 `json:"size"`      // largest logit change where none is allowed
+	// SourceRow is, for a "row" leak, the row that was changed.
+	SourceRow int `json:"source_row,omitempty"`
+}
+
+// Checks is what the harness's behavioural checks saw, with their cost
+// (milliseconds outside the train clock unless said otherwise).
+type Checks struct {
+	// Training before train_begin: backward passes and optimizer steps
+	// seen, the tensors they reached (recorded exactly, or by signature
+	// when over the copy budget), and the cost of recording and comparing.
+	PretrainBackward int     `json:"pretrain_backward"`
+	PretrainSteps    int     `json:"pretrain_steps"`
+	PretrainTensors  int     `json:"pretrain_tensors"`
+	PretrainExact    bool    `json:"pretrain_exact"`
+	SnapshotMs       float64 `json:"snapshot_ms"`
+	PretrainCheckMs  float64 `json:"pretrain_check_ms"`
+	// The tensors training updates, found at the first backward pass and
+	// optimizer step after train_begin (TrackMs, excluded from train
+	// time), whose signatures validation must leave unchanged.
+	TrackedTensors int     `json:"tracked_tensors"`
+	TrackMs        float64 `json:"track_ms"`
+	Validations    int     `json:"validations"`
+	ParamsCheckMs  float64 `json:"params_check_ms"`
+	// The checks' own logits_fn calls (rechecks and probe) and their time.
+	ExtraCalls int     `json:"extra_calls"`
+	ExtraMs    float64 `json:"extra_ms"`
+	// The largest difference seen between two identical calls, and
+	// between a batch's logits when scored and when called again.
+	Noise *float64 `json:"noise"`
+	Drift *float64 `json:"drift"`
 }
 
 // Final is the result of a run that reached finish().

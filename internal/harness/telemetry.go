@@ -26,6 +26,7 @@ type Telemetry struct {
 	TopOps   *TopOps   // the last top_ops event
 	Memory   *Memory
 	Probe    *Probe
+	Checks   *Checks
 	Warnings []Warning
 	// Error is the first error event: the cause when several processes
 	// failed one after the other. Errors holds them all.
@@ -168,6 +169,12 @@ func (t *Telemetry) decode(kind string, line []byte) error {
 			return err
 		}
 		t.Probe = &v
+	case EventChecks:
+		var v Checks
+		if err := json.Unmarshal(line, &v); err != nil {
+			return err
+		}
+		t.Checks = &v
 	case EventWarning:
 		var v Warning
 		if err := json.Unmarshal(line, &v); err != nil {

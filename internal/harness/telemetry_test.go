@@ -29,6 +29,7 @@ func TestReadTelemetry(t *testing.T) {
 		`{"event":"sections","t_ms":6,"sections":[{"name":"forward","total_ms":50,"avg_ms":5,"pct":25,"calls":10}]}`,
 		`{"event":"top_ops","t_ms":6,"kind":"cpu","steps":[5,7],"ops":[{"name":"aten::mm","total_ms":3,"calls":6}]}`,
 		`{"event":"memory","t_ms":6,"peak_rss_mb":300.5}`,
+		`{"event":"checks","t_ms":6,"pretrain_backward":3,"tracked_tensors":28,"extra_calls":5,"noise":0,"drift":null}`,
 		`{"event":"final","t_ms":7,"steps":30,"train_time_ms":300,"step_avg_ms":10,"tokens":1920,"tokens_per_s":6400,"val_loss":2.25,"val_tokens":4096,"pre_train_ms":1500}`,
 		`{"event":"final","t_ms":8,"steps":99,"val_loss":0.1}`,
 		`{"event":"error","t_ms":9,"kind":"RuntimeError","code":"exception","message":"first","traceback":"Traceback","step":3,"rank":1}`,
@@ -68,9 +69,13 @@ func TestReadTelemetry(t *testing.T) {
 	if tel.Memory == nil || tel.Memory.PeakRSSMB != 300.5 || len(tel.Warnings) != 1 || tel.Warnings[0].Code != WarnCompileBudget {
 		t.Errorf("memory %+v warnings %+v", tel.Memory, tel.Warnings)
 	}
+	if c := tel.Checks; c == nil || c.PretrainBackward != 3 || c.TrackedTensors != 28 || c.ExtraCalls != 5 ||
+		c.Noise == nil || *c.Noise != 0 || c.Drift != nil {
+		t.Errorf("checks %+v", tel.Checks)
+	}
 	// Every decoded line is kept raw, the unknown kind included.
-	if len(tel.Lines) != 16 || !bytes.Contains(tel.Lines[5], []byte("from_the_future")) {
-		t.Errorf("%d raw lines; want 16", len(tel.Lines))
+	if len(tel.Lines) != 17 || !bytes.Contains(tel.Lines[5], []byte("from_the_future")) {
+		t.Errorf("%d raw lines; want 17", len(tel.Lines))
 	}
 }
 
@@ -136,6 +141,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := validConfig(dir).Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	byFD := validConfig(dir)
+	byFD.ValFile, byFD.ValFD = "", 3
+	if err := byFD.Validate(); err != nil {
+		t.Fatalf("config with val_fd: %v", err)
+	}
 	cases := []struct {
 		name   string
 		mutate func(*Config)
@@ -151,7 +161,9 @@ func TestConfigValidate(t *testing.T) {
 		{"device", func(c *Config) { c.Device = "tpu" }, `device is "tpu"`},
 		{"profile", func(c *Config) { c.ProfileSteps = []int{5, 2} }, "profile_steps is [5 2]"},
 		{"telemetry", func(c *Config) { c.TelemetryPath = "rel.jsonl" }, "not an absolute path"},
-		{"val file", func(c *Config) { c.ValFile = "" }, "val_file is empty"},
+		{"val file", func(c *Config) { c.ValFile = "" }, "neither val_fd nor val_file is set"},
+		{"val fd", func(c *Config) { c.ValFD = 2 }, "val_fd is 2; want an inherited descriptor >= 3"},
+		{"max noise", func(c *Config) { c.Verify.MaxNoise = -1 }, "verify.max_noise is -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

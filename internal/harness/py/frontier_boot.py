@@ -80,6 +80,22 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _val_fd():
+    """The inherited validation descriptor named by the run config, as a
+    tuple for Popen's pass_fds (empty when there is none or it is not
+    open: the workers then report the problem themselves)."""
+    try:
+        import json
+        with open(os.environ["FRONTIER_CONFIG"], "r", encoding="utf-8") as f:
+            fd = int(json.load(f).get("val_fd") or 0)
+        if fd >= 3:
+            os.fstat(fd)
+            return (fd,)
+    except (OSError, KeyError, ValueError, TypeError, AttributeError):
+        pass
+    return ()
+
+
 def launch(nproc, argv):
     """Start nproc copies of this script on one node with the environment
     torchrun gives its workers (RANK, LOCAL_RANK, WORLD_SIZE,
@@ -90,13 +106,21 @@ def launch(nproc, argv):
     import time
 
     port = str(_free_port())
+    # The validation shard's descriptor (val_fd) goes to every worker, each
+    # of which reads it and closes it before its program runs; this process
+    # closes its own copy as soon as the workers exist.
+    fds = _val_fd()
     procs = []
-    for rank in range(nproc):
-        env = dict(os.environ)
-        env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
-                    "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
-        procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env))
+    try:
+        for rank in range(nproc):
+            env = dict(os.environ)
+            env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
+                        "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+            procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env, pass_fds=fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
     def stop_all(grace=3.0):
         # Shorter than the runner's own grace, so the launcher is not killed

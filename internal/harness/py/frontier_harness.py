@@ -31,7 +31,9 @@ import resource
 import socket
 import sys
 import time
+import traceback
 import types
+import weakref
 
 # Captured before the program is imported: later patches of the time module
 # or of torch.cuda.synchronize do not reach the harness's clock.
@@ -128,35 +130,77 @@ def read_shard(path, max_tokens=None):
     With max_tokens, only the first max_tokens tokens are read.
     """
     path = os.fspath(path)
+    name = "shard %s" % path
     try:
-        size = os.path.getsize(path)
-        f = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise ShardError("cannot open shard %s: %s" % (path, e.strerror or e)) from None
-    with f:
+    try:
+        count = _shard_count(fd, name)
+        return _read_tokens(fd, 0, count if max_tokens is None else min(count, int(max_tokens)), name)
+    finally:
+        os.close(fd)
+
+
+def _shard_count(fd, name):
+    """Check the header and the size of the shard open as fd and return its
+    token count. name says what fd is in messages ("shard /data/x.bin")."""
+    try:
+        size = os.fstat(fd).st_size
         if size < SHARD_HEADER_BYTES:
             raise ShardError(
-                "shard %s is %d bytes, shorter than the %d-byte header: the file is truncated "
-                "or not a shard" % (path, size, SHARD_HEADER_BYTES))
-        header = np.frombuffer(f.read(SHARD_HEADER_BYTES), dtype="<i4")
-        if int(header[0]) != SHARD_MAGIC:
-            raise ShardError(
-                "shard %s: bad magic number %d (want %d): not a speedrun-format shard"
-                % (path, int(header[0]), SHARD_MAGIC))
-        if int(header[1]) != SHARD_VERSION:
-            raise ShardError("shard %s: unsupported version %d (want %d)"
-                             % (path, int(header[1]), SHARD_VERSION))
-        count = int(header[2])
-        body = size - SHARD_HEADER_BYTES
-        if count < 0 or body != 2 * count:
-            raise ShardError(
-                "shard %s: header says %d tokens (%d bytes) but the file holds %d bytes after "
-                "the header: the file is truncated or corrupt" % (path, count, 2 * count, body))
-        n = count if max_tokens is None else min(count, int(max_tokens))
-        tokens = np.fromfile(f, dtype="<u2", count=n)
-        if tokens.size != n:
-            raise ShardError("shard %s: read %d of %d tokens" % (path, tokens.size, n))
-        return tokens.astype(np.uint16, copy=False)
+                "%s is %d bytes, shorter than the %d-byte header: the file is truncated "
+                "or not a shard" % (name, size, SHARD_HEADER_BYTES))
+        raw = bytearray(SHARD_HEADER_BYTES)
+        _pread_into(fd, memoryview(raw), 0)
+    except OSError as e:
+        raise ShardError("cannot read %s: %s" % (name, e.strerror or e)) from None
+    header = np.frombuffer(bytes(raw), dtype="<i4")
+    if int(header[0]) != SHARD_MAGIC:
+        raise ShardError("%s: bad magic number %d (want %d): not a speedrun-format shard"
+                         % (name, int(header[0]), SHARD_MAGIC))
+    if int(header[1]) != SHARD_VERSION:
+        raise ShardError("%s: unsupported version %d (want %d)" % (name, int(header[1]), SHARD_VERSION))
+    count = int(header[2])
+    body = size - SHARD_HEADER_BYTES
+    if count < 0 or body != 2 * count:
+        raise ShardError(
+            "%s: header says %d tokens (%d bytes) but the file holds %d bytes after "
+            "the header: the file is truncated or corrupt" % (name, count, 2 * count, body))
+    return count
+
+
+def _read_tokens(fd, start, n, name):
+    """Tokens start .. start+n of the shard open as fd, as a writable numpy
+    uint16 array. Reads with pread, which neither uses nor moves the
+    descriptor's offset: processes that inherited the same descriptor can
+    read at the same time."""
+    tokens = np.empty(n, dtype="<u2")
+    try:
+        got = _pread_into(fd, memoryview(tokens).cast("B"), SHARD_HEADER_BYTES + 2 * start)
+    except OSError as e:
+        raise ShardError("cannot read %s: %s" % (name, e.strerror or e)) from None
+    if got != 2 * n:
+        raise ShardError("%s: read %d of %d tokens" % (name, got // 2, n))
+    return tokens.astype(np.uint16, copy=False)
+
+
+def _pread_into(fd, buf, offset):
+    """Fill the writable byte buffer buf from offset with pread, which does
+    not use or move the descriptor's offset (several processes may share
+    it); returns the bytes read, fewer only at the end of the file."""
+    done, n = 0, len(buf)
+    while done < n:
+        if hasattr(os, "preadv"):
+            k = os.preadv(fd, [buf[done:done + (1 << 30)]], offset + done)
+        else:
+            b = os.pread(fd, min(n - done, 1 << 26), offset + done)
+            k = len(b)
+            buf[done:done + k] = b
+        if k == 0:
+            break
+        done += k
+    return done
 
 
 # ---------------------------------------------------------------------------
@@ -409,6 +453,11 @@ class _Harness:
         self.top_k = int(g("top_k") or 15)
         self.compile_budget_ms = float(g("compile_budget_ms") or 0)
         self.probe_cfg = g("probe") or {}
+        ver = g("verify") or {}
+        self.max_noise = float(ver.get("max_noise") or DEFAULT_MAX_NOISE)
+        if not self.max_noise >= 0:
+            raise HarnessError("config", "config verify.max_noise is %r; want a fraction >= 0" % self.max_noise)
+        self.allow_noise = bool(ver.get("allow_nondeterministic"))
 
         self.cfg = types.SimpleNamespace(
             track=g("track") or "",
@@ -426,7 +475,11 @@ class _Harness:
             rank=self.rank,
             local_rank=self.local_rank,
         )
-        self._val_file = g("val_file") or ""
+        # The validation tokens are read now, before any program code runs:
+        # an inherited descriptor is closed right after, so the program has
+        # neither the path nor the descriptor.
+        self._val_data = self._load_val(g("val_file") or "", g("val_fd"))
+        self._val_windows = self.val_tokens // self.val_seq_len
 
         self._clock = _Clock(_cuda_sync if self.cuda else _noop)
         self._depth = 0
@@ -440,12 +493,32 @@ class _Harness:
         self._finished = False
         self._failure = None  # the HarnessError that stopped the run
         self._reported = False
-        self._val_data = None
         self._val_last = None
         self._prof = None
         self._prof_done = False
         self._prof_first = 0
         self._warned = set()
+
+        # Behavioural checks (see "Behavioural checks" below).
+        self._phase = _SETUP
+        self._grad_depth = 0
+        self._pre_snaps = {}  # id -> _Snap of tensors reached by training before train_begin
+        self._pre_opts = {}  # id(optimizer) -> its state before its first step before train_begin
+        self._pre_where = ""  # where the first backward pass or optimizer step before train_begin was
+        self._pre_backward = 0
+        self._pre_steps = 0
+        self._tracked = None  # tensors reached by the first backward pass in training
+        self._tracked_ids = set()
+        self._train_opts = set()  # ids of optimizers that stepped in training
+        self._eval_what = ""
+        self._eval_sigs = None
+        self._exact_left = _EXACT_ELEMENTS
+        self._fixed_classes = np.random.default_rng(0x5eed).choice(
+            self.vocab_size, size=min(self.vocab_size, _GATHER_CLASSES), replace=False)
+        self._checks = {"pretrain_backward": 0, "pretrain_steps": 0, "pretrain_tensors": 0,
+                        "pretrain_exact": True, "snapshot_ms": 0.0, "pretrain_check_ms": 0.0,
+                        "tracked_tensors": 0, "track_ms": 0.0, "validations": 0, "params_check_ms": 0.0,
+                        "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None}
 
         if self.is_main:
             self._emit("run_start", self._run_start())
@@ -471,6 +544,15 @@ class _Harness:
         err = HarnessError(code, message)
         if self._failure is None:
             self._failure = err
+            if code in _VERDICT_CODES:
+                # Written now, with the program's stack: a program that
+                # catches the error and hangs still leaves the reason.
+                self._reported = True
+                fields = {"kind": "HarnessError", "code": code, "message": message,
+                          "traceback": _program_stack(), "step": self._steps_done}
+                if self.world_size > 1:
+                    fields["rank"] = self.rank
+                self.tel.write("error", fields)
         raise err
 
     def _check_alive(self):
@@ -539,10 +621,13 @@ class _Harness:
         if self._clock.started:
             self._fail("contract", "fh.train_begin() was called twice")
         self._pre_train_ms = (_perf() - self.t_import) * 1000.0
+        self._check_pretrain()
         if self.compile_budget_ms > 0 and self._pre_train_ms > self.compile_budget_ms:
-            self._warn("compile_budget",
-                       "untimed setup before fh.train_begin() took %.0f ms, over the track's compile "
-                       "budget of %.0f ms" % (self._pre_train_ms, self.compile_budget_ms))
+            self._fail("compile_budget",
+                       "untimed setup before fh.train_begin() took %.0f ms, over the track's compile budget of "
+                       "%.0f ms: imports, compilation and warm-up must fit the budget, since the clock starts "
+                       "only at train_begin" % (self._pre_train_ms, self.compile_budget_ms))
+        self._phase = _TRAIN
         self._clock.start()
         if self.profile and self.profile[0] <= 0:
             self._profile_start()
@@ -654,43 +739,87 @@ class _Harness:
 
     # -- validation --------------------------------------------------------
 
-    def _val(self):
-        if self._val_data is None:
-            T = self.val_seq_len
-            need = self.val_tokens + 1
-            if not self._val_file:
-                self._fail("config", "config has no val_file")
+    def _load_val(self, path, fd):
+        """The first val_tokens + 1 tokens of the validation shard, from the
+        inherited descriptor fd (closed here) or else from path. For the
+        causality probe of a full run, also a contiguous span of tokens from
+        a random place after them: text the program never scores, shaped
+        like validation batches (see _probe_calls)."""
+        need = self.val_tokens + 1
+        span = 0
+        if self.probe_cfg.get("enabled") and not self.fast:
+            span = 2 * self.val_batch_seqs * self.val_seq_len
+        if fd not in (None, "", 0):
+            fd = int(fd)
+            if fd < 3:
+                raise HarnessError("config", "the run config's val_fd is %d; want an inherited descriptor >= 3" % fd)
             try:
-                data = read_shard(self._val_file, max_tokens=need)
-            except ShardError as e:
-                self._fail("shard", "validation data: %s" % e)
-            if data.size < need:
-                self._fail("shard", "the validation shard holds %d tokens but %d are needed (%d tokens "
-                           "plus one target)" % (data.size, need, self.val_tokens))
-            self._val_data = data
-            self._val_windows = self.val_tokens // T
+                os.fstat(fd)
+            except OSError:
+                raise HarnessError(
+                    "config", "the run config passes the validation shard as descriptor %d, but it is not open "
+                    "in this process: start the program through frontier (frontier_boot.py passes it on to "
+                    "its workers; other launchers such as torchrun close it)" % fd) from None
+            name = "the validation shard (descriptor %d)" % fd
+        elif path:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError as e:
+                raise HarnessError("shard", "validation data: cannot open shard %s: %s"
+                                   % (path, e.strerror or e)) from None
+            name = "shard %s" % path
+        else:
+            raise HarnessError("config", "the run config names no validation data (val_fd or val_file)")
+        try:
+            count = _shard_count(fd, name)
+            data = _read_tokens(fd, 0, min(count, need), name)
+            self._probe_tokens = None
+            if span and count - need >= span:
+                start = need + _RNG.randrange(count - need - span + 1)
+                self._probe_tokens = _read_tokens(fd, start, span, name)
+        except ShardError as e:
+            raise HarnessError("shard", "validation data: %s" % e) from None
+        finally:
+            os.close(fd)
+        if data.size < need:
+            raise HarnessError("shard", "the validation shard holds %d tokens but %d are needed (%d tokens plus "
+                               "one target)" % (data.size, need, self.val_tokens))
+        return data
+
+    def _val(self):
         return self._val_data
 
-    def _evaluate(self, logits_fn, what):
+    def _my_windows(self):
+        """The validation windows [lo, hi) this process scores, and whether
+        the ranks share the slice (an initialized torch.distributed)."""
+        n = self._val_windows
+        shared = _dist() is not None and self.world_size > 1
+        if shared:
+            return n * self.rank // self.world_size, n * (self.rank + 1) // self.world_size, True
+        return 0, n, False
+
+    def _evaluate(self, logits_fn, what, plan=None):
         """Mean float32 cross-entropy of logits_fn over the validation slice.
 
         Window i is x = val[i*T : i*T+T], y = val[i*T+1 : i*T+T+1]. Under an
         initialized torch.distributed each rank scores a contiguous share of
-        the windows and the sums are all-reduced."""
+        the windows and the sums are all-reduced. With a plan, the checks'
+        extra calls run where the plan put them among the batches, and the
+        statistics of the batch the plan rechecks are kept."""
         data = self._val()
         T, V, B = self.val_seq_len, self.vocab_size, self.val_batch_seqs
-        n = self._val_windows
-        dist = _dist()
-        shared = dist is not None and self.world_size > 1
+        lo, hi, shared = self._my_windows()
         if self.world_size > 1 and not shared:
             self._warn("val_unsharded", "torch.distributed is not initialized: every rank validates "
                        "the whole slice")
-        lo, hi = (n * self.rank // self.world_size, n * (self.rank + 1) // self.world_size) if shared else (0, n)
         dev = torch.device(self.device)
         total = torch.zeros((), dtype=torch.float64, device=dev)
         count = 0
+        starts = range(lo, hi, B)
         with torch.no_grad():
-            for s in range(lo, hi, B):
+            for g, s in enumerate(starts):
+                if plan is not None:
+                    self._extra_calls(logits_fn, plan, g)
                 e = min(s + B, hi)
                 chunk = torch.from_numpy(data[s * T:e * T + 1].astype(np.int64))
                 x = chunk[:-1].view(e - s, T).to(dev, non_blocking=True)
@@ -705,17 +834,21 @@ class _Harness:
                                "%s: logits_fn(x) with x of shape [%d, %d] returned logits of shape %s; "
                                "want [%d, %d, V] with V >= vocab_size %d (padded classes are allowed)"
                                % (what, e - s, T, list(shape), e - s, T, V))
+                if plan is not None and g == plan.k:
+                    plan.during = self._stats(logits, plan.k_idx)
                 # The harness's own loss: float32 log-softmax over all classes
                 # the program returns, summed here, averaged below.
                 total += F.cross_entropy(logits.float().reshape(-1, shape[2]), y.reshape(-1).to(logits.device),
                                          reduction="sum").to(torch.float64)
                 count += (e - s) * T
                 del logits
+            if plan is not None:
+                self._extra_calls(logits_fn, plan, len(starts))
         if shared:
             t = torch.stack([total, torch.tensor(float(count), dtype=torch.float64, device=dev)])
-            if dist.get_backend() != "nccl":
+            if _dist().get_backend() != "nccl":
                 t = t.cpu()
-            dist.all_reduce(t)
+            _dist().all_reduce(t)
             total, count = t[0], int(round(float(t[1])))
         loss = float(total) / max(count, 1)
         if count != self.val_tokens:
@@ -729,9 +862,30 @@ class _Harness:
         paused = self._clock.pause()
         try:
             self._resolve_sections()
+            self._checked_validation(logits_fn, final)
+        finally:
+            if paused:
+                self._clock.resume()
+
+    def _checked_validation(self, logits_fn, final):
+        """One validation pass and the checks woven into it. logits_fn must
+        not run backward passes or optimizer steps and must not change the
+        weights; a batch scored by the pass, chosen at random, must get the
+        same logits when it comes again later in the pass; two calls on the
+        same input must agree within max_noise; and on the final pass of a
+        full run the causality probe's calls are mixed in among the
+        validation batches, so that nothing tells the program which calls
+        are scored and which are checks."""
+        probe = final and bool(self.probe_cfg.get("enabled")) and not self.fast
+        what = "the final validation" if final else "the validation after step %d" % self._steps_done
+        self._eval_begin(what)
+        try:
+            plan = self._plan(probe)
             t0 = _perf()
-            loss, count = self._evaluate(logits_fn, "validation")
-            ms = (_perf() - t0) * 1000.0
+            loss, count = self._evaluate(logits_fn, "validation", plan)
+            ms = (_perf() - t0) * 1000.0 - plan.ms
+            self._checks["extra_calls"] += len(plan.results)
+            self._checks["extra_ms"] += plan.ms
             self._val_last = loss
             train_ms = self._clock.read_ms()
             self._emit("val", {"step": self._steps_done, "val_loss": loss, "tokens": count,
@@ -741,9 +895,18 @@ class _Harness:
                 print("step:%d/%s val_loss:%.4f train_time:%.0fms step_avg:%.2fms" % (
                     self._steps_done, self._last_step + 1 if self._last_step is not None else "?", loss,
                     train_ms, train_ms / steps), flush=True)
+            # The most specific finding first: a changed weight explains
+            # changed logits.
+            self._check_params()
+            res = plan.results
+            if probe:
+                noise = _probe_verdict(self, plan)
+            else:
+                noise = self._check_noise(res.get("recheck"), res.get("recheck2"), plan, what)
+            self._check_drift(plan, noise, what)
         finally:
-            if paused:
-                self._clock.resume()
+            self._eval_end(_DONE if final else _TRAIN)
+
 
     # -- finish ------------------------------------------------------------
 
@@ -758,11 +921,10 @@ class _Harness:
         self._resolve_sections()
         self.validate(logits_fn, final=True)
         val_loss = self._val_last
-        if self.probe_cfg.get("enabled") and not self.fast:
-            _causality_probe(self, logits_fn)
         if self.full_telemetry:
             self._emit("sections", {"sections": self._section_rows(train_ms)})
         self._emit("memory", _memory(self.cuda))
+        self._emit("checks", self._checks)
         steps = self._steps_done
         tokens = self._tokens * self.world_size
         if steps == 0:
@@ -797,6 +959,293 @@ class _Harness:
                          "pct": 100.0 * rest / train_ms, "calls": self._steps_done})
         return rows
 
+    # -- behavioural checks ------------------------------------------------
+    #
+    # Training before train_begin: the first time a backward pass (or an
+    # optimizer step) reaches a tensor before the clock starts, the tensor's
+    # contents are recorded; at train_begin they must be unchanged. During
+    # validation and the probe, backward passes and optimizer steps are
+    # refused, the weights reached by training must not change, and the
+    # first validation batch must get the same logits before, during and
+    # after the pass.
+
+    def _on_grad(self, roots):
+        """Called by the wrapped torch.autograd.backward, Tensor.backward and
+        torch.autograd.grad, before the gradient is computed."""
+        ph = self._phase
+        if ph == _TRAIN:
+            if self._tracked is None:
+                self._track_first(roots)
+            return
+        if ph == _SETUP:
+            t0 = _perf()
+            self._pre_backward += 1
+            if not self._pre_where:
+                self._pre_where = _caller()
+            self._snapshot(_leaves(roots))
+            self._checks["snapshot_ms"] += (_perf() - t0) * 1000.0
+        elif ph == _EVAL:
+            self._fail("stateful_eval",
+                       "a backward pass ran during %s (at %s, after %d steps): logits_fn must not compute "
+                       "gradients or train; test-time training on validation tokens is not allowed"
+                       % (self._eval_what, _caller(), self._steps_done))
+
+    def _on_opt_step(self, opt):
+        """Called before every optimizer step (torch.optim.Optimizer)."""
+        ph = self._phase
+        if ph == _TRAIN:
+            k = id(opt)
+            if k in self._train_opts:
+                return
+            self._train_opts.add(k)
+            paused = self._clock.pause()
+            t0 = _perf()
+            try:
+                if self._tracked is None:
+                    self._tracked = []
+                self._track(_opt_params(opt))
+                pre = self._pre_opts.pop(k, None)
+                if pre is not None and pre[0]() is opt:
+                    self._check_opt_state(opt, pre[1], pre[2])
+            finally:
+                self._checks["track_ms"] += (_perf() - t0) * 1000.0
+                if paused:
+                    self._clock.resume()
+            return
+        if ph == _SETUP:
+            t0 = _perf()
+            self._pre_steps += 1
+            where = _caller()
+            if not self._pre_where:
+                self._pre_where = where
+            self._snapshot(_opt_params(opt))
+            if id(opt) not in self._pre_opts:
+                self._pre_opts[id(opt)] = (weakref.ref(opt), _opt_state(opt), where)
+            self._checks["snapshot_ms"] += (_perf() - t0) * 1000.0
+        elif ph == _EVAL:
+            self._fail("stateful_eval",
+                       "an optimizer step (%s.step) ran during %s (at %s, after %d steps): logits_fn must "
+                       "not train; test-time training on validation tokens is not allowed"
+                       % (type(opt).__name__, self._eval_what, _caller(), self._steps_done))
+
+    def _snapshot(self, tensors):
+        new = [t for t in tensors if id(t) not in self._pre_snaps]
+        if not new:
+            return
+        for t, sig in zip(new, _signatures(new)):
+            n = t.numel()
+            exact = n <= self._exact_left
+            if exact:
+                self._exact_left -= n
+            else:
+                self._checks["pretrain_exact"] = False
+            self._pre_snaps[id(t)] = _Snap(t, sig, exact)
+        self._checks["pretrain_tensors"] = len(self._pre_snaps)
+
+    def _check_pretrain(self):
+        """At train_begin: every tensor that training reached before the clock
+        started must hold what it held then."""
+        c = self._checks
+        c["pretrain_backward"], c["pretrain_steps"] = self._pre_backward, self._pre_steps
+        snaps, self._pre_snaps = list(self._pre_snaps.values()), {}
+        if not snaps:
+            return
+        t0 = _perf()
+        changed = []
+        for s, sig in zip(snaps, _signatures([s.t for s in snaps])):
+            ch = s.change(sig)
+            if ch is not None:
+                changed.append((s, ch))
+        c["pretrain_check_ms"] = (_perf() - t0) * 1000.0
+        if not changed:
+            return
+        s, ch = max(changed, key=lambda sc: sc[1]["size"])
+        self._fail("pretrain",
+                   "the program trained before the clock started: %d of %d tensors that its backward passes or "
+                   "optimizer steps reached before fh.train_begin() changed (%d backward passes and %d optimizer "
+                   "steps before train_begin, the first at %s); the largest change is %s in %s. Warm-up before "
+                   "train_begin is allowed only when it restores the initial state: save the model's and the "
+                   "optimizer's state_dict() before it and load them back after"
+                   % (len(changed), len(snaps), self._pre_backward, self._pre_steps, self._pre_where or "?",
+                      _fmt_change(ch), s.describe()))
+
+    def _check_opt_state(self, opt, before, where):
+        """At an optimizer's first step in training: its state must be what it
+        was before its first step before train_begin."""
+        now = _opt_state(opt)
+        n = len(set(now) ^ set(before)) + sum(1 for k in set(now) & set(before) if not _same(now[k], before[k]))
+        if n == 0:
+            return
+        self._fail("pretrain",
+                   "the program trained before the clock started: the state of optimizer %s (%d entries now, %d "
+                   "before) differs in %d entries from its state before its first step before fh.train_begin() "
+                   "(at %s). Warm-up before train_begin is allowed only when it restores the initial state: load "
+                   "the optimizer's state_dict() back too" % (type(opt).__name__, len(now), len(before), n, where))
+
+    def _track_first(self, roots):
+        """At the first backward pass in training: remember the tensors it
+        reaches, whose contents validation must not change."""
+        paused = self._clock.pause()
+        t0 = _perf()
+        try:
+            self._tracked = []
+            self._track(_leaves(roots))
+        finally:
+            self._checks["track_ms"] += (_perf() - t0) * 1000.0
+            if paused:
+                self._clock.resume()
+
+    def _track(self, tensors):
+        for t in tensors:
+            if id(t) not in self._tracked_ids:
+                self._tracked_ids.add(id(t))
+                self._tracked.append(t)
+        self._checks["tracked_tensors"] = len(self._tracked)
+
+    def _eval_begin(self, what):
+        self._phase = _EVAL
+        self._eval_what = what
+        self._checks["validations"] += 1
+        self._eval_sigs = None
+        if self._tracked:
+            t0 = _perf()
+            self._eval_sigs = _signatures(self._tracked)
+            self._checks["params_check_ms"] += (_perf() - t0) * 1000.0
+
+    def _eval_end(self, phase):
+        self._phase = phase
+        self._eval_sigs = None
+
+    def _check_params(self):
+        """The tensors training reached must not change during validation."""
+        if self._eval_sigs is None:
+            return
+        t0 = _perf()
+        changed = []
+        for t, old, new in zip(self._tracked, self._eval_sigs, _signatures(self._tracked)):
+            if old.shape != new.shape or not np.array_equal(old, new, equal_nan=True):
+                size = float(np.nanmax(np.abs(new[2:] - old[2:]))) if old.shape == new.shape else float("inf")
+                changed.append((size, t))
+        self._checks["params_check_ms"] += (_perf() - t0) * 1000.0
+        if changed:
+            size, t = max(changed, key=lambda c: c[0])
+            self._fail("stateful_eval",
+                       "%d of %d tensors that training updates changed during %s (after %d steps; the largest "
+                       "sampled change is %s in %s): logits_fn must not update the model (test-time training, "
+                       "caches kept in parameters)" % (len(changed), len(self._tracked), self._eval_what,
+                                                       self._steps_done, "%.3g" % size if size > 0 else
+                                                       "in the checksum only", _describe(t)))
+
+    def _plan(self, probe):
+        """Where the checks' extra calls go in a validation pass: a recheck
+        of a random batch k somewhere after it (two without the probe, for
+        the noise), and the probe's calls anywhere. Random with the system's
+        entropy, not the run's seed: the program cannot know."""
+        T, B = self.val_seq_len, self.val_batch_seqs
+        lo, hi, _ = self._my_windows()
+        nb = len(range(lo, hi, B))
+        plan = _Plan()
+        if nb == 0:
+            return plan
+        plan.k = _RNG.randrange(nb)
+        s = lo + plan.k * B
+        e = min(s + B, hi)
+        rows = self._val()[s * T:e * T].astype(np.int64).reshape(e - s, T)
+        plan.k_idx = self._gather_idx(rows, ())
+
+        def place(call, first_gap):
+            plan.extra.setdefault(_RNG.randint(first_gap, nb), []).append(call)
+
+        place(_Call("recheck", rows, plan.k_idx), plan.k + 1)
+        if probe:
+            for call in _probe_calls(self):
+                place(call, 0)
+        else:
+            place(_Call("recheck2", rows, plan.k_idx), plan.k + 1)
+        for calls in plan.extra.values():
+            _RNG.shuffle(calls)
+        return plan
+
+    def _extra_calls(self, logits_fn, plan, gap):
+        calls = plan.extra.get(gap)
+        if not calls:
+            return
+        t0 = _perf()
+        dev = torch.device(self.device)
+        for c in calls:
+            x = torch.from_numpy(c.rows).to(dev, non_blocking=True)
+            lg = logits_fn(x)
+            if not isinstance(lg, torch.Tensor) or lg.dim() != 3 or tuple(lg.shape[:2]) != tuple(c.rows.shape) \
+                    or lg.shape[2] < self.vocab_size:
+                self._fail("logits_shape", "validation: logits_fn returned %s for input of shape %s; want "
+                           "[%d, %d, V] with V >= vocab_size %d" % (
+                               list(lg.shape) if isinstance(lg, torch.Tensor) else type(lg).__name__,
+                               list(c.rows.shape), c.rows.shape[0], c.rows.shape[1], self.vocab_size))
+            plan.results[c.name] = self._stats(lg, c.idx)
+            del lg
+        plan.ms += (_perf() - t0) * 1000.0
+
+    def _gather_idx(self, base, others):
+        """Which logits are compared: all of them for vocabularies up to
+        _FULL_V classes; else, per position, the log-partition, a fixed set
+        of classes and the class of the next token in base and in each of
+        the changed copies of it (where a leak of the next token shows)."""
+        if self.vocab_size <= _FULL_V:
+            return None
+        n, T = base.shape
+        cols = [np.broadcast_to(self._fixed_classes, (n, T, self._fixed_classes.size))]
+        for rows in (base,) + tuple(others):
+            nxt = np.empty((n, T, 1), dtype=np.int64)
+            nxt[:, :-1, 0], nxt[:, -1, 0] = rows[:, 1:], rows[:, -1]
+            cols.append(nxt)
+        return np.ascontiguousarray(np.concatenate(cols, axis=2))
+
+    def _stats(self, logits, idx):
+        """What is compared of a batch's logits, in float32 on the CPU."""
+        with torch.no_grad():
+            lg = logits.float()
+            if idx is None:
+                return lg.cpu()
+            lse = torch.logsumexp(lg, dim=-1, keepdim=True)
+            picked = lg[..., :self.vocab_size].gather(-1, torch.from_numpy(idx).to(lg.device))
+            return torch.cat([lse, picked], dim=-1).cpu()
+
+    def _check_noise(self, first, second, plan, what):
+        """Two rechecks of the same batch must agree within max_noise of the
+        logit scale; returns their difference."""
+        if first is None or second is None:
+            return 0.0
+        size, row, pos = _max_diff(first, second)
+        scale = max(1.0, _scale(first))
+        self._checks["noise"] = max(self._checks["noise"] or 0.0, size)
+        if size > self.max_noise * scale and not self.allow_noise:
+            self._fail("nondeterministic_eval",
+                       "logits_fn gave different logits for the same input in %s: validation batch %d differed "
+                       "by %.3g at row %d, position %d between two calls, %.2g of the logit scale %.3g (at most "
+                       "%.2g is allowed): with logits this noisy the causality and state checks cannot tell a "
+                       "leak from noise. Make the forward pass deterministic (no dropout or sampling in "
+                       "logits_fn; torch.use_deterministic_algorithms(True)) and keep no state between calls"
+                       % (what, plan.k, size, row, pos, size / scale, scale, self.max_noise))
+        return size
+
+    def _check_drift(self, plan, noise, what):
+        """The batch the pass scored must get the same logits when it comes
+        again: logits_fn keeps no state across calls."""
+        during, after = plan.during, plan.results.get("recheck")
+        if during is None or after is None:
+            return
+        size, row, pos = _max_diff(during, after)
+        scale = max(1.0, _scale(during))
+        tol = max(4.0 * noise, 1e-5 * scale)
+        self._checks["drift"] = max(self._checks["drift"] or 0.0, size)
+        if size > tol:
+            self._fail("stateful_eval",
+                       "validation batch %d got logits that differ by %.3g at row %d, position %d (tolerance "
+                       "%.3g) when it came again later in %s: logits_fn keeps state across calls (a cache of "
+                       "validation inputs, test-time training, behaviour that depends on what it saw before); "
+                       "the same model must give the same input the same logits"
+                       % (plan.k, size, row, pos, tol, what))
+
     # -- boot hooks --------------------------------------------------------
 
     def report_exception(self, exc, tb_text):
@@ -826,113 +1275,450 @@ class _Harness:
 # Causality probe
 
 
-def _causality_probe(h, logits_fn):
-    """Check that logits at position t depend only on tokens at positions <= t.
-
-    A few validation windows are scored three times with the same batch
-    layout: twice unperturbed (the difference is the noise floor) and once
-    with one token replaced at a random position p per row. Logits before p
-    must not move beyond the noise floor (a move is a leak of future tokens);
-    logits at p and after should move (otherwise the probe learned nothing).
-    With doc_isolated, windows holding a BOS at b are also perturbed at b-1 and
-    at a random earlier position, and logits from b on must not move
-    (documents must not see each other).
-    The probe runs identically on every rank; rank 0 writes the event.
-    """
+def _probe_calls(h):
+    """The causality probe's calls: a batch of B consecutive windows (text the
+    program never scores when the shard has it, else from the scored slice),
+    scored twice unperturbed (the noise floor), in copies with one token
+    changed per row (each row's logits before the change must not move), and
+    in a copy with one row replaced (the other rows must not move)."""
+    T, V, B = h.val_seq_len, h.vocab_size, h.val_batch_seqs
     cfg = h.probe_cfg
     data = h._val()
-    T, V = h.val_seq_len, h.vocab_size
-    n_seq = max(1, min(int(cfg.get("sequences") or 4), h._val_windows))
-    n_pos = max(1, int(cfg.get("positions") or 8))
-    rng = np.random.default_rng(h.seed + 7919)
+    tail = h._probe_tokens
+    if tail is not None:
+        base = tail[:B * T].astype(np.int64).reshape(B, T)
+        other = tail[B * T:B * T + T].astype(np.int64)
+    else:
+        n = min(B, h._val_windows)
+        w0 = _RNG.randrange(h._val_windows - n + 1)
+        base = data[w0 * T:(w0 + n) * T].astype(np.int64).reshape(n, T)
+        w1 = _RNG.randrange(h._val_windows)
+        other = data[w1 * T:(w1 + 1) * T].astype(np.int64)
+    n = base.shape[0]
+    want = max(1, int(cfg.get("sequences") or 4)) * max(1, int(cfg.get("positions") or 8))
+    draws = max(1, -(-want // n))
+    doc, bos = bool(cfg.get("doc_isolated")), h.cfg.bos_id
+    perts, kinds = [], []
+    for d in range(draws):
+        pert = base.copy()
+        kk = []
+        for r in range(n):
+            starts = np.nonzero(base[r, 1:] == bos)[0] + 1 if doc else ()
+            if len(starts):
+                # Documents must not see each other: change a token before the
+                # first BOS (the one right before it, where a leak shows most,
+                # or one further back) and nothing from the BOS on may move.
+                b = int(starts[0])
+                q = b - 1 if d % 2 == 0 else _RNG.randrange(b)
+                kk.append(("doc", q, b))
+            else:
+                q = _RNG.randrange(T)
+                kk.append(("causal", q, q))
+            pert[r, q] = (pert[r, q] + 1 + _RNG.randrange(V - 1)) % V
+        perts.append(pert)
+        kinds.append(kk)
+    swapped, j = base.copy(), n // 2
+    swapped[j] = other
+    if n > 1 and np.array_equal(other, base[j]):
+        swapped[j] = (base[j] + 1) % V
+    idx = h._gather_idx(base, perts + [swapped])
+    h._probe_meta = {"kinds": kinds, "row": j, "rows": n, "unscored": tail is not None}
+    calls = [_Call("a", base, idx), _Call("b", base, idx)]
+    calls += [_Call("c%d" % d, p, idx) for d, p in enumerate(perts)]
+    if n > 1:
+        calls.append(_Call("x", swapped, idx))
+    return calls
+
+
+def _probe_verdict(h, plan):
+    """Judge the probe's calls (see _probe_calls) and write the probe event;
+    returns the noise floor.
+
+    Logits before a changed token must not move beyond the tolerance
+    (max(4 x noise floor, 1e-5 x logit scale)): a move is a leak of future
+    tokens; logits from the change on should move (otherwise the probe
+    learned nothing). With doc_isolated, rows holding a BOS are changed
+    before it and nothing from the BOS on may move. When one row is
+    replaced, the other rows must not move. A noise floor above max_noise of
+    the logit scale fails the probe unless the run allows nondeterministic
+    logits."""
     t0 = _perf()
-
-    rows, perturbed, kinds = [], [], []  # base row, perturbed row, (kind, p, boundary)
-    windows = rng.choice(h._val_windows, size=n_seq, replace=False)
-    for w in windows:
-        base = data[w * T:(w + 1) * T].astype(np.int64)
-        for _ in range(n_pos):
-            p = int(rng.integers(0, T))
-            row = base.copy()
-            row[p] = (row[p] + 1 + int(rng.integers(0, V - 1))) % V
-            rows.append(base)
-            perturbed.append(row)
-            kinds.append(("causal", p, p))
-    if cfg.get("doc_isolated"):
-        bos = h.cfg.bos_id
-        found = 0
-        for w in rng.permutation(h._val_windows):
-            base = data[w * T:(w + 1) * T].astype(np.int64)
-            starts = np.nonzero(base[1:] == bos)[0] + 1
-            if starts.size == 0:
-                continue
-            b = int(starts[0])
-            # The token right before the boundary, where a leak shows most,
-            # and one further back.
-            for q in sorted({b - 1, int(rng.integers(0, b))}):
-                row = base.copy()
-                row[q] = (row[q] + 1 + int(rng.integers(0, V - 1))) % V
-                rows.append(base)
-                perturbed.append(row)
-                kinds.append(("doc", q, b))
-            found += 1
-            if found >= n_seq:
-                break
-
-    def run(batch_rows):
-        out = []
-        B = h.val_batch_seqs
-        dev = torch.device(h.device)
-        with torch.no_grad():
-            for s in range(0, len(batch_rows), B):
-                x = torch.from_numpy(np.stack(batch_rows[s:s + B])).to(dev)
-                lg = logits_fn(x)
-                if not isinstance(lg, torch.Tensor) or lg.dim() != 3 or lg.shape[1] != T:
-                    h._fail("logits_shape", "causality probe: logits_fn returned an unexpected shape")
-                out.append(lg[..., :V].float().cpu())
-        return torch.cat(out)
-
-    a = run(rows)
-    b = run(rows)
-    c = run(perturbed)
-    noise = float((a - b).abs().max())
-    scale = float(a.abs().max())
-    tol = max(4.0 * noise, 1e-5 * max(1.0, scale))
-    diff = (c - a).abs().amax(dim=2)  # [rows, T]: largest logit change per position
-    leak = None
-    changed = 0
-    n_causal = 0
-    for i, (kind, p, boundary) in enumerate(kinds):
-        d = diff[i]
-        if kind == "causal":
-            n_causal += 1
-            before = d[:p]
-            if before.numel() and float(before.max()) > tol and leak is None:
-                pos = int(torch.nonzero(before > tol)[0])
-                leak = {"kind": "future", "row": i, "perturbed": p, "position": pos, "size": float(before.max())}
-            if float(d[p:].max()) > tol:
+    meta, res = h._probe_meta, plan.results
+    T = h.val_seq_len
+    a, b = res["a"], res["b"]
+    noise, n_row, n_pos = _max_diff(a, b)
+    h._checks["noise"] = max(h._checks["noise"] or 0.0, noise)
+    scale = max(1.0, _scale(a))
+    tol = max(4.0 * noise, 1e-5 * scale)
+    noise_limit = h.max_noise * scale
+    leak, changed, total = None, 0, 0
+    for d, kk in enumerate(meta["kinds"]):
+        diff = _pos_diff(a, res["c%d" % d])  # [rows, T]
+        for r, (kind, p, boundary) in enumerate(kk):
+            total += 1
+            row = diff[r]
+            if p > 0 and leak is None and float(row[:p].max()) > tol:
+                pos = int(torch.nonzero(row[:p] > tol)[0])
+                leak = {"kind": "future", "row": r, "perturbed": p, "position": pos, "size": float(row[:p].max())}
+            if kind == "doc":
+                after = row[boundary:]
+                if leak is None and float(after.max()) > tol:
+                    pos = boundary + int(torch.nonzero(after > tol)[0])
+                    leak = {"kind": "document", "row": r, "perturbed": p, "position": pos,
+                            "size": float(after.max())}
+                if float(row[p:boundary].max()) > tol:
+                    changed += 1
+            elif float(row[p:].max()) > tol:
                 changed += 1
-        else:
-            after = d[boundary:]
-            if float(after.max()) > tol and leak is None:
-                pos = boundary + int(torch.nonzero(after > tol)[0])
-                leak = {"kind": "document", "row": i, "perturbed": p, "position": pos, "size": float(after.max())}
-    sensitive = changed / n_causal if n_causal else 0.0
-    ok = leak is None and changed > 0
+    j, n = meta["row"], meta["rows"]
+    if "x" in res:
+        d = _pos_diff(a, res["x"])
+        d[j] = 0.0
+        size = float(d.max())
+        if size > tol:
+            # Reported before a within-row leak, which a look across rows
+            # also causes (every row of a changed copy is changed).
+            flat = int(torch.argmax(d))
+            leak = {"kind": "row", "row": flat // T, "source_row": j, "perturbed": 0, "position": flat % T,
+                    "size": size}
+    sensitive = changed / total if total else 0.0
+    fault = ""
     if leak is not None:
-        msg = ("logits at position %d changed by %.3g (tolerance %.3g) when the token at position %d was "
-               "perturbed: %s" % (leak["position"], leak["size"], tol, leak["perturbed"],
-                                  "the model sees future tokens" if leak["kind"] == "future"
-                                  else "the model sees across a document boundary (BOS)"))
+        fault = "leak"
+        if leak["kind"] == "row":
+            msg = ("logits of row %d of a batch (position %d) changed by %.3g (tolerance %.3g) when only row %d of "
+                   "the %d rows was replaced: rows must be independent (consecutive validation windows are "
+                   "consecutive text, so a model that looks across rows sees the future)"
+                   % (leak["row"], leak["position"], leak["size"], tol, j, n))
+        else:
+            msg = ("logits at position %d of row %d changed by %.3g (tolerance %.3g) when the token at position %d "
+                   "was perturbed: %s" % (leak["position"], leak["row"], leak["size"], tol, leak["perturbed"],
+                                          "the model sees future tokens" if leak["kind"] == "future"
+                                          else "the model sees across a document boundary (BOS)"))
+    elif noise > noise_limit and not h.allow_noise:
+        fault = "noise"
+        msg = ("the same input gave logits that differ by %.3g (row %d, position %d) between two calls, %.2g of the "
+               "logit scale %.3g (at most %.2g is allowed): with logits this noisy the probe cannot tell a leak "
+               "from noise. Make the forward pass deterministic (no dropout or sampling in logits_fn; "
+               "torch.use_deterministic_algorithms(True))" % (noise, n_row, n_pos, noise / scale, scale,
+                                                               h.max_noise))
     elif changed == 0:
+        fault = "insensitive"
         msg = "no perturbation changed any logits: the model's output does not depend on its input"
     else:
         msg = "no leak found"
+    calls = [k for k in res if k == "a" or k == "b" or k == "x" or k[0] == "c"]
     h._emit("probe", {
-        "ok": ok, "sequences": int(n_seq), "perturbations": len(kinds), "noise_floor": noise,
-        "tolerance": tol, "sensitive": sensitive, "leak": leak, "message": msg,
-        "doc_isolated": bool(cfg.get("doc_isolated")), "ms": (_perf() - t0) * 1000.0,
+        "ok": fault == "", "fault": fault, "sequences": n, "perturbations": total, "noise_floor": noise,
+        "noise_limit": noise_limit, "tolerance": tol, "sensitive": sensitive, "leak": leak, "message": msg,
+        "doc_isolated": bool(h.probe_cfg.get("doc_isolated")), "row_check": n if "x" in res else 0,
+        "unscored": meta["unscored"], "calls": len(calls), "ms": (_perf() - t0) * 1000.0,
     })
+    return noise
+
+
+# ---------------------------------------------------------------------------
+# Behavioural checks: helpers and the wrappers that observe training
+
+# Two calls on the same input may differ by at most this fraction of the
+# logit scale (max(1, largest |logit|)) unless the run allows nondeterminism.
+DEFAULT_MAX_NOISE = 1e-4
+
+_SETUP, _TRAIN, _EVAL, _DONE = 0, 1, 2, 3
+
+# Error codes that decide a verdict of their own (invalid): written at once.
+_VERDICT_CODES = frozenset(("pretrain", "stateful_eval", "nondeterministic_eval", "compile_budget"))
+
+_FULL_V = 1024  # vocabularies up to this size are compared on every logit
+_GATHER_CLASSES = 62  # else: this many fixed classes per position, plus two
+_EXACT_ELEMENTS = 1 << 22  # tensors recorded exactly (a CPU copy) before train_begin, in elements
+_SAMPLES = 64  # elements sampled per tensor in a signature
+
+_HERE = os.path.abspath(__file__)
+_RNG = random.SystemRandom()  # where the checks look: not predictable from the seed
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+class _Call:
+    """An extra call of a checked validation pass: rows (int64 [n, T]), the
+    classes compared (or None: all), and its name in _Plan.results."""
+
+    __slots__ = ("name", "rows", "idx")
+
+    def __init__(self, name, rows, idx):
+        self.name = name
+        self.rows = rows
+        self.idx = idx
+
+
+class _Plan:
+    """The extra calls of one validation pass, by the number of validation
+    batches before them, and what they and the rechecked batch k gave."""
+
+    def __init__(self):
+        self.extra = {}
+        self.k = -1
+        self.k_idx = None
+        self.during = None
+        self.results = {}
+        self.ms = 0.0
+
+
+class _Snap:
+    """What a tensor held when training first reached it before train_begin:
+    its signature and, within a budget, an exact copy on the CPU."""
+
+    __slots__ = ("t", "shape", "dtype", "sig", "copy")
+
+    def __init__(self, t, sig, exact):
+        d = t.detach()
+        self.t = t
+        self.shape = tuple(d.shape)
+        self.dtype = d.dtype
+        self.sig = sig
+        self.copy = d.to("cpu", copy=True) if exact else None
+
+    def describe(self):
+        return _describe(self.t)
+
+    def change(self, sig):
+        """None when the tensor holds what it held; else how it changed."""
+        d = self.t.detach()
+        if tuple(d.shape) != self.shape:
+            return {"size": float("inf"), "shape": (self.shape, tuple(d.shape))}
+        if d.dtype == self.dtype and sig.shape == self.sig.shape and np.array_equal(sig, self.sig, equal_nan=True):
+            return None
+        if self.copy is not None:
+            cur = d.to("cpu")
+            ref = self.copy if cur.dtype == self.dtype else self.copy.to(cur.dtype)
+            ne = (cur != ref) & ~(torch.isnan(cur) & torch.isnan(ref)) if cur.is_floating_point() else cur != ref
+            n = int(ne.sum())
+            if n == 0:
+                return None  # equal after all (a cast, or -0.0 for 0.0)
+            size = float((cur.double() - ref.double()).abs()[ne].max())
+            return {"size": size if math.isfinite(size) else float("inf"), "changed": n, "of": cur.numel()}
+        if sig.shape == self.sig.shape:
+            size = float(np.nanmax(np.abs(sig[2:] - self.sig[2:]))) if sig.size > 2 else 0.0
+        else:
+            size = float("inf")
+        return {"size": size}
+
+
+def _fmt_change(ch):
+    if "shape" in ch:
+        return "a new shape (%s, was %s)" % (list(ch["shape"][1]), list(ch["shape"][0]))
+    if "changed" in ch:
+        return "%.3g (%d of %d elements changed)" % (ch["size"], ch["changed"], ch["of"])
+    if ch["size"] > 0:
+        return "%.3g (in the sampled elements)" % ch["size"]
+    return "a changed checksum"
+
+
+def _describe(t):
+    kind = "a parameter" if isinstance(t, torch.nn.Parameter) else "a tensor"
+    return "%s of shape %s (%s)" % (kind, list(t.shape), str(t.dtype).replace("torch.", ""))
+
+
+def _leaves(roots):
+    """The tensors a backward pass from roots accumulates gradients into: the
+    variables of the AccumulateGrad nodes of the graph (and roots that are
+    leaves themselves)."""
+    if isinstance(roots, torch.Tensor):
+        roots = (roots,)
+    out, seen_t = [], set()
+
+    def add(t):
+        if id(t) not in seen_t:
+            seen_t.add(id(t))
+            out.append(t)
+
+    stack, seen, keep = [], set(), []
+    try:
+        roots = list(roots or ())
+    except TypeError:
+        roots = []
+    for r in roots:
+        if isinstance(r, torch.Tensor):
+            if r.grad_fn is not None:
+                stack.append(r.grad_fn)
+            elif r.requires_grad:
+                add(r)
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        keep.append(fn)  # keeps ids unique while walking
+        var = getattr(fn, "variable", None)
+        if isinstance(var, torch.Tensor):
+            add(var)
+            continue
+        for nxt, _ in getattr(fn, "next_functions", ()) or ():
+            if nxt is not None:
+                stack.append(nxt)
+    return out
+
+
+def _signatures(tensors):
+    """For each tensor a float64 vector: its sum, its sum of squares and
+    _SAMPLES elements at fixed positions, computed where the tensor lives
+    with one transfer per device. A tensor that was not written gives the
+    same vector bit for bit (the reductions are deterministic for a given
+    tensor); one that was almost never does."""
+    parts = []
+    with torch.no_grad():
+        for t in tensors:
+            f = t.detach().reshape(-1)
+            n = f.numel()
+            if n == 0 or not (f.is_floating_point() or f.is_complex()):
+                f = f.to(torch.float64) if n else torch.zeros(1, dtype=torch.float64, device=f.device)
+                n = f.numel()
+            try:
+                s1, s2 = f.sum(dtype=torch.float64), (f * f).sum(dtype=torch.float64)
+            except (RuntimeError, TypeError):
+                d = f.double()
+                s1, s2 = d.sum(), (d * d).sum()
+            k = min(n, _SAMPLES)
+            pos = (torch.arange(k, device=f.device) * n) // k + (n // k) // 2
+            parts.append(torch.cat([s1.view(1), s2.view(1), f[pos].double()]))
+    out = [None] * len(parts)
+    by_dev = {}
+    for i, v in enumerate(parts):
+        by_dev.setdefault(v.device, []).append(i)
+    for ids in by_dev.values():
+        flat = torch.cat([parts[i] for i in ids]).cpu().numpy()
+        off = 0
+        for i in ids:
+            m = parts[i].numel()
+            out[i] = flat[off:off + m]
+            off += m
+    return out
+
+
+def _opt_params(opt):
+    return [p for g in getattr(opt, "param_groups", ()) for p in g.get("params", ()) if isinstance(p, torch.Tensor)]
+
+
+def _opt_state(opt):
+    """An optimizer's tensor state (moments, momentum buffers, step counts in
+    torch 2): {(id(param), key): signature}. Other entries (SGD's
+    momentum_buffer None, Adam's integer step in torch 1) hold nothing
+    learned from the data and are left out."""
+    keys, tensors = [], []
+    for p, st in list(getattr(opt, "state", {}).items()):
+        if not isinstance(st, dict):
+            continue
+        for k, v in st.items():
+            if isinstance(v, torch.Tensor):
+                keys.append((id(p), str(k)))
+                tensors.append(v)
+    return dict(zip(keys, _signatures(tensors)))
+
+
+def _same(a, b):
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def _pos_diff(x, y):
+    """Largest absolute difference per row and position ([n, T]); equal
+    values (also equal infinities) differ by 0, NaN against anything by inf."""
+    d = torch.where(x == y, torch.zeros_like(x), (x - y).abs())
+    return torch.nan_to_num(d, nan=float("inf")).amax(dim=2)
+
+
+def _max_diff(x, y):
+    """The largest difference between two statistics and its row and position."""
+    d = _pos_diff(x, y)
+    if d.numel() == 0:
+        return 0.0, 0, 0
+    flat = int(torch.argmax(d))
+    return float(d.view(-1)[flat]), flat // d.shape[1], flat % d.shape[1]
+
+
+def _scale(x):
+    a = x.abs()
+    a = a[torch.isfinite(a)]
+    return float(a.max()) if a.numel() else 0.0
+
+
+def _internal(filename):
+    f = os.path.abspath(filename)
+    return f == _HERE or f.startswith(_TORCH_DIR) or os.path.basename(f) in ("frontier_boot.py", "runpy.py") \
+        or filename.startswith("<frozen")
+
+
+def _caller():
+    """file:line of the innermost frame of the program (not the harness, not torch)."""
+    f = sys._getframe(1)
+    while f is not None and _internal(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return "?"
+    return "%s:%d" % (os.path.basename(f.f_code.co_filename), f.f_lineno)
+
+
+def _program_stack():
+    """The current stack, without the harness's, the boot script's and torch's frames."""
+    frames = [fr for fr in traceback.extract_stack()[:-1] if not _internal(fr.filename)]
+    if not frames:
+        return ""
+    return "Stack (most recent call last):\n" + "".join(traceback.format_list(frames[-12:]))
+
+
+def _install_guards(h):
+    """Wrap torch.autograd.backward, torch.Tensor.backward and
+    torch.autograd.grad, and hook every optimizer step, so that h sees
+    training as it happens. Runs at import, before the program: the
+    program can only ever get the wrapped functions."""
+    ab, ag, tb = torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward
+
+    def guarded(fn, roots_of):
+        def wrapper(*args, **kwargs):
+            if h._grad_depth:  # Tensor.backward calls autograd.backward
+                return fn(*args, **kwargs)
+            h._grad_depth += 1
+            try:
+                h._on_grad(roots_of(args, kwargs))
+                return fn(*args, **kwargs)
+            finally:
+                h._grad_depth -= 1
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            try:
+                setattr(wrapper, attr, getattr(fn, attr))
+            except (AttributeError, TypeError):
+                pass
+        return wrapper
+
+    torch.autograd.backward = guarded(ab, lambda a, k: a[0] if a else k.get("tensors"))
+    torch.autograd.grad = guarded(ag, lambda a, k: a[0] if a else k.get("outputs"))
+    torch.Tensor.backward = guarded(tb, lambda a, k: a[0] if a else k.get("self"))
+
+    import torch.optim.optimizer as opt_mod
+    if hasattr(opt_mod, "register_optimizer_step_pre_hook"):
+        opt_mod.register_optimizer_step_pre_hook(lambda opt, args, kwargs: h._on_opt_step(opt))
+        return
+    # torch < 2.0 has no global hook: wrap each optimizer class's step the
+    # first time one of its instances is made. The wrapper carries torch's
+    # own "hooked" mark so torch does not wrap it again.
+    base_init = torch.optim.Optimizer.__init__
+
+    def init(self, *args, **kwargs):
+        base_init(self, *args, **kwargs)
+        cls = type(self)
+        if not getattr(cls.step, "_frontier_hooked", False):
+            step = cls.step
+
+            def hooked_step(opt, *a, **k):
+                h._on_opt_step(opt)
+                return step(opt, *a, **k)
+            for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+                setattr(hooked_step, attr, getattr(step, attr, None) or getattr(hooked_step, attr))
+            hooked_step.hooked = True
+            hooked_step._frontier_hooked = True
+            cls.step = hooked_step
+
+    init.__doc__ = base_init.__doc__
+    torch.optim.Optimizer.__init__ = init
 
 
 # ---------------------------------------------------------------------------
@@ -1051,6 +1837,7 @@ def _blas_info():
 # Public API: thin functions over the one harness object.
 
 _H = _Harness(_CONFIG_PATH, _CONFIG)
+_install_guards(_H)
 
 
 def config():
