@@ -22,8 +22,8 @@ func TestTrainingBeforeTrainBegin(t *testing.T) {
 		{"steps", "5 backward passes and 5 optimizer steps before train_begin"},
 		{"grad", "5 backward passes and 0 optimizer steps before train_begin"}, // autograd.grad, manual update
 		{"manual_grad", "0 backward passes and 5 optimizer steps"},             // gradients set by hand
-		{"restore", ""},                                                        // the speedrun's warm-up
-		{"no_step", ""},                                                        // compile warm-up: no update
+		{"restore", ""}, // the speedrun's warm-up
+		{"no_step", ""}, // compile warm-up: no update
 	}
 	for _, c := range cases {
 		t.Run(c.warm, func(t *testing.T) {
