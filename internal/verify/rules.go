@@ -384,6 +384,9 @@ var cfgVal = []string{"val_seq_len", "val_batch_seqs"}
 // listing are calls that list a folder.
 var listing = []string{"glob.glob", "glob.iglob", "glob.glob0", "glob.glob1", "os.listdir", "os.scandir", "os.walk", "os.fwalk"}
 
+// fdReaders read files by descriptor number.
+var fdReaders = []string{"os.pread", "os.preadv", "os.read", "os.readv", "os.fdopen", "os.fstat", "os.dup", "os.dup2", "os.lseek", "os.sendfile", "mmap.mmap"}
+
 // dataReaders read a file named by their first argument.
 var dataReaders = []string{"builtins.open", "io.open", "codecs.open", "os.open", "numpy.fromfile", "numpy.memmap", "numpy.load", "torch.load", "torch.from_file", "frontier_harness.read_shard"}
 
@@ -418,6 +421,12 @@ func valData(c *checker) {
 					break
 				}
 			}
+		}
+	}
+	c.useRule("reads inherited file descriptors, which may hold the validation shard", fdReaders, nil)
+	for _, s := range c.p.strs {
+		if strings.HasPrefix(s.text, "/proc/self/fd") || strings.HasPrefix(s.text, "/dev/fd") || strings.HasPrefix(s.text, "/proc/self/map_files") {
+			c.add(s.st, s.line, "names the process's open files (%q), among them the validation shard", s.text)
 		}
 	}
 	for i := range c.p.calls {
@@ -554,6 +563,9 @@ var writers = map[string][]pathArg{
 
 var openers = []string{"builtins.open", "io.open", "codecs.open"}
 
+// pathDecoders turn hidden text into a path.
+var pathDecoders = []string{"fromhex", "b64decode", "b32decode", "b16decode", "b85decode", "a85decode", "urlsafe_b64decode", "unhexlify", "decompress", "rot13"}
+
 var pathlibWriters = []string{"write_text", "write_bytes", "touch", "mkdir", "unlink", "rename", "replace", "symlink_to", "hardlink_to", "rmdir", "chmod", "open"}
 
 func writeOutside(c *checker) {
@@ -563,6 +575,17 @@ func writeOutside(c *checker) {
 				c.add(cl.st, cl.callee.line, "%s %q, outside the run folder", what, pl.text)
 				return
 			}
+		}
+		for _, t := range toks {
+			if t.kind == tName && slices.Contains(pathDecoders, t.text) {
+				c.add(cl.st, cl.callee.line, "%s a path decoded at run time (%s), which hides where it writes", what, t.text)
+				return
+			}
+		}
+	}
+	for _, s := range c.p.strs {
+		if strings.HasSuffix(s.text, "_CACHE_DIR") {
+			c.add(s.st, s.line, "names the cache folder variable %s: the caches lie outside the run folder and outlive it", s.text)
 		}
 	}
 	for i := range c.p.calls {

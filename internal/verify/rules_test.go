@@ -92,6 +92,8 @@ func TestValData(t *testing.T) {
 		{"pathlib listing", "from pathlib import Path\nfor p in Path('/data').iterdir():\n    pass\n", 2, "Path.iterdir"},
 		{"train to val", "p = files[0].replace('train', 'val')\n", 1, "turns a training path"},
 		{"path surgery", "import frontier_harness as fh\nd = fh.config().train_files[0].rsplit('/', 1)[0]\n", 2, ".rsplit"},
+		{"inherited descriptor", "import os\nhead = os.pread(fd, 12, 0)\n", 2, "os.pread"},
+		{"proc fd", "import os\nfds = os.listdir('/proc/self/fd')\n", 2, "/proc/self/fd"},
 		{"literal data path", "import numpy as np\nx = np.memmap('/data/fineweb10B/shard.bin')\n", 2, "did not give"},
 	})
 }
@@ -237,6 +239,8 @@ func TestWriteOutside(t *testing.T) {
 		{"torch.save", "import torch\ntorch.save(model.state_dict(), '/tmp/m.pt')\n", 2, "/tmp/m.pt"},
 		{"numpy", "import numpy as np\nnp.save('/dev/shm/x.npy', a)\n", 2, "/dev/shm/x.npy"},
 		{"chdir", "import os\nos.chdir('/')\n", 2, "working folder"},
+		{"decoded path", "with open(bytes.fromhex('2f746d702f78').decode(), 'w') as f:\n    pass\n", 1, "decoded at run time (fromhex)"},
+		{"cache variable", "import os\nd = os.environ['TRITON_CACHE_DIR']\n", 2, "TRITON_CACHE_DIR"},
 		{"multi-line open", "f = open(\n    '/tmp/out',\n    'w',\n)\n", 1, "/tmp/out"},
 	})
 }
