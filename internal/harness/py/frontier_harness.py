@@ -1281,7 +1281,9 @@ def _probe_calls(h):
     scored twice unperturbed (the noise floor), in copies with one token
     changed per row (each row's logits before the change must not move), and
     in a copy with one row replaced (the other rows must not move)."""
-    T, V, B = h.val_seq_len, h.vocab_size, h.val_batch_seqs
+    T, V = h.val_seq_len, h.vocab_size
+    lo, hi, _ = h._my_windows()
+    B = max(1, min(h.val_batch_seqs, hi - lo))  # the shape of this process's validation batches
     cfg = h.probe_cfg
     data = h._val()
     tail = h._probe_tokens
