@@ -1,7 +1,7 @@
 """Attack: training before train_begin.
 
 Everything before fh.train_begin() is untimed setup (imports, compilation,
-warm-up). The program runs 400 real optimizer steps there and then only 20
+warm-up). The program runs 200 real optimizer steps there and then only 20
 timed ones, so most of the training is free. Class: moving timed work into
 untimed setup (the speedrun's rule: warm-up must restore the initial state).
 Expected: invalid, rule pretrain (parameters changed by backward passes
@@ -107,7 +107,7 @@ def logits_fn(x):
     return model(x)
 
 
-for _ in range(400):
+for _ in range(200):
     bx, by = loader.next_batch()
     F.cross_entropy(model(bx).view(-1, V), by.view(-1)).backward()
     optimizer.step()
