@@ -97,7 +97,8 @@ type program struct {
 	calls   []call
 	targets []target
 	strs    []strLit
-	coding  string // a declared source encoding, "" when none
+	coding  string          // a declared source encoding, "" when none
+	callsOf map[*stmt][]int // indices into calls by statement, built when a rule needs it
 	// state while reading
 	alias   map[string]string // name -> canonical path, as of the current statement
 	ever    map[string]string // every import binding in the program, for uses before the import
@@ -128,6 +129,11 @@ var augOps = map[string]bool{
 }
 
 var codingRe = regexp.MustCompile(`^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)`)
+
+// maxTrailers bounds how many attributes, calls and subscripts of one
+// chain are followed: real code has a handful, and a path rebuilt for each
+// of thousands would cost quadratic time.
+const maxTrailers = 64
 
 // maxNesting bounds how deep code passed to exec as a literal is read.
 const maxNesting = 4
@@ -273,7 +279,7 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 	var prev []arg
 	hasPrev := false
 	j := i + 1
-	for j < len(toks) {
+	for n := 0; j < len(toks) && n < maxTrailers; n++ {
 		t := toks[j]
 		if t.kind != tOp {
 			break
@@ -333,7 +339,7 @@ func (p *program) dottedAt(st *stmt, toks []token, i int) chain {
 	path, known := p.resolve(toks[i].text, st)
 	c := chain{path: path, known: known, start: i, line: toks[i].line}
 	j := i + 1
-	for j+1 < len(toks) && toks[j].kind == tOp && toks[j].text == "." && toks[j+1].kind == tName {
+	for n := 0; n < maxTrailers && j+1 < len(toks) && toks[j].kind == tOp && toks[j].text == "." && toks[j+1].kind == tName; n++ {
 		c.path += "." + toks[j+1].text
 		j += 2
 	}
@@ -692,25 +698,10 @@ func targetItems(toks []token) [][]token {
 		}
 		if len(item) >= 2 && item[0].kind == tOp && (item[0].text == "(" || item[0].text == "[") && matchClose(item, 0) == len(item)-1 {
 			inner := item[1 : len(item)-1]
-			out = append(out, targetItems(rebase(inner))...)
+			out = append(out, targetItems(inner)...)
 			continue
 		}
 		out = append(out, item)
-	}
-	return out
-}
-
-// rebase lowers the depth of tokens taken from inside brackets so that
-// their outermost level is 0.
-func rebase(toks []token) []token {
-	if len(toks) == 0 || toks[0].depth == 0 {
-		return toks
-	}
-	d := toks[0].depth
-	out := make([]token, len(toks))
-	for i, t := range toks {
-		t.depth -= d
-		out[i] = t
 	}
 	return out
 }
@@ -745,22 +736,23 @@ func (p *program) strings(st *stmt) {
 }
 
 // matchClose returns the index of the bracket closing toks[open], or
-// len(toks) when it is never closed.
+// len(toks) when it is never closed (in toks).
 func matchClose(toks []token, open int) int {
-	d := toks[open].depth
-	for k := open + 1; k < len(toks); k++ {
-		t := toks[k]
-		if t.kind == tOp && t.depth == d && (t.text == ")" || t.text == "]" || t.text == "}") {
-			return k
-		}
+	t := toks[open]
+	if t.pair < 0 {
+		return len(toks)
 	}
-	return len(toks)
+	k := open + (t.pair - t.idx)
+	if k <= open || k >= len(toks) {
+		return len(toks)
+	}
+	return k
 }
 
 // splitArgs splits the tokens between a call's brackets into arguments.
 func splitArgs(toks []token) []arg {
 	var out []arg
-	for _, item := range splitDepth0(rebase(toks), ",") {
+	for _, item := range splitDepth0(toks, ",") {
 		if len(item) == 0 {
 			continue
 		}
@@ -779,18 +771,29 @@ func splitArgs(toks []token) []arg {
 }
 
 // splitDepth0 splits toks at the separator op found at the tokens' lowest
-// depth (the depth of the first token).
+// depth (the depth of the first token), stepping over bracketed groups so
+// that nested calls cost nothing.
 func splitDepth0(toks []token, sep string) [][]token {
 	if len(toks) == 0 {
 		return nil
 	}
-	d := toks[0].depth
 	var out [][]token
 	start := 0
-	for i, t := range toks {
-		if t.kind == tOp && t.text == sep && t.depth == d {
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind != tOp {
+			continue
+		}
+		switch t.text {
+		case sep:
 			out = append(out, toks[start:i])
 			start = i + 1
+		case "(", "[", "{":
+			if k := matchClose(toks, i); k < len(toks) {
+				i = k
+			} else {
+				return append(out, toks[start:])
+			}
 		}
 	}
 	return append(out, toks[start:])
@@ -799,7 +802,7 @@ func splitDepth0(toks []token, sep string) [][]token {
 // stripParens drops one pair of brackets around a whole token list.
 func stripParens(toks []token) []token {
 	if len(toks) >= 2 && toks[0].kind == tOp && toks[0].text == "(" && matchClose(toks, 0) == len(toks)-1 {
-		return rebase(toks[1 : len(toks)-1])
+		return toks[1 : len(toks)-1]
 	}
 	return toks
 }

@@ -32,3 +32,38 @@ func BenchmarkInspect3000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInspectPathological measures inputs built to make a careless
+// reader quadratic: deep brackets, a long attribute chain, many strings
+// that look like module files, and a long f-string of fields.
+func BenchmarkInspectPathological(b *testing.B) {
+	var src bytes.Buffer
+	src.WriteString("x = ")
+	for range 20000 {
+		src.WriteString("f(")
+	}
+	src.WriteString("1")
+	for range 20000 {
+		src.WriteString(")")
+	}
+	src.WriteString("\ny = a")
+	for range 20000 {
+		src.WriteString(".b")
+	}
+	src.WriteString("\n")
+	for range 5000 {
+		src.WriteString("open('m.py', 'w'); ")
+	}
+	src.WriteString("\nz = f'")
+	for range 5000 {
+		src.WriteString("{a:{b}}")
+	}
+	src.WriteString("'\n")
+	prog := src.Bytes()
+	b.SetBytes(int64(len(prog)))
+	for b.Loop() {
+		if _, err := Inspect(prog, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

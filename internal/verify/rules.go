@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"regexp"
@@ -64,6 +65,10 @@ func (c *checker) add(st *stmt, line int, format string, args ...any) {
 
 // quote returns a line's code, trimmed and cut short.
 func quote(b []byte) string {
+	b = bytes.TrimLeft(b, " \t")
+	if len(b) > 4*80 {
+		b = b[:4*80] // enough bytes for 80 runes; a huge line is not copied whole
+	}
 	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
 	const max = 80
 	if utf8.RuneCountInString(s) > max {
@@ -513,12 +518,19 @@ type pathLit struct{ prefix, text string }
 // the literal it starts with, the arguments of os.path.join, Path(...) and
 // the like inside it, and the operands of pathlib's "/".
 func pathLiterals(p *program, st *stmt, toks []token) []pathLit {
-	var out []pathLit
+	return appendPathLiterals(nil, p, st, toks, 0)
+}
+
+func appendPathLiterals(out []pathLit, p *program, st *stmt, toks []token, depth int) []pathLit {
+	if depth > 8 {
+		return out // os.path.join nested deeper than this is not a path anyone writes
+	}
 	toks = stripParens(toks)
 	if len(toks) > 0 && toks[0].kind == tString {
 		out = append(out, pathLit{toks[0].prefix, toks[0].text})
 	}
-	for i, t := range toks {
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
 		if t.kind == tString && i > 0 && toks[i-1].kind == tOp && (toks[i-1].text == "/" || toks[i-1].text == "+") {
 			out = append(out, pathLit{t.prefix, t.text})
 		}
@@ -534,8 +546,9 @@ func pathLiterals(p *program, st *stmt, toks []token) []pathLit {
 		}
 		cl := matchClose(toks, c.end)
 		for _, a := range splitArgs(toks[c.end+1 : min(cl, len(toks))]) {
-			out = append(out, pathLiterals(p, st, a.toks)...)
+			out = appendPathLiterals(out, p, st, a.toks, depth+1)
 		}
+		i = cl // the arguments are read
 	}
 	return out
 }
@@ -973,9 +986,15 @@ func dynamicCode(c *checker) {
 // writtenHere reports whether a string literal is the path argument of a
 // call that writes.
 func writtenHere(p *program, s strLit) bool {
-	for i := range p.calls {
+	if p.callsOf == nil {
+		p.callsOf = map[*stmt][]int{}
+		for i := range p.calls {
+			p.callsOf[p.calls[i].st] = append(p.callsOf[p.calls[i].st], i)
+		}
+	}
+	for _, i := range p.callsOf[s.st] {
 		cl := &p.calls[i]
-		if cl.st != s.st || !cl.callee.known {
+		if !cl.callee.known {
 			continue
 		}
 		var a *arg

@@ -31,6 +31,9 @@ type token struct {
 	text  string // a name (NFKC-folded as Python folds it), an operator, a number, or a string's value
 	line  int    // 1-based line of the token's first byte
 	off   int    // byte offset of the token in its source (unique within a statement)
+	col   int    // column of the token's first byte
+	idx   int    // index of the token in its source's token list
+	pair  int    // for brackets, idx of the matching bracket; -1 when there is none
 	depth int    // bracket depth before the token
 	// Strings only.
 	raw    bool   // a raw string: escapes were not decoded
@@ -89,7 +92,7 @@ func scanStatements(src []byte, line0 int, parent *stmt) []*stmt {
 	start := 0
 	flush := func(end int, top bool) {
 		if end > start {
-			st := &stmt{toks: toks[start:end:end], line: toks[start].line, top: top, parent: parent, indent: column(src, toks[start].off)}
+			st := &stmt{toks: toks[start:end:end], line: toks[start].line, top: top, parent: parent, indent: toks[start].col}
 			st.key = stmtKey(st.toks)
 			out = append(out, st)
 		}
@@ -139,14 +142,6 @@ func scanStatements(src []byte, line0 int, parent *stmt) []*stmt {
 	return all
 }
 
-// column returns the column of the byte at off.
-func column(src []byte, off int) int {
-	if off > len(src) {
-		off = len(src)
-	}
-	return off - (bytes.LastIndexByte(src[:off], '\n') + 1)
-}
-
 // lambdaColon reports whether a header's tokens (before a colon at depth 0)
 // leave a lambda waiting for that colon.
 func lambdaColon(toks []token) bool {
@@ -192,11 +187,16 @@ func tokenize(src []byte, line0 int) []token {
 		depth int
 		line  = 1 + line0
 		i     int
+		bol   int // offset of the current line's first byte
 	)
+	var open []int // indices of the brackets still open
 	emit := func(t token) {
 		t.line = line
 		t.off = i
+		t.col = i - bol
 		t.depth = depth
+		t.idx = len(toks)
+		t.pair = -1
 		toks = append(toks, t)
 	}
 	endLine := func(at int) {
@@ -219,6 +219,7 @@ func tokenize(src []byte, line0 int) []token {
 			endLine(i)
 			line++
 			i++
+			bol = i
 		case c == '\\' && i+1 < len(m) && (m[i+1] == '\n' || (m[i+1] == '\r' && i+2 < len(m) && m[i+2] == '\n')):
 			// explicit line joining
 			if m[i+1] == '\r' {
@@ -226,6 +227,7 @@ func tokenize(src []byte, line0 int) []token {
 			}
 			i += 2
 			line++
+			bol = i
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case isIdentStart(m, i):
@@ -237,7 +239,10 @@ func tokenize(src []byte, line0 int) []token {
 			if j < len(m) && (m[j] == '"' || m[j] == '\'') && stringPrefixes[strings.ToLower(word)] {
 				t, next, lines := readString(src, m, i, j, strings.ToLower(word))
 				emit(t)
-				line += lines
+				if lines > 0 {
+					line += lines
+					bol = bytes.LastIndexByte(m[:next], '\n') + 1
+				}
 				i = next
 				continue
 			}
@@ -262,7 +267,10 @@ func tokenize(src []byte, line0 int) []token {
 		case c == '"' || c == '\'':
 			t, next, lines := readString(src, m, i, i, "")
 			emit(t)
-			line += lines
+			if lines > 0 {
+				line += lines
+				bol = bytes.LastIndexByte(m[:next], '\n') + 1
+			}
 			i = next
 		default:
 			op := ""
@@ -293,6 +301,13 @@ func tokenize(src []byte, line0 int) []token {
 			switch op {
 			case "(", "[", "{":
 				depth++
+				open = append(open, len(toks)-1)
+			case ")", "]", "}":
+				if n := len(open); n > 0 {
+					o := open[n-1]
+					open = open[:n-1]
+					toks[o].pair, toks[len(toks)-1].pair = len(toks)-1, o
+				}
 			}
 			i += len(op)
 		}
