@@ -834,17 +834,6 @@ func literal(toks []token) (string, bool) {
 	return b.String(), true
 }
 
-// literalPrefix returns the literal text an argument starts with: the whole
-// value of a literal, the text before the first field of an f-string, the
-// first literal of a "+" join. ok is false when it starts with no string.
-func literalPrefix(toks []token) (string, bool) {
-	toks = stripParens(toks)
-	if len(toks) == 0 || toks[0].kind != tString {
-		return "", false
-	}
-	return toks[0].prefix, true
-}
-
 // hasName reports whether toks mention the name.
 func hasName(toks []token, name string) bool {
 	for _, t := range toks {

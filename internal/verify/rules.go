@@ -502,6 +502,9 @@ var dotdotRe = regexp.MustCompile(`(^|[/\\])\.\.([/\\]|$)`)
 // outside reports whether a path literal (its literal prefix and its whole
 // text) points outside the current folder.
 func outside(prefix, text string) bool {
+	if prefix == text && slices.Contains(nullDevices, text) {
+		return false
+	}
 	if strings.HasPrefix(prefix, "/") || strings.HasPrefix(prefix, "~") || strings.HasPrefix(prefix, `\`) || strings.HasPrefix(prefix, "$") {
 		return true
 	}
@@ -510,6 +513,9 @@ func outside(prefix, text string) bool {
 	}
 	return dotdotRe.MatchString(text)
 }
+
+// nullDevices are absolute paths every program may write to.
+var nullDevices = []string{"/dev/null", "/dev/stdout", "/dev/stderr"}
 
 // pathLit is a string literal that takes part in a path.
 type pathLit struct{ prefix, text string }

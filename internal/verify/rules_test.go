@@ -224,6 +224,7 @@ func TestWriteOutside(t *testing.T) {
 	runRuleCases(t, "write-outside", []ruleCase{
 		{"relative writes", "import os, torch\nos.makedirs('logs', exist_ok=True)\nwith open(f'logs/{run_id}.txt', 'a') as f:\n    pass\ntorch.save(sd, 'ckpt.pt')\n", 0, ""},
 		{"reading an absolute path", "with open('/proc/cpuinfo') as f:\n    pass\nopen('/etc/hostname', 'r')\n", 0, ""},
+		{"null device", "import sys\nsys.stdout = open('/dev/null', 'w')\n", 0, ""},
 		{"string replace of a slash", "name = key.replace('/', '_')\nopen(name, 'w')\n", 0, ""},
 		{"absolute write", "with open('/tmp/x.txt', 'w') as f:\n    f.write('x')\n", 1, "/tmp/x.txt"},
 		{"append mode keyword", "f = open(file='/var/log/x', mode='a')\n", 1, "/var/log/x"},
