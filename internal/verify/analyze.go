@@ -36,15 +36,14 @@ type arg struct {
 type call struct {
 	callee chain // the called path, without the call's "()"
 	args   []arg
-	// recv are the arguments of the call before this one in the same
-	// chain: "/x" for Path("/x").write_text(...). hasRecv says there was one.
-	recv    []arg
-	hasRecv bool
-	st      *stmt
+	// recv are the arguments of the calls before this one in the same
+	// chain: "/x" and "y" for Path("/x").joinpath("y").write_text(...).
+	recv []arg
+	st   *stmt
 }
 
-// positional returns the i-th positional argument, or the keyword argument
-// kw, or nil.
+// arg returns the i-th positional argument, or the keyword argument kw,
+// or nil.
 func (c *call) arg(i int, kw string) *arg {
 	n := 0
 	for k := range c.args {
@@ -277,7 +276,6 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 	path, known := p.resolve(toks[i].text, st)
 	c := chain{path: path, known: known, start: i, line: toks[i].line}
 	var prev []arg
-	hasPrev := false
 	j := i + 1
 	for n := 0; j < len(toks) && n < maxTrailers; n++ {
 		t := toks[j]
@@ -294,8 +292,8 @@ func (p *program) parseChain(st *stmt, toks []token, i int, record bool, nesting
 		case "(":
 			close := matchClose(toks, j)
 			args := splitArgs(toks[j+1 : close])
-			cl := call{callee: c, args: args, recv: prev, hasRecv: hasPrev, st: st}
-			prev, hasPrev = args, true
+			cl := call{callee: c, args: args, recv: prev, st: st}
+			prev = append(prev[:len(prev):len(prev)], args...)
 			if record {
 				p.calls = append(p.calls, cl)
 				p.callEffects(&cl, nesting)

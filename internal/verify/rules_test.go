@@ -237,6 +237,8 @@ func TestWriteOutside(t *testing.T) {
 		{"rmtree", "import shutil\nshutil.rmtree('/home')\n", 2, "/home"},
 		{"os.rename", "import os\nos.rename('a', '../b')\n", 2, "../b"},
 		{"pathlib", "from pathlib import Path\nPath('/tmp/x').write_text('x')\n", 2, "/tmp/x"},
+		{"pathlib joinpath", "import pathlib\npathlib.Path('/tmp').joinpath('x').write_bytes(b)\n", 2, "/tmp"},
+		{"pathlib relative", "from pathlib import Path\nPath('out').joinpath('x.txt').write_text('x')\n", 0, ""},
 		{"torch.save", "import torch\ntorch.save(model.state_dict(), '/tmp/m.pt')\n", 2, "/tmp/m.pt"},
 		{"numpy", "import numpy as np\nnp.save('/dev/shm/x.npy', a)\n", 2, "/dev/shm/x.npy"},
 		{"chdir", "import os\nos.chdir('/')\n", 2, "working folder"},
