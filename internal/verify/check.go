@@ -50,7 +50,8 @@ func (Protected) Check(ctx context.Context, in eval.CheckInput) (*eval.CheckResu
 		return &eval.CheckResult{Findings: []eval.Finding{{
 			Rule:     RuleProtected,
 			Severity: eval.SeverityInvalid,
-			Message:  fmt.Sprintf("the protected regions cannot be restored: %v; keep every \"# frontier:protected begin/end NAME\" marker of the reference as it is", strings.TrimPrefix(err.Error(), "candidate program: ")),
+			Message: fmt.Sprintf("the protected regions cannot be restored: %s; keep every \"# frontier:protected begin/end NAME\" marker of the reference as it is",
+				strings.TrimSuffix(strings.TrimPrefix(err.Error(), "candidate program: "), "; it cannot be restored")),
 		}}}, nil
 	}
 	if len(changed) == 0 {
