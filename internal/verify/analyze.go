@@ -236,6 +236,9 @@ func (p *program) statement(st *stmt, nesting int) {
 				bound[item[0].off] = true
 			}
 		}
+		for _, t := range headerBindings(toks) {
+			bound[t.off] = true
+		}
 		if k := defKeyword(toks); k >= 0 && toks[k].text == "def" {
 			for _, off := range paramOffsets(toks[k:]) {
 				bound[off] = true
@@ -578,6 +581,13 @@ func (p *program) assignments(st *stmt) {
 		delete(p.alias, toks[1].text)
 		p.removed[toks[1].text] = true
 		return
+	}
+	if st.top && st.scope == nil {
+		// for, with ... as, except ... as and := rebind names at module level
+		for _, t := range headerBindings(toks) {
+			delete(p.alias, t.text)
+			p.removed[t.text] = true
+		}
 	}
 	eqs, op := assignOps(toks)
 	if len(eqs) == 0 {

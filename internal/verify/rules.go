@@ -208,7 +208,7 @@ func plainPath(p string) string {
 // with a literal name are followed, so they are fine.
 func (c *checker) moduleValues(modules []string, format string) {
 	for _, r := range c.p.refs {
-		if !r.known || r.called || !slices.Contains(modules, r.path) {
+		if !r.known || !slices.Contains(modules, r.path) {
 			continue
 		}
 		toks := r.st.toks

@@ -156,26 +156,40 @@ func bindNames(sc *scope, toks []token) {
 			sc.locals[name] = true // the import binds the alias when it runs
 		}
 		return
-	case first.kind == tName && first.text == "for":
-		for i := 1; i < len(toks) && !(toks[i].kind == tName && toks[i].text == "in" && toks[i].depth == 0); i++ {
-			if toks[i].kind == tName {
-				sc.locals[toks[i].text] = true
-			}
-		}
-		return
 	}
-	for i, t := range toks {
-		// with ... as NAME, except ... as NAME, NAME := ...
-		if t.kind == tName && t.text == "as" && i+1 < len(toks) && toks[i+1].kind == tName {
-			sc.locals[toks[i+1].text] = true
-		}
-		if t.kind == tOp && t.text == ":=" && i > 0 && toks[i-1].kind == tName {
-			sc.locals[toks[i-1].text] = true
-		}
+	for _, t := range headerBindings(toks) {
+		sc.locals[t.text] = true
 	}
 	for _, item := range assignedItems(toks) {
 		if len(item) == 1 && item[0].kind == tName {
 			sc.locals[item[0].text] = true
 		}
 	}
+}
+
+// headerBindings returns the names a statement binds other than by
+// assignment: the targets of a for loop, "with ... as NAME",
+// "except ... as NAME" and "NAME := ...".
+func headerBindings(toks []token) []token {
+	var out []token
+	if len(toks) > 0 && toks[0].kind == tName && (toks[0].text == "for" || (toks[0].text == "async" && len(toks) > 1 && toks[1].text == "for")) {
+		for i := 1; i < len(toks) && !(toks[i].kind == tName && toks[i].text == "in" && toks[i].depth == 0); i++ {
+			if toks[i].kind == tName && toks[i].text != "for" {
+				out = append(out, toks[i])
+			}
+		}
+		return out
+	}
+	if len(toks) > 0 && toks[0].kind == tName && (toks[0].text == "import" || toks[0].text == "from") {
+		return nil // an import's "as" binds an alias, not a plain name
+	}
+	for i, t := range toks {
+		if t.kind == tName && t.text == "as" && i+1 < len(toks) && toks[i+1].kind == tName {
+			out = append(out, toks[i+1])
+		}
+		if t.kind == tOp && t.text == ":=" && i > 0 && toks[i-1].kind == tName {
+			out = append(out, toks[i-1])
+		}
+	}
+	return out
 }
