@@ -180,7 +180,6 @@ func TestValidationDescriptor(t *testing.T) {
 		t.Parallel()
 		r := newRun(t, ModeFull)
 		r.cfg.Probe = ProbeConfig{Enabled: true, Sequences: 2, Positions: 2}
-		writeShard(t, r.cfg.ValFile, markovTokens(4097+2*16*64, testVocab, 2))
 		open(t, r)
 		r.env = []string{"FH_FD=3", "FH_STEPS=5"}
 		res := r.exec(t)

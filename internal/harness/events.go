@@ -76,6 +76,11 @@ type Val struct {
 	Ms      float64 `json:"ms"` // duration of the pass (not train time)
 	// Final marks the validation run by finish(): the one that decides.
 	Final bool `json:"final,omitempty"`
+	// Slice is "scored" for the first val_tokens + 1 tokens of the shard,
+	// the windows of the result, and "practice" for the next ones, which the
+	// fast check and intermediate validations score so that the program
+	// does not see the scored windows before training is over.
+	Slice string `json:"slice,omitempty"`
 }
 
 // Section is the cumulative profile of one named section.
@@ -129,6 +134,7 @@ const (
 	WarnValUnsharded  = "val_unsharded" // several ranks without torch.distributed
 	WarnNoSteps       = "no_steps"      // fh.step was never called
 	WarnTelemetry     = "telemetry"     // an event could not be encoded
+	WarnValPractice   = "val_practice"  // no practice slice in the shard: early validations score the scored windows
 )
 
 // Error is written when the run fails: the exception type, message and the

@@ -241,13 +241,14 @@ type run struct {
 	files    []*os.File // inherited as descriptors 3, 4, ...
 }
 
-// newRun lays out a run folder with a train shard, a validation shard of
-// 4097 tokens and testProgram.
+// newRun lays out a run folder with a train shard, a validation shard and
+// testProgram.
 func newRun(t *testing.T, mode string) *run {
 	t.Helper()
 	dir := t.TempDir()
 	writeShard(t, filepath.Join(dir, "train_000001.bin"), markovTokens(20000, testVocab, 1))
-	writeShard(t, filepath.Join(dir, "val_000000.bin"), markovTokens(4097, testVocab, 2))
+	// The scored slice (4097 tokens), the practice slice and text for the probe.
+	writeShard(t, filepath.Join(dir, "val_000000.bin"), markovTokens(2*4097+2*16*64, testVocab, 2))
 	return &run{
 		dir:  dir,
 		prog: testProgram,
@@ -372,8 +373,6 @@ func TestFullRun(t *testing.T) {
 	r.cfg.ValEvery = 15
 	r.cfg.ProfileSteps = []int{5, 7}
 	r.cfg.Probe = ProbeConfig{Enabled: true, Sequences: 4, Positions: 6}
-	// Text after the scored slice, for the probe's windows.
-	writeShard(t, r.cfg.ValFile, markovTokens(4097+2*16*64, testVocab, 2))
 	res := r.exec(t)
 	if res.code != 0 {
 		res.dump(t)
@@ -398,7 +397,8 @@ func TestFullRun(t *testing.T) {
 		t.Errorf("designated steps %v, want %v", got, want)
 	}
 	// One intermediate validation after step 14 (15 steps done), one final.
-	if len(tel.Vals) != 2 || tel.Vals[0].Step != 15 || tel.Vals[0].Final || !tel.Vals[1].Final || tel.Vals[1].Step != 30 {
+	if len(tel.Vals) != 2 || tel.Vals[0].Step != 15 || tel.Vals[0].Final || !tel.Vals[1].Final || tel.Vals[1].Step != 30 ||
+		tel.Vals[0].Slice != "practice" || tel.Vals[1].Slice != "scored" {
 		t.Fatalf("vals = %+v", tel.Vals)
 	}
 	for _, v := range tel.Vals {
@@ -738,7 +738,7 @@ func TestBadShards(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Read at import, before the program: a setup failure (exit 2).
-		r.exec(t).wantError(t, 2, ErrShard, "header says 4097 tokens")
+		r.exec(t).wantError(t, 2, ErrShard, "the file is truncated or corrupt")
 	})
 	t.Run("val short", func(t *testing.T) {
 		t.Parallel()

@@ -478,7 +478,8 @@ class _Harness:
         # The validation tokens are read now, before any program code runs:
         # an inherited descriptor is closed right after, so the program has
         # neither the path nor the descriptor.
-        self._val_data = self._load_val(g("val_file") or "", g("val_fd"))
+        self._val_note = ""
+        self._load_val(g("val_file") or "", g("val_fd"), int(g("val_tokens") or 0))
         self._val_windows = self.val_tokens // self.val_seq_len
 
         self._clock = _Clock(_cuda_sync if self.cuda else _noop)
@@ -501,6 +502,7 @@ class _Harness:
 
         # Behavioural checks (see "Behavioural checks" below).
         self._phase = _SETUP
+        self._phase_before_eval = _SETUP
         self._grad_depth = 0
         self._pre_snaps = {}  # id -> _Snap of tensors reached by training before train_begin
         self._pre_opts = {}  # id(optimizer) -> its state before its first step before train_begin
@@ -522,6 +524,8 @@ class _Harness:
 
         if self.is_main:
             self._emit("run_start", self._run_start())
+        if self._val_note:
+            self._warn("val_practice", self._val_note)
 
     # -- telemetry helpers -------------------------------------------------
 
@@ -739,16 +743,19 @@ class _Harness:
 
     # -- validation --------------------------------------------------------
 
-    def _load_val(self, path, fd):
-        """The first val_tokens + 1 tokens of the validation shard, from the
-        inherited descriptor fd (closed here) or else from path. For the
-        causality probe of a full run, also a contiguous span of tokens from
-        a random place after them: text the program never scores, shaped
-        like validation batches (see _probe_calls)."""
-        need = self.val_tokens + 1
-        span = 0
-        if self.probe_cfg.get("enabled") and not self.fast:
-            span = 2 * self.val_batch_seqs * self.val_seq_len
+    def _load_val(self, path, fd, scored_tokens):
+        """Read the validation text of this run from the inherited descriptor
+        fd (closed here) or else from path, into _scored (the first
+        scored_tokens + 1 tokens of the shard, which only the final
+        validation of a full run scores: the result), _practice (the next
+        val_tokens + 1 tokens, which the fast check and intermediate
+        validations score instead, so that the program never sees the
+        scored windows before training is over) and _probe_tokens (for the
+        causality probe of a full run, a contiguous span from a random place
+        after those: text the program never scores, see _probe_calls)."""
+        scored = scored_tokens + 1
+        practice = self.val_tokens + 1 if (self.fast or self.val_every > 0) else 0
+        span = 2 * self.val_batch_seqs * self.val_seq_len if self.probe_cfg.get("enabled") and not self.fast else 0
         if fd not in (None, "", 0):
             fd = int(fd)
             if fd < 3:
@@ -772,22 +779,33 @@ class _Harness:
             raise HarnessError("config", "the run config names no validation data (val_fd or val_file)")
         try:
             count = _shard_count(fd, name)
-            data = _read_tokens(fd, 0, min(count, need), name)
+            if count < max(scored, self.val_tokens + 1):
+                raise HarnessError("shard", "the validation shard holds %d tokens but %d are needed (%d tokens plus "
+                                   "one target)" % (count, scored, scored_tokens))
+            self._scored = None if self.fast else _read_tokens(fd, 0, scored, name)
+            self._practice, end = None, scored
+            if practice and count - end >= practice:
+                self._practice = _read_tokens(fd, end, practice, name)
+                end += practice
+            elif practice:
+                self._practice = self._scored[:practice] if self._scored is not None \
+                    else _read_tokens(fd, 0, practice, name)
+                self._val_note = (
+                    "the validation shard has no text after the scored slice (%d tokens, %d more needed): the %s "
+                    "scores windows of the scored slice, which shows them to the program before training is over"
+                    % (count, scored + practice - count, "fast check" if self.fast else "intermediate validations"))
             self._probe_tokens = None
-            if span and count - need >= span:
-                start = need + _RNG.randrange(count - need - span + 1)
-                self._probe_tokens = _read_tokens(fd, start, span, name)
+            if span and count - end >= span:
+                self._probe_tokens = _read_tokens(fd, end + _RNG.randrange(count - end - span + 1), span, name)
         except ShardError as e:
             raise HarnessError("shard", "validation data: %s" % e) from None
         finally:
             os.close(fd)
-        if data.size < need:
-            raise HarnessError("shard", "the validation shard holds %d tokens but %d are needed (%d tokens plus "
-                               "one target)" % (data.size, need, self.val_tokens))
-        return data
 
     def _val(self):
-        return self._val_data
+        """The slice the final validation scores: the scored slice in a full
+        run, the practice slice in the fast check."""
+        return self._practice if self.fast else self._scored
 
     def _my_windows(self):
         """The validation windows [lo, hi) this process scores, and whether
@@ -798,7 +816,7 @@ class _Harness:
             return n * self.rank // self.world_size, n * (self.rank + 1) // self.world_size, True
         return 0, n, False
 
-    def _evaluate(self, logits_fn, what, plan=None):
+    def _evaluate(self, logits_fn, what, data, plan=None):
         """Mean float32 cross-entropy of logits_fn over the validation slice.
 
         Window i is x = val[i*T : i*T+T], y = val[i*T+1 : i*T+T+1]. Under an
@@ -806,7 +824,6 @@ class _Harness:
         the windows and the sums are all-reduced. With a plan, the checks'
         extra calls run where the plan put them among the batches, and the
         statistics of the batch the plan rechecks are kept."""
-        data = self._val()
         T, V, B = self.val_seq_len, self.vocab_size, self.val_batch_seqs
         lo, hi, shared = self._my_windows()
         if self.world_size > 1 and not shared:
@@ -878,18 +895,21 @@ class _Harness:
         are scored and which are checks."""
         probe = final and bool(self.probe_cfg.get("enabled")) and not self.fast
         what = "the final validation" if final else "the validation after step %d" % self._steps_done
+        scored = final and not self.fast
+        data = self._scored if scored else self._practice
         self._eval_begin(what)
         try:
-            plan = self._plan(probe)
+            plan = self._plan(probe, data)
             t0 = _perf()
-            loss, count = self._evaluate(logits_fn, "validation", plan)
+            loss, count = self._evaluate(logits_fn, "validation", data, plan)
             ms = (_perf() - t0) * 1000.0 - plan.ms
             self._checks["extra_calls"] += len(plan.results)
             self._checks["extra_ms"] += plan.ms
             self._val_last = loss
             train_ms = self._clock.read_ms()
             self._emit("val", {"step": self._steps_done, "val_loss": loss, "tokens": count,
-                               "seq_len": self.val_seq_len, "ms": ms, "final": final})
+                               "seq_len": self.val_seq_len, "ms": ms, "final": final,
+                               "slice": "scored" if scored or data is self._scored else "practice"})
             if self.is_main:
                 steps = max(self._steps_done, 1)
                 print("step:%d/%s val_loss:%.4f train_time:%.0fms step_avg:%.2fms" % (
@@ -905,7 +925,7 @@ class _Harness:
                 noise = self._check_noise(res.get("recheck"), res.get("recheck2"), plan, what)
             self._check_drift(plan, noise, what)
         finally:
-            self._eval_end(_DONE if final else _TRAIN)
+            self._eval_end(final)
 
 
     # -- finish ------------------------------------------------------------
@@ -1103,6 +1123,7 @@ class _Harness:
         self._checks["tracked_tensors"] = len(self._tracked)
 
     def _eval_begin(self, what):
+        self._phase_before_eval = self._phase
         self._phase = _EVAL
         self._eval_what = what
         self._checks["validations"] += 1
@@ -1112,8 +1133,8 @@ class _Harness:
             self._eval_sigs = _signatures(self._tracked)
             self._checks["params_check_ms"] += (_perf() - t0) * 1000.0
 
-    def _eval_end(self, phase):
-        self._phase = phase
+    def _eval_end(self, final):
+        self._phase = _DONE if final else self._phase_before_eval
         self._eval_sigs = None
 
     def _check_params(self):
@@ -1136,7 +1157,7 @@ class _Harness:
                                                        self._steps_done, "%.3g" % size if size > 0 else
                                                        "in the checksum only", _describe(t)))
 
-    def _plan(self, probe):
+    def _plan(self, probe, data):
         """Where the checks' extra calls go in a validation pass: a recheck
         of a random batch k somewhere after it (two without the probe, for
         the noise), and the probe's calls anywhere. Random with the system's
@@ -1150,7 +1171,7 @@ class _Harness:
         plan.k = _RNG.randrange(nb)
         s = lo + plan.k * B
         e = min(s + B, hi)
-        rows = self._val()[s * T:e * T].astype(np.int64).reshape(e - s, T)
+        rows = data[s * T:e * T].astype(np.int64).reshape(e - s, T)
         plan.k_idx = self._gather_idx(rows, ())
 
         def place(call, first_gap):
