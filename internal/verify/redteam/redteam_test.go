@@ -460,6 +460,8 @@ func TestRedTeam(t *testing.T) {
 	}))
 	defer srv.Close()
 	outsideDir := t.TempDir()
+	// The table shows reasons without this machine's temporary paths.
+	anon := strings.NewReplacer(outsideDir, "OUTSIDE", dataDir, "DATA", ev.RunsDir, "RUNS", ev.Cache, "CACHE", srv.URL, "http://SERVER")
 
 	var (
 		mu    sync.Mutex
@@ -508,7 +510,7 @@ func TestRedTeam(t *testing.T) {
 				if res.Rule != "" {
 					r.got += "/" + res.Rule
 				}
-				r.reason, r.trainMs = res.Reason, res.Metrics.TrainTimeMs
+				r.reason, r.trainMs = anon.Replace(res.Reason), res.Metrics.TrainTimeMs
 				var problems []string
 				if !slices.ContainsFunc(c.want, func(o outcome) bool { return o.matches(res) }) {
 					problems = append(problems, fmt.Sprintf("verdict %s (rule %q), want %s\nreason: %s\nfindings: %v\ntraceback: %s",
