@@ -194,7 +194,9 @@ var cases = []attack{
 		known: "the compile cache is writable by design and outlives the evaluation; the sandbox bounds where a program writes, not what. To decide: the " +
 			"train_begin loss check of precompute_setup, or writes to the cache that do not outlive the run (an overlay), or a cache per program"},
 	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
-		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}}},
+		// bwrap hides the fast folder as an empty folder (the weights are
+		// not there: 20 steps from scratch); Landlock denies reading it.
+		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}, {eval.Error, "permission denied"}}},
 
 	// The harness's internals.
 	{name: "skip_validation", class: "validation shortened through fh._H", want: []outcome{invalid("harness-internals")}},
