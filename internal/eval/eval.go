@@ -433,9 +433,6 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 	case tel.Probe != nil && !tel.Probe.OK:
 		o.verdict = Invalid
 		o.rule = RuleCausality
-		if tel.Probe.Fault == harness.ProbeFaultNoise {
-			o.rule = RuleNondeterministic
-		}
 		o.reason = o.rule + ": " + tel.Probe.Message
 	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
 		o.verdict = Invalid

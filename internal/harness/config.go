@@ -82,9 +82,9 @@ type VerifyConfig struct {
 	// MaxNoise is the largest difference allowed between the logits of two
 	// calls on the same input, as a fraction of the logit scale (the
 	// largest |logit|, at least 1); 0 means DefaultMaxNoise. More noise
-	// than that fails the run (ErrNondeterministic, or a probe with fault
-	// ProbeFaultNoise): the causality and state checks cannot tell a leak
-	// smaller than the noise from the noise.
+	// than that fails the run (ErrNondeterministic): the causality and
+	// state checks cannot tell a leak smaller than the noise from the
+	// noise.
 	MaxNoise float64 `json:"max_noise,omitempty"`
 	// AllowNondeterministic accepts any noise; the checks then tolerate
 	// four times the measured noise, and a leak smaller than that passes.

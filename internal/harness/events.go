@@ -187,16 +187,17 @@ func VerdictCode(code string) bool {
 // document, or another row of the batch) were changed.
 type Probe struct {
 	OK bool `json:"ok"`
-	// Fault says why the probe failed: ProbeFaultLeak, ProbeFaultNoise or
-	// ProbeFaultInsensitive; empty when OK.
+	// Fault says why the probe failed: ProbeFaultLeak or
+	// ProbeFaultInsensitive; empty when OK. (Noisy logits stop the run
+	// before the probe is judged: ErrNondeterministic.)
 	Fault string `json:"fault,omitempty"`
-	// Sequences is the number of rows of the probe's batch (consecutive
-	// validation windows), Perturbations the number of single-token
-	// changes tried in them.
+	// Sequences is the number of rows of the probe's batch (a batch of the
+	// validation pass, chosen at random), Perturbations the number of
+	// single-token changes tried in them.
 	Sequences     int     `json:"sequences"`
 	Perturbations int     `json:"perturbations"`
 	NoiseFloor    float64 `json:"noise_floor"` // largest logit change between two identical calls
-	NoiseLimit    float64 `json:"noise_limit"` // the largest noise floor allowed
+	NoiseLimit    float64 `json:"noise_limit"` // the largest noise floor allowed (see VerifyConfig)
 	Tolerance     float64 `json:"tolerance"`
 	// Sensitive is the fraction of perturbations that moved the logits at
 	// or after the perturbed position; 0 means the probe learned nothing.
@@ -205,19 +206,15 @@ type Probe struct {
 	DocIsolated bool       `json:"doc_isolated"`
 	// RowCheck is the number of rows in the batch of the cross-row check
 	// (0: not run, a batch of one row).
-	RowCheck int `json:"row_check"`
-	// Unscored says the probe's windows came from the part of the
-	// validation shard after the scored slice: text the program never saw.
-	Unscored bool    `json:"unscored"`
+	RowCheck int     `json:"row_check"`
 	Calls    int     `json:"calls"` // logits_fn calls the probe made
 	Message  string  `json:"message"`
-	Ms       float64 `json:"ms"`
+	Ms       float64 `json:"ms"` // judging the calls (the calls are in Checks.ExtraMs)
 }
 
 // Probe faults.
 const (
 	ProbeFaultLeak        = "leak"        // logits moved where they must not
-	ProbeFaultNoise       = "noise"       // two identical calls differed by more than the noise limit
 	ProbeFaultInsensitive = "insensitive" // no change of the input changed the logits
 )
 
@@ -228,7 +225,8 @@ type ProbeLeak struct {
 	Perturbed int     `json:"perturbed"` // position of the changed token (0 for "row": the whole row changed)
 	Position  int     `json:"position"`  // first position whose logits moved
 	Size      float64 `json:"size"`      // largest logit change where none is allowed
-	// SourceRow is, for a "row" leak, the row that was changed.
+	// SourceRow is the row replaced in the same call: for a "row" leak, the
+	// row whose change moved Row.
 	SourceRow int `json:"source_row,omitempty"`
 }
 
