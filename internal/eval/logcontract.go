@@ -217,6 +217,7 @@ func rejected(mode string, err error) *phaseOutcome {
 		phase:   &Phase{Mode: mode, Status: runner.StatusNoStart, Message: "not run: " + err.Error()},
 		tel:     &harness.Telemetry{},
 		verdict: Invalid,
+		rule:    rule,
 		reason:  rule + ": " + err.Error(),
 	}
 }
@@ -226,7 +227,7 @@ func rejected(mode string, err error) *phaseOutcome {
 // block ran and held what frontier injected.
 func checkInjected(o *phaseOutcome, lg *importer.Log, vals importer.Values) {
 	fail := func(format string, args ...any) {
-		o.verdict = Invalid
+		o.verdict, o.rule = Invalid, RuleLogInjection
 		o.reason = RuleLogInjection + ": " + fmt.Sprintf(format, args...)
 	}
 	switch len(lg.Injected) {

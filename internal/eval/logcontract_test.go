@@ -145,6 +145,9 @@ func TestLogContractReading(t *testing.T) {
 			if o.verdict != c.verdict || !strings.Contains(o.reason, c.reason) {
 				t.Fatalf("verdict %s: %s\nwant %s: ...%s...", o.verdict, o.reason, c.verdict, c.reason)
 			}
+			if (o.verdict == Invalid) != (o.rule != "") {
+				t.Errorf("verdict %s with rule %q", o.verdict, o.rule)
+			}
 		})
 	}
 }
@@ -316,7 +319,7 @@ func TestLogContractRefusesBeforeRunning(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Verdict != Invalid || !strings.Contains(res.Reason, c.reason) || res.Fast == nil || res.Fast.Status != runner.StatusNoStart {
+			if res.Verdict != Invalid || res.Rule == "" || !strings.Contains(res.Reason, c.reason) || res.Fast == nil || res.Fast.Status != runner.StatusNoStart {
 				t.Fatalf("verdict %s: %s (fast %+v)", res.Verdict, res.Reason, res.Fast)
 			}
 		})
