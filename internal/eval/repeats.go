@@ -95,6 +95,30 @@ func (e *Evaluator) EvaluateRepeats(ctx context.Context, rr RepeatRequest) (*Res
 // statistics even when it is above the target.
 func ok(v Verdict) bool { return v == Acceptable || v == LossTooHigh }
 
+// RuleSeed: runs with different seeds that are bit-identical. Different
+// seeds change the initialization and the harness's seeded state, so an
+// honest program's val losses differ in their last digits at least; a
+// program that pins its own seed makes N repeats one run, and a t-test over
+// zero spread reports certainty (p = 0).
+const RuleSeed = "seed"
+
+// sameLossEverySeed reports the common loss when at least two runs with
+// distinct seeds all have the same val loss, bit for bit.
+func sameLossEverySeed(results []*Result) (float64, bool) {
+	if len(results) < 2 {
+		return 0, false
+	}
+	seeds := map[int]bool{}
+	first := results[0].Metrics.ValLoss
+	for _, r := range results {
+		if r.Metrics.ValLoss != first {
+			return 0, false
+		}
+		seeds[r.Seed] = true
+	}
+	return first, len(seeds) > 1
+}
+
 func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*Result) (*Result, error) {
 	spec := rr.Track
 	out := *results[0] // telemetry tables of the first run
@@ -119,6 +143,13 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*
 		out.Verdict, out.Rule, out.Traceback = last.Verdict, last.Rule, last.Traceback
 		out.Reason = fmt.Sprintf("run %d of %d (seed %d) failed: %s", len(results), rr.N, last.Seed, last.Reason)
 		rep.RecordReason = "a run failed"
+		return &out, nil
+	}
+	if same, ok := sameLossEverySeed(results); ok {
+		out.Verdict, out.Rule = Invalid, RuleSeed
+		out.Reason = fmt.Sprintf("%s: %d runs with seeds %d to %d all reached val loss %.17g exactly: the program ignores the injected seed, so its runs are one run repeated and the statistics would claim a certainty they do not have",
+			RuleSeed, len(results), results[0].Seed, last.Seed, same)
+		rep.RecordReason = "the runs do not depend on the seed"
 		return &out, nil
 	}
 	t, err := stats.MeanBelow(losses, spec.TargetValLoss, spec.Verification.Alpha)
