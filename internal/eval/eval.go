@@ -362,6 +362,13 @@ func (o *phaseOutcome) summary() string {
 	return fmt.Sprintf("%d steps, val loss %.4f", o.phase.Steps, o.phase.ValLoss)
 }
 
+// lossFloorMargin is how far under the loss floor a val loss may fall
+// before it is impossible. The floor is the Bayes-optimal expected loss;
+// on one slice of 65,536 tokens a predictor's luck moves its loss by
+// about 0.01 nats, so 3% (0.07 nats on the tiny track) is far outside
+// chance and far inside what any leak gains.
+const lossFloorMargin = 0.03
+
 // judgePhase classifies one process from the runner's result and the
 // telemetry. Only the harness's own events count as results.
 func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Telemetry) *phaseOutcome {
@@ -434,6 +441,10 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		o.verdict = Invalid
 		o.rule = RuleCausality
 		o.reason = o.rule + ": " + tel.Probe.Message
+	case mode == "full" && spec.Data.LossFloor > 0 && tel.Final.ValLoss < spec.Data.LossFloor*(1-lossFloorMargin):
+		o.verdict, o.rule = Invalid, RuleLossFloor
+		o.reason = fmt.Sprintf("%s: val loss %.4f is under the track's loss floor %.4f (the Bayes-optimal predictor's loss on this slice) by more than %.0f%%: no causal model can do that, so the model sees the tokens it predicts",
+			RuleLossFloor, tel.Final.ValLoss, spec.Data.LossFloor, 100*lossFloorMargin)
 	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
 		o.verdict = Invalid
 		o.rule = RuleTiming
@@ -451,6 +462,7 @@ const (
 	RulePretrain         = "pretrain"              // training before train_begin that the program did not undo
 	RuleCompileBudget    = "compile-budget"        // setup before train_begin over the track's compile budget
 	RuleTiming           = "timing"                // a train time the process's wall clock cannot contain
+	RuleLossFloor        = "loss-floor"            // a val loss under the track's loss floor: the model sees what it predicts
 )
 
 // codeRule is the rule an error code of the harness's behavioural checks
