@@ -22,6 +22,8 @@ boot script imports it before the program so that the clock functions are
 captured before any program code runs.
 """
 
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -228,21 +230,39 @@ def _clean(v):
 class _Telemetry:
     """Appends one JSON object per line. Each line is one write() on an
     O_APPEND descriptor, so a killed run keeps every line it wrote and lines
-    from several ranks do not interleave."""
+    from several ranks do not interleave.
 
-    def __init__(self, path, t0):
+    With a key (the run config's key_fd) every line is numbered ("seq", per
+    process) and ends with "mac": HMAC-SHA256 of the line before that field
+    was added. The program can write to the file too, but not lines that
+    the evaluator will believe, nor remove one without leaving a gap."""
+
+    def __init__(self, path, t0, key=None, rank=0):
         self._path = path
         self._t0 = t0
         self._fd = None
+        self._key = key
+        self._rank = rank
+        self._seq = 0
 
     def write(self, event, fields):
         obj = {"event": event, "t_ms": round((_perf() - self._t0) * 1000.0, 3)}
         obj.update(fields)
+        if self._key is not None:
+            obj["seq"] = self._seq
+            if self._rank:
+                obj["rank"] = self._rank
+            self._seq += 1
         try:
             line = json.dumps(_clean(obj), allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as e:
-            line = json.dumps({"event": "warning", "t_ms": obj["t_ms"], "code": "telemetry",
-                               "message": "could not encode a %s event: %s" % (event, e)})
+            keep = {k: obj[k] for k in ("seq", "rank") if k in obj}
+            line = json.dumps(dict({"event": "warning", "t_ms": obj["t_ms"], "code": "telemetry",
+                                    "message": "could not encode a %s event: %s" % (event, e)}, **keep),
+                              separators=(",", ":"))
+        if self._key is not None:
+            mac = hmac.new(self._key, line.encode("utf-8"), hashlib.sha256).hexdigest()
+            line = line[:-1] + ',"mac":"%s"}' % mac
         data = (line + "\n").encode("utf-8")
         if self._fd is None:
             self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -371,6 +391,27 @@ class _CUDASection:
         return False
 
 
+def _read_key(fd):
+    """The telemetry key from its inherited descriptor, which is closed
+    here, before any program code runs. None when the config names none."""
+    if not fd:
+        return None
+    if not isinstance(fd, int) or fd < 3:
+        raise HarnessError("config", "the run config's key_fd is %r; want an inherited descriptor >= 3" % (fd,))
+    try:
+        key = os.pread(fd, 256, 0).strip()
+    except OSError as e:
+        raise HarnessError("config", "cannot read the telemetry key from descriptor %d: %s" % (fd, e)) from None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if len(key) < 32:
+        raise HarnessError("config", "the telemetry key on descriptor %d is too short" % fd)
+    return key
+
+
 # ---------------------------------------------------------------------------
 # The harness
 
@@ -381,8 +422,8 @@ class _Harness:
         tpath = raw.get("telemetry_path") or ""
         if not isinstance(tpath, str) or not tpath:
             raise HarnessError("config", "the run config %s has no telemetry_path" % path)
-        self.tel = _Telemetry(tpath, self.t_import)
         self.rank = int(os.environ.get("RANK", "0"))
+        self.tel = _Telemetry(tpath, self.t_import, _read_key(raw.get("key_fd")), self.rank)
         self.is_main = self.rank == 0
         try:
             try:
@@ -524,8 +565,6 @@ class _Harness:
 
         if self.is_main:
             self._emit("run_start", self._run_start())
-        if self._val_note:
-            self._warn("val_practice", self._val_note)
 
     # -- telemetry helpers -------------------------------------------------
 
@@ -752,7 +791,7 @@ class _Harness:
         validations score instead, so that the program never sees the
         scored windows before training is over)."""
         scored = scored_tokens + 1
-        practice = self.val_tokens + 1 if (self.fast or self.val_every > 0) else 0
+        practice = self.val_tokens + 1
         if fd not in (None, "", 0):
             fd = int(fd)
             if fd < 3:
@@ -780,25 +819,19 @@ class _Harness:
                 raise HarnessError("shard", "the validation shard holds %d tokens but %d are needed (%d tokens plus "
                                    "one target)" % (count, scored, scored_tokens))
             self._scored = None if self.fast else _read_tokens(fd, 0, scored, name)
-            self._practice = None
-            if practice and count - scored >= practice:
+            if count - scored >= practice:
                 self._practice = _read_tokens(fd, scored, practice, name)
-            elif practice:
+            else:
                 self._practice = self._scored[:practice] if self._scored is not None \
                     else _read_tokens(fd, 0, practice, name)
                 self._val_note = (
                     "the validation shard has no text after the scored slice (%d tokens, %d more needed): the %s "
                     "scores windows of the scored slice, which shows them to the program before training is over"
-                    % (count, scored + practice - count, "fast check" if self.fast else "intermediate validations"))
+                    % (count, scored + practice - count, "fast check" if self.fast else "intermediate validation"))
         except ShardError as e:
             raise HarnessError("shard", "validation data: %s" % e) from None
         finally:
             os.close(fd)
-
-    def _val(self):
-        """The slice the final validation scores: the scored slice in a full
-        run, the practice slice in the fast check."""
-        return self._practice if self.fast else self._scored
 
     def _my_windows(self):
         """The validation windows [lo, hi) this process scores, and whether
@@ -890,6 +923,8 @@ class _Harness:
         what = "the final validation" if final else "the validation after step %d" % self._steps_done
         scored = final and not self.fast
         data = self._scored if scored else self._practice
+        if not scored and self._val_note:
+            self._warn("val_practice", self._val_note)
         self._eval_begin(what)
         try:
             plan = self._plan(probe, data)
@@ -902,7 +937,7 @@ class _Harness:
             train_ms = self._clock.read_ms()
             self._emit("val", {"step": self._steps_done, "val_loss": loss, "tokens": count,
                                "seq_len": self.val_seq_len, "ms": ms, "final": final,
-                               "slice": "scored" if scored or data is self._scored else "practice"})
+                               "slice": "scored" if scored or self._val_note else "practice"})
             if self.is_main:
                 steps = max(self._steps_done, 1)
                 print("step:%d/%s val_loss:%.4f train_time:%.0fms step_avg:%.2fms" % (
@@ -916,7 +951,6 @@ class _Harness:
                 _probe_verdict(self, logits_fn, plan, noise)
         finally:
             self._eval_end(final)
-
 
     # -- finish ------------------------------------------------------------
 
@@ -975,9 +1009,8 @@ class _Harness:
     # optimizer step) reaches a tensor before the clock starts, the tensor's
     # contents are recorded; at train_begin they must be unchanged. During
     # validation and the probe, backward passes and optimizer steps are
-    # refused, the weights reached by training must not change, and the
-    # first validation batch must get the same logits before, during and
-    # after the pass.
+    # refused, the weights reached by training must not change, and a batch
+    # the pass scored must get the same logits when it is called again.
 
     def _on_grad(self, roots):
         """Called by the wrapped torch.autograd.backward, Tensor.backward and
@@ -1135,7 +1168,8 @@ class _Harness:
         changed = []
         for t, old, new in zip(self._tracked, self._eval_sigs, _signatures(self._tracked)):
             if old.shape != new.shape or not np.array_equal(old, new, equal_nan=True):
-                size = float(np.nanmax(np.abs(new[2:] - old[2:]))) if old.shape == new.shape else float("inf")
+                k = min(t.numel(), _SAMPLES)
+                size = float(np.nanmax(np.abs(new[-k:] - old[-k:]))) if old.shape == new.shape and k else float("inf")
                 changed.append((size, t))
         self._checks["params_check_ms"] += (_perf() - t0) * 1000.0
         if changed:
@@ -1445,6 +1479,7 @@ _FULL_V = 1024  # vocabularies up to this size are compared on every logit
 _GATHER_CLASSES = 62  # else: this many fixed classes per position, plus two
 _EXACT_ELEMENTS = 1 << 22  # tensors recorded exactly (a CPU copy) before train_begin, in elements
 _SAMPLES = 64  # elements sampled per tensor in a signature
+_CHUNK = 8192  # elements per summed chunk in a signature: under torch's parallel grain (32768)
 
 _HERE = os.path.abspath(__file__)
 _RNG = random.SystemRandom()  # where the checks look: not predictable from the seed
@@ -1512,7 +1547,8 @@ class _Snap:
             size = float((cur.double() - ref.double()).abs()[ne].max())
             return {"size": size if math.isfinite(size) else float("inf"), "changed": n, "of": cur.numel()}
         if sig.shape == self.sig.shape:
-            size = float(np.nanmax(np.abs(sig[2:] - self.sig[2:]))) if sig.size > 2 else 0.0
+            k = min(d.numel(), _SAMPLES)
+            size = float(np.nanmax(np.abs(sig[-k:] - self.sig[-k:]))) if k else 0.0
         else:
             size = float("inf")
         return {"size": size}
@@ -1574,27 +1610,33 @@ def _leaves(roots):
 
 
 def _signatures(tensors):
-    """For each tensor a float64 vector: its sum, its sum of squares and
-    _SAMPLES elements at fixed positions, computed where the tensor lives
-    with one transfer per device. A tensor that was not written gives the
-    same vector bit for bit (the reductions are deterministic for a given
-    tensor); one that was almost never does."""
+    """For each tensor a float64 vector: the sums and the sums of squares of
+    its consecutive chunks of _CHUNK elements, and _SAMPLES elements at
+    fixed places, computed where the tensor lives with one transfer per
+    device. A tensor that was not written gives the same vector bit for bit;
+    one that was almost never does. Chunks are small enough that each is
+    summed by one thread in a fixed order, so the vector does not depend on
+    the thread count (a sum over a whole tensor does, in its last bits)."""
     parts = []
+    f64 = torch.float64
     with torch.no_grad():
         for t in tensors:
             f = t.detach().reshape(-1)
+            if f.numel() == 0 or not f.is_floating_point():
+                f = f.to(f64) if f.numel() else torch.zeros(1, dtype=f64, device=f.device)
             n = f.numel()
-            if n == 0 or not (f.is_floating_point() or f.is_complex()):
-                f = f.to(torch.float64) if n else torch.zeros(1, dtype=torch.float64, device=f.device)
-                n = f.numel()
-            try:
-                s1, s2 = f.sum(dtype=torch.float64), (f * f).sum(dtype=torch.float64)
-            except (RuntimeError, TypeError):
-                d = f.double()
-                s1, s2 = d.sum(), (d * d).sum()
+            m = n // _CHUNK
+            pieces = []
+            for x in ([f[:m * _CHUNK].view(m, _CHUNK)] if m else []) + ([f[m * _CHUNK:].view(1, -1)] if n % _CHUNK else []):
+                try:
+                    pieces += [x.sum(dim=1, dtype=f64), (x * x).sum(dim=1, dtype=f64)]
+                except (RuntimeError, TypeError):  # a dtype without float64 accumulation here
+                    d = x.double()
+                    pieces += [d.sum(dim=1), (d * d).sum(dim=1)]
             k = min(n, _SAMPLES)
             pos = (torch.arange(k, device=f.device) * n) // k + (n // k) // 2
-            parts.append(torch.cat([s1.view(1), s2.view(1), f[pos].double()]))
+            pieces.append(f[pos].to(f64))
+            parts.append(torch.cat(pieces))
     out = [None] * len(parts)
     by_dev = {}
     for i, v in enumerate(parts):
