@@ -7,11 +7,13 @@ package eval
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -289,6 +291,11 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("open validation shard: %w", err)
 	}
 	defer val.Close()
+	key, keyFile, err := telemetryKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer keyFile.Close()
 	valPath, err := filepath.Abs(files.Val)
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation shard: %w", err)
@@ -311,7 +318,7 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
 		LoopbackTCP: cfg.WorldSize > 1,
-		ExtraFiles:  []*os.File{val}, // descriptor harnessValFD
+		ExtraFiles:  []*os.File{val, keyFile}, // descriptors harnessValFD, harnessKeyFD
 		Hidden:      []string{valPath},
 	}
 	if mode == "full" {
@@ -346,7 +353,7 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("%s run: %w", mode, err)
 	}
 	raw, _ := os.ReadFile(cfg.TelemetryPath)
-	tel, terr := harness.ReadTelemetry(bytes.NewReader(raw))
+	tel, terr := harness.ReadAuthenticated(bytes.NewReader(raw), key)
 	if terr != nil {
 		return nil, nil, fmt.Errorf("read telemetry: %w", terr)
 	}
@@ -394,6 +401,12 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		p.StderrTail = lastLines(rr.Stderr.String(), 30)
 	}
 	switch {
+	case tel.Forged > 0 || tel.Gaps > 0:
+		// Lines without the harness's MAC, or harness lines removed: the
+		// program wrote into the telemetry, and nothing in it can be
+		// trusted.
+		o.verdict, o.rule = Invalid, RuleTelemetry
+		o.reason = fmt.Sprintf("%s: the telemetry file holds %d lines the harness did not write and lacks %d that it did: the program tampered with it", RuleTelemetry, tel.Forged, tel.Gaps)
 	case broken != nil:
 		// A broken rule outranks how the process ended: the harness wrote
 		// it the moment it found it, and the program may have hung or
@@ -462,6 +475,7 @@ const (
 	RulePretrain         = "pretrain"              // training before train_begin that the program did not undo
 	RuleCompileBudget    = "compile-budget"        // setup before train_begin over the track's compile budget
 	RuleTiming           = "timing"                // a train time the process's wall clock cannot contain
+	RuleTelemetry        = "telemetry"             // lines in the telemetry file that the harness did not write
 	RuleLossFloor        = "loss-floor"            // a val loss under the track's loss floor: the model sees what it predicts
 )
 
@@ -545,6 +559,35 @@ func FingerprintClass(rs *harness.RunStart) string {
 // process: the first of runner.Job.ExtraFiles.
 const harnessValFD = 3
 
+// harnessKeyFD is the descriptor of the telemetry key: the second of
+// runner.Job.ExtraFiles.
+const harnessKeyFD = 4
+
+// telemetryKey makes a fresh key for one run and a descriptor that holds
+// it. The file is unlinked at once: only the inherited descriptor reaches
+// it, and the harness closes that before the program runs.
+func telemetryKey() (key []byte, f *os.File, err error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+	}
+	f, err = os.CreateTemp("", "frontier-key-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+	}
+	os.Remove(f.Name())
+	key = []byte(hex.EncodeToString(raw))
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+	}
+	return key, f, nil
+}
+
 func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetryPath string) harness.Config {
 	d := spec.Data
 	fastVal := spec.Limits.FastValTokens
@@ -556,7 +599,7 @@ func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetry
 	}
 	return harness.Config{
 		Schema: harness.ConfigSchema, Track: spec.Name, Mode: mode,
-		TrainFiles: files.Train, ValFD: harnessValFD, VocabSize: d.VocabSize, BOSID: d.BOSID,
+		TrainFiles: files.Train, ValFD: harnessValFD, KeyFD: harnessKeyFD, VocabSize: d.VocabSize, BOSID: d.BOSID,
 		ValTokens: d.ValTokens, ValSeqLen: d.ValSeqLen, ValBatchSeqs: d.ValBatchSeqs,
 		Seed: seed, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads, WorldSize: spec.Launcher.NProcPerNode,
 		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps, FastValTokens: fastVal,

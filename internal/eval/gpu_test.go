@@ -2,9 +2,14 @@ package eval
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -77,8 +82,17 @@ func (g *gpuRunner) Run(ctx context.Context, j runner.Job) (runner.Result, error
 			if err != nil {
 				return runner.Result{}, err
 			}
-			lines := `{"event":"final","t_ms":1,"steps":10,"train_time_ms":5,"step_avg_ms":0.5,"val_loss":2.5,"val_tokens":4096}` + "\n"
-			if err := os.WriteFile(cfg.TelemetryPath, []byte(lines), 0o644); err != nil {
+			// Signed as the harness signs it, with the key the evaluator
+			// handed over on the second inherited descriptor.
+			key, err := io.ReadAll(j.ExtraFiles[1])
+			if err != nil {
+				return runner.Result{}, err
+			}
+			line := `{"event":"final","t_ms":1,"steps":10,"train_time_ms":5,"step_avg_ms":0.5,"val_loss":2.5,"val_tokens":4096,"seq":0}`
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte(line))
+			line = line[:len(line)-1] + `,"mac":"` + hex.EncodeToString(m.Sum(nil)) + `"}` + "\n"
+			if err := os.WriteFile(cfg.TelemetryPath, []byte(line), 0o644); err != nil {
 				return runner.Result{}, err
 			}
 		}
@@ -86,10 +100,22 @@ func (g *gpuRunner) Run(ctx context.Context, j runner.Job) (runner.Result, error
 	return runner.Result{Status: runner.StatusOK, Wall: time.Second}, nil
 }
 
-type fakeData struct{}
+// fakeData names empty shards: the fake runner reads nothing, but the
+// evaluator opens the validation shard to hand it over.
+type fakeData struct{ dir string }
 
-func (fakeData) Resolve(context.Context, *track.Spec) (*DataFiles, error) {
-	return &DataFiles{Train: []string{"/data/train_000001.bin"}, Val: "/data/val_000000.bin"}, nil
+func newFakeData(t *testing.T) fakeData {
+	dir := t.TempDir()
+	for _, f := range []string{"train_000001.bin", "val_000000.bin"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fakeData{dir}
+}
+
+func (d fakeData) Resolve(context.Context, *track.Spec) (*DataFiles, error) {
+	return &DataFiles{Train: []string{filepath.Join(d.dir, "train_000001.bin")}, Val: filepath.Join(d.dir, "val_000000.bin")}, nil
 }
 
 func gpuEvaluator(t *testing.T, devices ...int) (*Evaluator, *gpuRunner) {
@@ -99,7 +125,7 @@ func gpuEvaluator(t *testing.T, devices ...int) (*Evaluator, *gpuRunner) {
 		t.Fatal(err)
 	}
 	g := &gpuRunner{starts: make(chan started, 8)}
-	return &Evaluator{Runner: g, Python: "python3", RunsDir: t.TempDir(), Data: fakeData{}, GPUs: pool}, g
+	return &Evaluator{Runner: g, Python: "python3", RunsDir: t.TempDir(), Data: newFakeData(t), GPUs: pool}, g
 }
 
 func cudaTrack(t *testing.T, gpus int) *track.Spec {

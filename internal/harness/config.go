@@ -30,8 +30,13 @@ type Config struct {
 	TrainFiles []string `json:"train_files"`
 	ValFile    string   `json:"val_file,omitempty"`
 	ValFD      int      `json:"val_fd,omitempty"`
-	VocabSize  int      `json:"vocab_size"`
-	BOSID      int      `json:"bos_id"`
+	// KeyFD is an inherited descriptor holding the telemetry key (64 hex
+	// digits), read and closed by the harness before the program runs;
+	// every line it writes then carries a MAC (see ReadAuthenticated).
+	// 0: unauthenticated telemetry (runs started by hand, tests).
+	KeyFD     int `json:"key_fd,omitempty"`
+	VocabSize int `json:"vocab_size"`
+	BOSID     int `json:"bos_id"`
 
 	// Validation: exactly ValTokens tokens of the validation file, cut into
 	// sequences of ValSeqLen, ValBatchSeqs sequences per logits_fn call.
@@ -131,6 +136,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.ValFD < 0 || c.ValFD > 0 && c.ValFD < 3:
 		bad("val_fd is %d; want an inherited descriptor >= 3 (or 0: read val_file)", c.ValFD)
+	case c.KeyFD < 0 || c.KeyFD > 0 && c.KeyFD < 3 || c.KeyFD > 0 && c.KeyFD == c.ValFD:
+		bad("key_fd is %d; want an inherited descriptor >= 3 other than val_fd (or 0: no key)", c.KeyFD)
 	case c.ValFD == 0 && c.ValFile == "":
 		bad("neither val_fd nor val_file is set: the harness has no validation data")
 	}

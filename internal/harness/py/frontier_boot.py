@@ -80,20 +80,27 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _val_fd():
-    """The inherited validation descriptor named by the run config, as a
-    tuple for Popen's pass_fds (empty when there is none or it is not
-    open: the workers then report the problem themselves)."""
+def _inherited_fds():
+    """The inherited descriptors named by the run config (the validation
+    shard's val_fd, the telemetry key's key_fd), as a tuple for Popen's
+    pass_fds; those that are not set or not open are left out (the workers
+    then report the problem themselves)."""
     try:
         import json
         with open(os.environ["FRONTIER_CONFIG"], "r", encoding="utf-8") as f:
-            fd = int(json.load(f).get("val_fd") or 0)
-        if fd >= 3:
-            os.fstat(fd)
-            return (fd,)
-    except (OSError, KeyError, ValueError, TypeError, AttributeError):
-        pass
-    return ()
+            cfg = json.load(f)
+    except (OSError, KeyError, ValueError):
+        return ()
+    fds = []
+    for name in ("val_fd", "key_fd"):
+        try:
+            fd = int(cfg.get(name) or 0)
+            if fd >= 3:
+                os.fstat(fd)
+                fds.append(fd)
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+    return tuple(fds)
 
 
 def launch(nproc, argv):
@@ -106,10 +113,10 @@ def launch(nproc, argv):
     import time
 
     port = str(_free_port())
-    # The validation shard's descriptor (val_fd) goes to every worker, each
-    # of which reads it and closes it before its program runs; this process
-    # closes its own copy as soon as the workers exist.
-    fds = _val_fd()
+    # The validation shard's and the telemetry key's descriptors go to every
+    # worker, each of which reads them and closes them before its program
+    # runs; this process closes its own copies as soon as the workers exist.
+    fds = _inherited_fds()
     procs = []
     try:
         for rank in range(nproc):

@@ -124,11 +124,7 @@ var cases = []attack{
 	{name: "bidirectional_eval", class: "bidirectional attention only under no_grad (validation)", want: []outcome{invalid("causality")}},
 	{name: "detect_fast", class: "honest in the fast check, leaky in the full run", want: []outcome{invalid("causality")}},
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
-	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")},
-		known: "the probe compares the program's answers with each other, and a program that remembers the rows it scored answers every near-copy consistently; " +
-			"its first answers saw the next token (val loss about 0.1, under the corpus's loss floor 2.39). To decide: a val loss under the track's loss_floor " +
-			"(less a margin) is invalid (catches any material leak on tracks with a floor), and/or a blinded probe: rows whose tokens after a cut are random, " +
-			"scored against the true text, whose loss a leak can only raise"},
+	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")}},
 
 	// Validation data and validation-time state.
 	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
@@ -146,10 +142,7 @@ var cases = []attack{
 	// The loss and the metrics belong to the harness.
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
 	{name: "seed_pinning", class: "a constant seed instead of the injected one, under --repeats 2", repeats: 2,
-		want: []outcome{invalid("seed")},
-		known: "EvaluateRepeats does not check that the seed mattered: identical losses under different seeds give sd 0, which stats.MeanBelow reports as certainty. " +
-			"To decide: runs with different seeds and bit-identical val losses make the series invalid (rule seed), and/or the harness reports reseeding " +
-			"with a constant (torch.manual_seed, numpy, random, Generator.manual_seed)"},
+		want: []outcome{invalid("seed")}},
 	{name: "fake_metrics", class: "printed result lines and a fake train loss", want: []outcome{tooHigh},
 		check: func(_ *env, r *eval.Result) error {
 			if r.Metrics.ValLoss < 4 {
@@ -158,9 +151,6 @@ var cases = []attack{
 			return nil
 		}},
 	{name: "forged_telemetry", class: "a forged final event appended to the telemetry file", want: []outcome{invalid("telemetry"), {eval.NoResult, ""}, {eval.Error, ""}},
-		known: "the telemetry file lies in the run folder, which the program may write, and harness.ReadTelemetry takes the first final event. To decide: the harness " +
-			"writes telemetry through an inherited descriptor to a file outside the writable folder (as with the validation shard), and judgePhase makes a full " +
-			"run invalid (rule telemetry) when it has more than one final event, a final without the final val and checks events, or a final that disagrees with them",
 		check: func(_ *env, r *eval.Result) error {
 			if r.Metrics.ValLoss == 2.4 {
 				return errors.New("the forged val loss 2.4 is in the result")
