@@ -185,13 +185,24 @@ func TestGPUsSideBySide(t *testing.T) {
 	// A two-GPU evaluation waits until both are free.
 	d3 := evaluateAsync(ctx, ev, cudaTrack(t, 2))
 	noStart(t, g, 300*time.Millisecond)
+	// a may be either evaluation's process: wait for whichever ends.
 	close(a.release)
-	if err := <-d1; err != nil {
-		t.Fatal(err)
+	var rest <-chan error
+	select {
+	case err := <-d1:
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest = d2
+	case err := <-d2:
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest = d1
 	}
 	noStart(t, g, 300*time.Millisecond)
 	close(b.release)
-	if err := <-d2; err != nil {
+	if err := <-rest; err != nil {
 		t.Fatal(err)
 	}
 	c := waitStart(t, g)
