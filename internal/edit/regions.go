@@ -159,7 +159,7 @@ func CheckProtected(parent, child []byte) error {
 			return &ProtectedError{Region: p.Name, Change: "removed", Line: p.StartLine}
 		}
 		if !sameContent(p.Content, c.Content) {
-			return &ProtectedError{Region: p.Name, Change: "changed", Line: c.StartLine + firstDiffLine(p.Content, c.Content)}
+			return &ProtectedError{Region: p.Name, Change: "changed", Line: c.StartLine + FirstDiffLine(p.Content, c.Content)}
 		}
 		delete(byName, p.Name)
 	}
@@ -171,8 +171,9 @@ func CheckProtected(parent, child []byte) error {
 	return nil
 }
 
-// firstDiffLine returns the 0-based line where a and b first differ.
-func firstDiffLine(a, b []byte) int {
+// FirstDiffLine returns the 0-based line where a and b first differ: where
+// in a region a change begins.
+func FirstDiffLine(a, b []byte) int {
 	n := 0
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {

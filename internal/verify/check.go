@@ -73,25 +73,11 @@ func (Protected) Check(ctx context.Context, in eval.CheckInput) (*eval.CheckResu
 				ref = r
 			}
 		}
-		f.Line = cand.StartLine + diffLine(ref.Content, cand.Content)
+		f.Line = cand.StartLine + edit.FirstDiffLine(ref.Content, cand.Content)
 		f.Message = fmt.Sprintf("protected region %q (lines %d-%d) was changed; it was restored from the reference before the run", name, cand.StartLine, cand.EndLine)
 		res.Findings = append(res.Findings, f)
 	}
 	return res, nil
-}
-
-// diffLine returns the 0-based line at which a and b first differ.
-func diffLine(a, b []byte) int {
-	n := 0
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i] != b[i] {
-			return n
-		}
-		if a[i] == '\n' {
-			n++
-		}
-	}
-	return n
 }
 
 // Static runs the track's static rules (track.Spec.StaticRules) on the
