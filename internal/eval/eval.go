@@ -527,6 +527,7 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 	}
 	res.Curve, res.Vals, res.TopOps = t.Steps, t.Vals, t.TopOps
 	res.Sections = t.Sections
+	res.Probe, res.Checks, res.TelemetryLines = t.Probe, t.Checks, t.Authentic
 	if t.Memory != nil {
 		res.Metrics.PeakRSSMB, res.Metrics.CUDAAllocMB, res.Metrics.CUDAResMB = t.Memory.PeakRSSMB, t.Memory.CUDAAllocatedMB, t.Memory.CUDAReservedMB
 	}

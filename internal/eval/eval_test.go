@@ -132,7 +132,10 @@ func TestAcceptableAndStored(t *testing.T) {
 	if err := WriteReport(&sb, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ACCEPTABLE", "val loss", "sections", "top ", "forward"} {
+	if res.TelemetryLines == 0 || res.Checks == nil {
+		t.Errorf("no authenticated telemetry (%d lines) or checks event (%v)", res.TelemetryLines, res.Checks)
+	}
+	for _, want := range []string{"ACCEPTABLE", "val loss", "sections", "top ", "forward", "behaviour     no training before the clock", "lines, each signed"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, sb.String())
 		}

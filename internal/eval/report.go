@@ -51,6 +51,7 @@ func WriteReport(w io.Writer, r *Result) error {
 	if r.Environment.Torch != "" {
 		fmt.Fprintf(b, "environment   torch %s, %d threads, %s, sandbox %s\n", r.Environment.Torch, r.Environment.Threads, r.Environment.Device, r.Environment.Sandbox)
 	}
+	writeChecks(b, r)
 	for _, ph := range []*Phase{r.Fast, r.Full} {
 		if ph == nil {
 			continue
@@ -128,6 +129,37 @@ func WriteReport(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeChecks says what the harness verified in the judged run, so that a
+// reader sees what an acceptable verdict rests on.
+func writeChecks(b *strings.Builder, r *Result) {
+	if p := r.Probe; p != nil {
+		if p.OK {
+			fmt.Fprintf(b, "causality     ok: %d perturbations in %d rows moved no earlier logit", p.Perturbations, p.Sequences)
+			if p.RowCheck > 0 {
+				b.WriteString(", no other row")
+			}
+			if p.DocIsolated {
+				b.WriteString(", no other document")
+			}
+			fmt.Fprintf(b, " (tolerance %.2g, noise %.2g)\n", p.Tolerance, p.NoiseFloor)
+		} else {
+			fmt.Fprintf(b, "causality     FAILED: %s\n", p.Message)
+		}
+	}
+	if c := r.Checks; c != nil {
+		b.WriteString("behaviour     ")
+		if c.PretrainBackward+c.PretrainSteps > 0 {
+			fmt.Fprintf(b, "%d backward passes and %d optimizer steps before the clock, all undone", c.PretrainBackward, c.PretrainSteps)
+		} else {
+			b.WriteString("no training before the clock")
+		}
+		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validations\n", c.TrackedTensors, c.Validations)
+	}
+	if r.TelemetryLines > 0 {
+		fmt.Fprintf(b, "telemetry     %d lines, each signed by the harness\n", r.TelemetryLines)
+	}
 }
 
 func writeRepeats(b *strings.Builder, r *Result, rp *Repeats) {

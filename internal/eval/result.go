@@ -72,6 +72,13 @@ type Result struct {
 	Sections []harness.Section `json:"sections,omitempty"`
 	TopOps   *harness.TopOps   `json:"top_ops,omitempty"`
 
+	// Probe and Checks are what the harness's verification found in the
+	// judged run: the causality probe and the behavioural checks.
+	Probe  *harness.Probe  `json:"probe,omitempty"`
+	Checks *harness.Checks `json:"checks,omitempty"`
+	// TelemetryLines counts the telemetry lines whose MAC held.
+	TelemetryLines int `json:"telemetry_lines,omitempty"`
+
 	Fingerprint      harness.Fingerprint `json:"fingerprint"`
 	FingerprintClass string              `json:"fingerprint_class"`
 	Environment      Environment         `json:"environment"`
