@@ -155,7 +155,11 @@ func writeChecks(b *strings.Builder, r *Result) {
 		} else {
 			b.WriteString("no training before the clock")
 		}
-		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validations\n", c.TrackedTensors, c.Validations)
+		plural := "s"
+		if c.Validations == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validation%s\n", c.TrackedTensors, c.Validations, plural)
 	}
 	if r.TelemetryLines > 0 {
 		fmt.Fprintf(b, "telemetry     %d lines, each signed by the harness\n", r.TelemetryLines)
