@@ -1374,6 +1374,14 @@ def _probe_calls(h, base, data, skip):
     idx = h._gather_idx(base, perts)
     h._probe_meta = {"kinds": kinds, "swaps": swaps, "rows": n, "base": base, "perts": perts, "idx": idx}
     calls = [_Call("a", base, idx)] + [_Call("c%d" % d, p, idx) for d, p in enumerate(perts)]
+    if n > 1:
+        # The first copy's replaced row alone: every other row must keep its
+        # logits at every position. The copies cannot show this by
+        # themselves: a look at the next row's first token lands at the
+        # last position, after the token changed in the looking row.
+        only = base.copy()
+        only[swaps[0]] = perts[0][swaps[0]]
+        calls.append(_Call("o", only, idx))
     return calls, idx
 
 
@@ -1419,7 +1427,15 @@ def _probe_verdict(h, logits_fn, plan, noise):
             elif float(row[p:].max()) > tol:
                 changed += 1
     extra = 0
-    if leak is not None and leak["source_row"] >= 0:
+    if leak is None and "o" in res:
+        j = meta["swaps"][0]
+        d = _pos_diff(a, res["o"])
+        d[j] = 0.0
+        if float(d.max()) > tol:
+            flat = int(torch.argmax(d))
+            leak = {"kind": "row", "row": flat // T, "source_row": j, "perturbed": 0, "position": flat % T,
+                    "size": float(d.max())}
+    if leak is not None and leak["source_row"] >= 0 and leak["kind"] != "row":
         # Which change moved it: the other row alone, on the copy's text.
         j = leak["source_row"]
         only = meta["base"].copy()
@@ -1458,7 +1474,7 @@ def _probe_verdict(h, logits_fn, plan, noise):
         "ok": fault == "", "fault": fault, "sequences": meta["rows"], "perturbations": total,
         "noise_floor": noise, "noise_limit": noise_limit, "tolerance": tol, "sensitive": sensitive,
         "leak": leak, "message": msg, "doc_isolated": bool(h.probe_cfg.get("doc_isolated")),
-        "row_check": meta["rows"] if meta["rows"] > 1 else 0, "calls": 1 + len(meta["perts"]) + extra,
+        "row_check": meta["rows"] if meta["rows"] > 1 else 0, "calls": 1 + len(meta["perts"]) + ("o" in res) + extra,
         "ms": (_perf() - t0) * 1000.0,
     })
 
