@@ -433,15 +433,16 @@ func TestFullRun(t *testing.T) {
 		t.Errorf("memory = %+v", tel.Memory)
 	}
 	// 4 x 6 perturbations wanted: two copies of a batch of 16 windows, one
-	// change in 15 rows, one row replaced; calls: once unchanged, two copies.
+	// change in 15 rows, one row replaced; calls: once unchanged, two copies,
+	// and the first copy's replaced row alone (rows are independent).
 	if p := tel.Probe; p == nil || !p.OK || p.Leak != nil || p.Sensitive <= 0.5 || p.Perturbations != 30 ||
-		p.Sequences != 16 || p.RowCheck != 16 || p.Calls != 3 || p.NoiseFloor != 0 {
+		p.Sequences != 16 || p.RowCheck != 16 || p.Calls != 4 || p.NoiseFloor != 0 {
 		t.Errorf("probe = %+v", tel.Probe)
 	}
 	// The checks: the 5 weight tensors are tracked from the first backward
 	// pass; the intermediate validation rechecks one batch, the final one
-	// makes the probe's 3 calls.
-	if c := tel.Checks; c == nil || c.TrackedTensors != 5 || c.Validations != 2 || c.ExtraCalls != 4 ||
+	// makes the probe's 4 calls.
+	if c := tel.Checks; c == nil || c.TrackedTensors != 5 || c.Validations != 2 || c.ExtraCalls != 5 ||
 		c.PretrainBackward != 0 || c.Noise == nil || *c.Noise != 0 || c.Drift == nil || *c.Drift != 0 {
 		t.Errorf("checks = %+v", tel.Checks)
 	}
