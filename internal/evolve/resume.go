@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -168,6 +169,30 @@ func (e *Engine) restore(ctx context.Context) error {
 				e.fullStarted++
 			}
 		}
+	}
+	// Earlier attempts claim their programs too: a program that failed its
+	// fast check and was then fixed is no longer any child's, but it was
+	// evaluated, and while running the engine would not evaluate it again.
+	byID := map[int64]*store.Child{}
+	for _, c := range kids {
+		byID[c.ID] = c
+	}
+	norms := map[string]string{}
+	for _, a := range attempts {
+		c := byID[a.ChildID]
+		if a.ProgramHash == "" || c == nil || isCopy(c) || c.Verdict == VerdictDuplicate {
+			continue
+		}
+		norm, ok := norms[a.ProgramHash]
+		if !ok {
+			src, err := e.st.Program(ctx, a.ProgramHash)
+			if err != nil {
+				return fmt.Errorf("program of attempt %d of child %d: %w", a.Attempt, a.ChildID, err)
+			}
+			norm = edit.NormalizedHash(src)
+			norms[a.ProgramHash] = norm
+		}
+		e.pop.claim(norm, a.ChildID)
 	}
 	if e.reference == nil {
 		return errors.New("the run has no reference program")
