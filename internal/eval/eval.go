@@ -370,10 +370,12 @@ func (o *phaseOutcome) summary() string {
 }
 
 // lossFloorMargin is how far under the loss floor a val loss may fall
-// before it is impossible. The floor is the Bayes-optimal expected loss;
-// on one slice of 65,536 tokens a predictor's luck moves its loss by
-// about 0.01 nats, so 3% (0.07 nats on the tiny track) is far outside
-// chance and far inside what any leak gains.
+// before it is impossible. The floor is the Bayes-optimal loss given the
+// window; even the whole slice in view only gets 2.4% under it on the tiny
+// track (2.3323 against 2.3887), and chance on 65,536 tokens is of the
+// order of 0.01 nats (a per-token spread of about 2 nats over sqrt(65,536)),
+// so 3% (0.07 nats) is out of an honest model's reach and far inside what
+// any leak gains.
 const lossFloorMargin = 0.03
 
 // judgePhase classifies one process from the runner's result and the
