@@ -148,6 +148,7 @@ type Engine struct {
 	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
 	counts          map[string]int         // settled originals by class
 	bestLoss        float64
+	record          *store.Child // the fastest acceptable original
 	reference       *store.Child
 
 	noMoreIterations bool

@@ -850,17 +850,10 @@ func (e *Engine) logChild(c *store.Child) {
 }
 
 // bestAcceptable returns the acceptable original with the shortest train
-// time (the record), or nil.
-func (e *Engine) bestAcceptable() *store.Child {
-	var b *store.Child
-	for _, id := range e.pop.archive {
-		c := e.pop.members[id]
-		if c.Verdict == string(eval.Acceptable) && (b == nil || c.TrainTimeMs < b.TrainTimeMs) {
-			b = c
-		}
-	}
-	return b
-}
+// time (the record), or nil. It is tracked apart from the archive, which
+// ranks by the run's objective and may drop the fastest program (one that
+// trains fewer steps at the same step time scores no better).
+func (e *Engine) bestAcceptable() *store.Child { return e.record }
 
 // lastFailure is what the prompt shows as the parent's last error: its
 // own failure if it failed, else the newest failed child of it.
@@ -912,6 +905,9 @@ func (e *Engine) publish() {
 func (e *Engine) count(c *store.Child) {
 	if isCopy(c) {
 		return
+	}
+	if c.Verdict == string(eval.Acceptable) && c.TrainTimeMs > 0 && (e.record == nil || c.TrainTimeMs < e.record.TrainTimeMs) {
+		e.record = c
 	}
 	if c.Origin == OriginReference {
 		if valid(c.Verdict) {
