@@ -613,6 +613,9 @@ func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetry
 			Enabled: spec.Verification.Probe.Enabled, Sequences: spec.Verification.Probe.Sequences,
 			Positions: spec.Verification.Probe.Positions, DocIsolated: spec.Verification.Probe.DocIsolated,
 		},
+		Verify: harness.VerifyConfig{
+			MaxNoise: spec.Verification.MaxNoise, AllowNondeterministic: spec.Verification.AllowNondeterministic,
+		},
 	}
 }
 

@@ -302,6 +302,9 @@ func (s *Spec) validate() []*FieldError {
 	if !(v.Alpha > 0 && v.Alpha < 0.5) {
 		bad("verification.alpha", "%v: must be between 0 and 0.5, like 0.01", v.Alpha)
 	}
+	if !(v.MaxNoise >= 0 && v.MaxNoise < 1) {
+		bad("verification.max_noise", "%v: must be a fraction of the logit scale in [0, 1), like 1e-3 (0: the harness's default, 1e-4)", v.MaxNoise)
+	}
 	if v.Probe.Enabled && (v.Probe.Sequences < 1 || v.Probe.Positions < 1) {
 		bad("verification.probe", "an enabled probe needs sequences >= 1 and positions >= 1")
 	}

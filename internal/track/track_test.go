@@ -50,6 +50,7 @@ func TestParseErrors(t *testing.T) {
 		{"cuda without gpus", strings.Replace(good, "device: cpu", "device: cuda", 1), []string{"hardware.gpus"}},
 		{"profile window", strings.Replace(good, "profile_steps: [3, 5]", "profile_steps: [5, 3]", 1), []string{"telemetry.profile_steps"}},
 		{"several errors", strings.Replace(strings.Replace(good, "bos_id: 255", "bos_id: 300", 1), "full_run: 5m", "full_run: 0s", 1), []string{"data.bos_id", "limits.full_run"}},
+		{"max noise", good + "verification:\n  max_noise: -0.1\n", []string{"verification.max_noise", "-0.1", "[0, 1)"}},
 		{"empty", "", []string{"empty"}},
 	}
 	for _, c := range cases {
