@@ -62,6 +62,12 @@ func TestBehaviourVerdicts(t *testing.T) {
 	}{
 		{name: "pretrain", src: bigramVariant(t, 120, warmUp, ""), verdict: Invalid, rule: RulePretrain, fast: true,
 			want: []string{"pretrain: the program trained before the clock started", "5 backward passes and 5 optimizer steps", "train.py:", "elements changed"}},
+		// Fitted without autograd: bigram counts of the training tokens.
+		{name: "fitted before the clock", src: bigramVariant(t, 120, `c = torch.bincount(tokens[:-1] * V + tokens[1:], minlength=V * V).view(V, V).float() + 0.1
+with torch.no_grad():
+    model.weight.copy_((c / c.sum(1, keepdim=True)).log())
+`, ""), verdict: Invalid, rule: RulePretrain, fast: true,
+			want: []string{"pretrain: the model that started the clock was already fitted to data", "ln(256) = 5.5452", "the limit is 5.1839"}},
 		{name: "warm-up restored", verdict: Acceptable, src: bigramVariant(t, 120,
 			"import copy\nsaved = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())\n"+warmUp+
 				"model.load_state_dict(saved[0])\nopt.load_state_dict(saved[1])", "")},
@@ -147,6 +153,7 @@ func TestBehaviourReferencePasses(t *testing.T) {
 	ev, st := newEvaluator(t)
 	spec := testTrack(t, 10)
 	withProbe(spec)
+	spec.Verification.MinInitialLoss = 4.93 // the tiny track's: its target, 3.1, is not this test's
 	ref, err := os.ReadFile("../../tracks/tiny/train.py")
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +178,12 @@ func TestBehaviourReferencePasses(t *testing.T) {
 	if c == nil || c.TrackedTensors == 0 || c.PretrainBackward != 0 || c.Validations != 1 || c.ExtraCalls == 0 || c.Drift == nil || *c.Drift != 0 {
 		t.Errorf("checks %+v", c)
 	}
-	t.Logf("probe %.0f ms (%d calls), extra calls %d in %.0f ms, weight checks %.1f ms, tracking %.1f ms; train %.0f ms",
-		p.Ms, p.Calls, c.ExtraCalls, c.ExtraMs, c.ParamsCheckMs, c.TrackMs, res.Metrics.TrainTimeMs)
+	// The model that started the clock is untrained: about ln(256).
+	if c == nil || c.InitialLoss == nil || *c.InitialLoss < 5.4 || c.InitialTensors != c.TrackedTensors || c.InitialLossMin != 4.93 || c.InitialSkipped != "" {
+		t.Errorf("initial model: checks %+v", c)
+	}
+	t.Logf("probe %.0f ms (%d calls), extra calls %d in %.0f ms, weight checks %.1f ms, tracking %.1f ms, initial model %.1f ms (loss %.4f); train %.0f ms",
+		p.Ms, p.Calls, c.ExtraCalls, c.ExtraMs, c.ParamsCheckMs, c.TrackMs, c.InitialMs, *c.InitialLoss, res.Metrics.TrainTimeMs)
 }
 
 // judgePhase on telemetry alone: each code of the behavioural checks is an

@@ -615,8 +615,31 @@ func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetry
 		},
 		Verify: harness.VerifyConfig{
 			MaxNoise: spec.Verification.MaxNoise, AllowNondeterministic: spec.Verification.AllowNondeterministic,
+			MinInitialLoss: MinInitialLoss(spec),
 		},
 	}
+}
+
+// MinInitialLoss is the lowest loss the model that starts the clock may
+// score on unscored text under spec: the track's own limit, or a quarter
+// of the way from an untrained model's ln(V) down to the target. An
+// untrained model scores about ln(V) (uniform logits exactly, random
+// initializations a little more), so no initialization that knows nothing
+// of the data comes near the limit, while a model fitted before the clock
+// (counted statistics, loaded weights) goes far under it. 0: no check.
+func MinInitialLoss(spec *track.Spec) float64 {
+	v := spec.Verification.MinInitialLoss
+	switch {
+	case v < 0:
+		return 0
+	case v > 0:
+		return v
+	}
+	untrained := math.Log(float64(spec.Data.VocabSize))
+	if spec.TargetValLoss <= 0 || spec.TargetValLoss >= untrained {
+		return 0
+	}
+	return untrained - (untrained-spec.TargetValLoss)/4
 }
 
 // baseEnv is the environment every program gets: enough to run Python and

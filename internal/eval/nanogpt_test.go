@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,5 +145,41 @@ func TestNanogptReferenceOnCPU(t *testing.T) {
 	}
 	if res.FingerprintClass == "" || res.Environment.Torch == "" {
 		t.Fatalf("fingerprint class %q, environment %+v", res.FingerprintClass, res.Environment)
+	}
+}
+
+// The initial-model limit of each built-in track lies between its target
+// and an untrained model's ln(V), and reaches the harness's config.
+func TestMinInitialLoss(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"tiny", 4.9338}, // ln 256 = 5.5452, target 3.1
+		{"nanogpt", 8.9387},
+		{"nanogpt-medium", 8.8487},
+	} {
+		s := builtin(t, c.name)
+		got := MinInitialLoss(s)
+		if math.Abs(got-c.want) > 1e-4 {
+			t.Errorf("%s: %.4f, want %.4f", c.name, got, c.want)
+		}
+		files := &DataFiles{Train: []string{"/d/train_000001.bin"}, Val: "/d/val_000000.bin"}
+		if cfg := harnessConfig(s, files, 0, "full", "/run/telemetry.jsonl"); cfg.Verify.MinInitialLoss != got {
+			t.Errorf("%s: harness config has %v, want %v", c.name, cfg.Verify.MinInitialLoss, got)
+		}
+		s.Verification.MinInitialLoss = -1
+		if got := MinInitialLoss(s); got != 0 {
+			t.Errorf("%s: a negative limit turns the check off, got %v", c.name, got)
+		}
+		s.Verification.MinInitialLoss = 7
+		if got := MinInitialLoss(s); got != 7 {
+			t.Errorf("%s: the track's own limit, got %v", c.name, got)
+		}
+	}
+	s := builtin(t, "tiny")
+	s.TargetValLoss = 6 // over ln(V): no limit can be told from the target
+	if got := MinInitialLoss(s); got != 0 {
+		t.Errorf("target over ln(V): %v, want 0 (off)", got)
 	}
 }

@@ -159,7 +159,14 @@ func writeChecks(b *strings.Builder, r *Result) {
 		if c.Validations == 1 {
 			plural = ""
 		}
-		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validation%s\n", c.TrackedTensors, c.Validations, plural)
+		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validation%s", c.TrackedTensors, c.Validations, plural)
+		switch {
+		case c.InitialLoss != nil:
+			fmt.Fprintf(b, "; the model that started the clock scores %.4f (at least %.4f)", *c.InitialLoss, c.InitialLossMin)
+		case c.InitialSkipped != "":
+			fmt.Fprintf(b, "; the model that started the clock was not scored: %s", c.InitialSkipped)
+		}
+		b.WriteByte('\n')
 	}
 	if r.TelemetryLines > 0 {
 		fmt.Fprintf(b, "telemetry     %d lines, each signed by the harness\n", r.TelemetryLines)

@@ -54,6 +54,37 @@ func TestTrainingBeforeTrainBegin(t *testing.T) {
 	}
 }
 
+// A model fitted to the data before the clock without autograd (a bigram
+// table counted from the training shards) is found by scoring the model
+// that started the clock; the same table left at zero passes, its loss
+// recorded.
+func TestFittedBeforeTrainBegin(t *testing.T) {
+	t.Parallel()
+	for _, fit := range []string{"zero", "count"} {
+		t.Run(fit, func(t *testing.T) {
+			t.Parallel()
+			r := newRun(t, ModeFast)
+			r.cfg.Verify.MinInitialLoss = 3.5
+			r.env = []string{"FH_FIT=" + fit}
+			res := r.exec(t)
+			if fit == "zero" {
+				ch := res.tel.Checks
+				if res.code != 0 || ch == nil || ch.InitialLoss == nil || *ch.InitialLoss < 4.1 || ch.InitialTensors != 6 || ch.InitialLossMin != 3.5 {
+					res.dump(t)
+					t.Fatalf("exit %d, checks %+v: want the initial model scored near ln(64) = 4.16 over 6 tensors", res.code, ch)
+				}
+				return
+			}
+			e := res.wantError(t, 1, ErrPretrain, "the model that started the clock was already fitted to data")
+			for _, w := range []string{"the tensors it trains (6)", "ln(64) = 4.1589", "the limit is 3.5000", "compute them after it"} {
+				if !strings.Contains(e.Message, w) {
+					t.Errorf("message %q lacks %q", e.Message, w)
+				}
+			}
+		})
+	}
+}
+
 // During validation logits_fn may not train, change a weight, or answer a
 // window it has seen before differently.
 func TestStatefulValidation(t *testing.T) {

@@ -94,6 +94,11 @@ type VerifyConfig struct {
 	// AllowNondeterministic accepts any noise; the checks then tolerate
 	// four times the measured noise, and a leak smaller than that passes.
 	AllowNondeterministic bool `json:"allow_nondeterministic,omitempty"`
+	// MinInitialLoss is the lowest loss the model that started the clock
+	// may score on a batch of unscored text (an untrained model scores
+	// about ln(vocab_size)); lower means its parameters were fitted to data
+	// before train_begin (ErrPretrain). 0: no check.
+	MinInitialLoss float64 `json:"min_initial_loss,omitempty"`
 }
 
 // ProbeConfig configures the causality probe.
@@ -140,6 +145,9 @@ func (c Config) Validate() error {
 		bad("key_fd is %d; want an inherited descriptor >= 3 other than val_fd (or 0: no key)", c.KeyFD)
 	case c.ValFD == 0 && c.ValFile == "":
 		bad("neither val_fd nor val_file is set: the harness has no validation data")
+	}
+	if !(c.Verify.MinInitialLoss >= 0) || math.IsInf(c.Verify.MinInitialLoss, 0) {
+		bad("verify.min_initial_loss is %v; want a loss >= 0 (0: no check)", c.Verify.MinInitialLoss)
 	}
 	if c.Verify.MaxNoise < 0 || math.IsNaN(c.Verify.MaxNoise) {
 		bad("verify.max_noise is %v; want a fraction >= 0 (0: the default %g)", c.Verify.MaxNoise, DefaultMaxNoise)

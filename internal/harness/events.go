@@ -256,6 +256,15 @@ type Checks struct {
 	// between a batch's logits when scored and when called again.
 	Noise *float64 `json:"noise"`
 	Drift *float64 `json:"drift"`
+	// The model that started the clock, scored at finish on a batch of
+	// unscored text (the tensors the first timed backward pass reached, as
+	// they were then): its loss, the lowest allowed, how many tensors were
+	// put back, the cost, and why the check did not run when it did not.
+	InitialLoss    *float64 `json:"initial_loss"`
+	InitialLossMin float64  `json:"initial_loss_min"`
+	InitialTensors int      `json:"initial_tensors"`
+	InitialMs      float64  `json:"initial_ms"`
+	InitialSkipped string   `json:"initial_skipped,omitempty"`
 }
 
 // Final is the result of a run that reached finish().

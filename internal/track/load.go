@@ -305,6 +305,9 @@ func (s *Spec) validate() []*FieldError {
 	if !(v.MaxNoise >= 0 && v.MaxNoise < 1) {
 		bad("verification.max_noise", "%v: must be a fraction of the logit scale in [0, 1), like 1e-3 (0: the harness's default, 1e-4)", v.MaxNoise)
 	}
+	if math.IsNaN(v.MinInitialLoss) || math.IsInf(v.MinInitialLoss, 0) {
+		bad("verification.min_initial_loss", "%v: want a loss in nats (0: the default, negative: off)", v.MinInitialLoss)
+	}
 	if v.Probe.Enabled && (v.Probe.Sequences < 1 || v.Probe.Positions < 1) {
 		bad("verification.probe", "an enabled probe needs sequences >= 1 and positions >= 1")
 	}

@@ -116,6 +116,11 @@ type Verification struct {
 	// AllowNondeterministic accepts any noise (the checks still run, with
 	// tolerances of four times the noise measured).
 	AllowNondeterministic bool `yaml:"allow_nondeterministic"`
+	// MinInitialLoss is the lowest validation loss the model that starts
+	// the clock may score (see harness.VerifyConfig.MinInitialLoss). 0
+	// means ln(V) - (ln(V) - target_val_loss)/4; a negative value turns
+	// the check off.
+	MinInitialLoss float64 `yaml:"min_initial_loss"`
 }
 
 // Probe configures the causality probe.

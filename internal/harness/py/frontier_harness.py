@@ -499,6 +499,10 @@ class _Harness:
         if not self.max_noise >= 0:
             raise HarnessError("config", "config verify.max_noise is %r; want a fraction >= 0" % self.max_noise)
         self.allow_noise = bool(ver.get("allow_nondeterministic"))
+        self.min_initial_loss = float(ver.get("min_initial_loss") or 0)
+        if not self.min_initial_loss >= 0:
+            raise HarnessError("config", "config verify.min_initial_loss is %r; want a loss >= 0 (0: no check)"
+                               % self.min_initial_loss)
 
         self.cfg = types.SimpleNamespace(
             track=g("track") or "",
@@ -552,6 +556,7 @@ class _Harness:
         self._pre_steps = 0
         self._tracked = None  # tensors reached by the first backward pass in training
         self._tracked_ids = set()
+        self._initial = None  # [(tensor, its CPU copy at the first backward pass in training)]
         self._train_opts = set()  # ids of optimizers that stepped in training
         self._eval_what = ""
         self._eval_sigs = None
@@ -561,7 +566,9 @@ class _Harness:
         self._checks = {"pretrain_backward": 0, "pretrain_steps": 0, "pretrain_tensors": 0,
                         "pretrain_exact": True, "snapshot_ms": 0.0, "pretrain_check_ms": 0.0,
                         "tracked_tensors": 0, "track_ms": 0.0, "validations": 0, "params_check_ms": 0.0,
-                        "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None}
+                        "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
+                        "initial_loss": None, "initial_loss_min": self.min_initial_loss, "initial_tensors": 0,
+                        "initial_ms": 0.0, "initial_skipped": ""}
 
         if self.is_main:
             self._emit("run_start", self._run_start())
@@ -965,6 +972,7 @@ class _Harness:
         self._resolve_sections()
         self.validate(logits_fn, final=True)
         val_loss = self._val_last
+        self._check_initial(logits_fn)
         if self.full_telemetry:
             self._emit("sections", {"sections": self._section_rows(train_ms)})
         self._emit("memory", _memory(self.cuda))
@@ -1133,10 +1141,94 @@ class _Harness:
         try:
             self._tracked = []
             self._track(_leaves(roots))
+            if self.min_initial_loss > 0:
+                self._save_initial()
         finally:
             self._checks["track_ms"] += (_perf() - t0) * 1000.0
             if paused:
                 self._clock.resume()
+
+    def _save_initial(self):
+        """The tensors the first timed backward pass reaches hold the model
+        its forward pass used: the model that started the clock (and any
+        weights a program installed in its first step). A copy on the CPU
+        is scored by _check_initial at finish."""
+        t0 = _perf()
+        try:
+            self._initial = [(t, t.detach().to("cpu", copy=True)) for t in self._tracked]
+            self._checks["initial_tensors"] = len(self._initial)
+        except Exception as e:  # a tensor type that cannot be copied: say so, do not fail the run
+            self._initial = None
+            self._checks["initial_skipped"] = "the trained tensors could not be copied: %s" % e
+        self._checks["initial_ms"] += (_perf() - t0) * 1000.0
+
+    def _check_initial(self, logits_fn):
+        """Parameters fitted to the data before the clock (statistics counted
+        from the training shards, weights loaded from a file or trained in
+        an earlier run) are untimed training that no backward pass reveals.
+        An untrained model scores about ln(vocab_size) on any text; the
+        model that started the clock, scored on one batch of the unscored
+        practice slice, must not do much better (min_initial_loss). Its
+        tensors are put back in place for the call, under the same rules as
+        validation, and the final ones restored exactly."""
+        init, self._initial = self._initial, None
+        if not init:
+            if self.min_initial_loss > 0 and not self._checks["initial_skipped"]:
+                self._checks["initial_skipped"] = "no backward pass ran in training"
+            return
+        T = self.val_seq_len
+        data = self._practice if self._practice is not None else self._scored
+        rows = min(self.val_batch_seqs, (len(data) - 1) // T) if data is not None else 0
+        if rows < 1:
+            self._checks["initial_skipped"] = "no unscored text to score the initial model on"
+            return
+        t0 = _perf()
+        dev = torch.device(self.device)
+        chunk = torch.from_numpy(data[:rows * T + 1].astype(np.int64))
+        x, y = chunk[:-1].view(rows, T).to(dev), chunk[1:].view(rows, T).to(dev)
+        what = "the initial-model check"
+
+        def score():
+            out = logits_fn(x)
+            if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (rows, T):
+                self._fail("logits_shape", "%s: logits_fn(x) with x of shape [%d, %d] returned %s"
+                           % (what, rows, T, list(out.shape) if isinstance(out, torch.Tensor)
+                              else type(out).__name__))
+            return float(F.cross_entropy(out.float().reshape(-1, out.shape[2]), y.reshape(-1).to(out.device),
+                                         reduction="sum"))
+
+        self._phase_before_eval, self._phase, self._eval_what = self._phase, _EVAL, what
+        try:
+            with torch.no_grad():
+                now = score()
+                final = [t.detach().to("cpu", copy=True) for t, _ in init]
+                try:
+                    for t, c in init:
+                        t.copy_(c)
+                    then = score()
+                finally:
+                    for (t, _), f in zip(init, final):
+                        t.copy_(f)
+        finally:
+            self._phase = self._phase_before_eval
+            self._checks["initial_ms"] += (_perf() - t0) * 1000.0
+        # Answers that stay the same although training changed the tensors
+        # come from elsewhere (an averaged copy of the model): nothing to
+        # judge. Unchanged tensors (no learning at all) are judged.
+        if then == now and any(not torch.equal(c, f) for (_, c), f in zip(init, final)):
+            self._checks["initial_skipped"] = ("logits_fn's answers do not depend on the tensors training updates "
+                                               "(another copy of the model?)")
+            return
+        loss = then / (rows * T)
+        self._checks["initial_loss"] = loss
+        if loss < self.min_initial_loss:
+            self._fail("pretrain",
+                       "the model that started the clock was already fitted to data: with the tensors it trains (%d) "
+                       "as they were at the first timed backward pass, it scores a loss of %.4f on unscored text, "
+                       "and an untrained model scores about ln(%d) = %.4f (the limit is %.4f). Statistics "
+                       "counted from the training data, or weights loaded or trained, before fh.train_begin() "
+                       "are untimed training: compute them after it"
+                       % (len(init), loss, self.vocab_size, math.log(self.vocab_size), self.min_initial_loss))
 
     def _track(self, tensors):
         for t in tensors:

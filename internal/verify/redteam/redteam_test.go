@@ -171,18 +171,13 @@ var cases = []attack{
 		}},
 	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
 	{name: "pretrain", class: "200 optimizer steps before train_begin", want: []outcome{invalid("pretrain")}},
-	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")},
-		known: "pretrain watches backward passes and optimizer steps before train_begin; parameters fitted with NumPy, or loaded from a file, are not seen. " +
-			"To decide: fh.train_begin(logits_fn) scores one batch of unscored text at train_begin (untimed), and a loss far under an untrained model's " +
-			"(ln V, or a track's untrained_loss) is pretrain; this also catches cache_smuggle_hidden"},
+	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")}},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
 	{name: "cache_smuggle", class: "weights saved in the shared compile cache by one evaluation, loaded by the next", evals: 2,
 		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside")}},
 	{name: "cache_smuggle_hidden", class: "the same, the cache found as a writable folder named in the environment", evals: 2,
-		want: []outcome{invalid("pretrain"), invalid("write-outside")},
-		known: "the compile cache is writable by design and outlives the evaluation; the sandbox bounds where a program writes, not what. To decide: the " +
-			"train_begin loss check of precompute_setup, or writes to the cache that do not outlive the run (an overlay), or a cache per program"},
+		want: []outcome{invalid("pretrain"), invalid("write-outside")}},
 	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
 		// bwrap hides the fast folder as an empty folder (the weights are
 		// not there: 20 steps from scratch); Landlock denies reading it.
