@@ -12,18 +12,20 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
 )
 
 type evalOptions struct {
-	track    string
-	fast     bool
-	asJSON   bool
-	keep     string
-	seed     int
-	quiet    bool
-	program  string
-	repeats  int
-	baseline string
+	track      string
+	fast       bool
+	asJSON     bool
+	keep       string
+	seed       int
+	quiet      bool
+	program    string
+	repeats    int
+	baseline   string
+	interleave bool
 }
 
 func newEvalCmd(g *globals) *cobra.Command {
@@ -53,7 +55,8 @@ Exit codes: 0 acceptable, 3 loss_too_high, 4 error, 5 timeout, 6 invalid,
 	f.IntVar(&o.seed, "seed", 0, "seed injected into the program")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	f.IntVar(&o.repeats, "repeats", 1, "run the full evaluation `N` times with seeds seed..seed+N-1; the verdict then needs a one-sided t-test (mean val loss under the target at the track's alpha)")
-	f.StringVar(&o.baseline, "baseline", "reference", "with --repeats, compare train times (Welch's t-test) with the stored runs of this program: reference, a program sha256, or none")
+	f.StringVar(&o.baseline, "baseline", "reference", "with --repeats, compare train times (Welch's t-test) with the stored runs of this program: reference, a program sha256, or none; with --interleave also a file")
+	f.BoolVar(&o.interleave, "interleave", false, "with --repeats, run the baseline too, in alternation with the program (ABBA order, the same seeds), and compare with those runs only: a fair comparison on a machine whose speed drifts")
 	return cmd
 }
 
@@ -94,11 +97,19 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	}
 	req := eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep}
 	var res *eval.Result
+	if o.interleave && (o.repeats < 2 || o.fast || o.baseline == "none" || o.baseline == "") {
+		return withCode(exitUsage, errors.New("--interleave needs --repeats 2 or more and a --baseline, and no --fast"))
+	}
 	if o.repeats > 1 && !o.fast {
 		rr := eval.RepeatRequest{Request: req, N: o.repeats}
-		switch o.baseline {
-		case "none", "":
-		case "reference":
+		switch {
+		case o.interleave:
+			rr.Baseline, err = baselineSource(ctx, env.store, spec, o.baseline)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+		case o.baseline == "none" || o.baseline == "":
+		case o.baseline == "reference":
 			ref, err := spec.ReferenceSource()
 			if err != nil {
 				return err
@@ -127,6 +138,25 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 		return err
 	}
 	return withCode(verdictExitCode(res.Verdict), nil)
+}
+
+// baselineSource is the program an interleaved series runs as its
+// baseline: the track's reference, a stored program by its sha256, or a
+// file.
+func baselineSource(ctx context.Context, st *store.Store, spec *track.Spec, baseline string) ([]byte, error) {
+	if baseline == "reference" {
+		return spec.ReferenceSource()
+	}
+	if src, err := os.ReadFile(baseline); err == nil {
+		return src, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read baseline: %w", err)
+	}
+	src, err := st.Program(ctx, baseline)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %q is neither a file nor a stored program's sha256: %w", baseline, err)
+	}
+	return src, nil
 }
 
 // verdictExitCode maps a verdict to the process exit code.

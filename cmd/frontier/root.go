@@ -23,6 +23,8 @@ const (
 	exitTimeout  = 5 // verdict timeout
 	exitInvalid  = 6 // verdict invalid
 	exitNoResult = 7 // verdict no_result
+	// exitNotConfirmed: runs confirm found no significant speedup.
+	exitNotConfirmed = 8
 )
 
 // exitError carries an exit code through cobra's error return.

@@ -27,7 +27,8 @@ func newRunsCmd(g *globals) *cobra.Command {
 stopped, how many children they made, how many were acceptable, the record
 (the fastest acceptable program) against the reference, and what the
 models cost. "runs show RUN" summarizes one run; "runs best RUN" writes its
-best program. RUN is a run's id or name.`,
+best program; "runs confirm RUN" re-times it against the reference. RUN is a
+run's id or name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd.Context(), g, func(st *store.Store) error { return runsList(cmd.Context(), g.stdout, st) })
@@ -55,7 +56,7 @@ best program. RUN is a run's id or name.`,
 		},
 	}
 	best.Flags().StringVarP(&out, "output", "o", "", "write the program to `FILE` (default: stdout)")
-	cmd.AddCommand(show, best)
+	cmd.AddCommand(show, best, newRunsConfirmCmd(g))
 	return cmd
 }
 

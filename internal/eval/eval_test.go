@@ -314,3 +314,54 @@ func TestRepeats(t *testing.T) {
 		}
 	}
 }
+
+// An interleaved series runs the baseline and the program in ABBA order
+// with the same seeds, and compares with those baseline runs only.
+func TestRepeatsInterleaved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs several full evaluations")
+	}
+	ev, _ := newEvaluator(t)
+	spec := testTrack(t, 4.1)
+	base, prog := program(t, 120, "pass"), program(t, 100, "pass")
+	ctx := context.Background()
+	// A stored run of the baseline from before: not part of the comparison.
+	if _, err := ev.Evaluate(ctx, Request{Track: spec, Program: base, Name: "b.py", Seed: 99}); err != nil {
+		t.Fatal(err)
+	}
+	rr := RepeatRequest{Request: Request{Track: spec, Program: prog, Name: "p.py", Seed: 1}, N: 2, Baseline: base}
+	res, err := ev.EvaluateRepeats(ctx, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := res.Repeats
+	if rp == nil || !rp.Interleaved || len(rp.Runs) != 2 || rp.Baseline == nil || len(rp.Baseline.Runs) != 2 || rp.Baseline.TrainTimeMs.N != 2 {
+		t.Fatalf("verdict %s (%s), repeats %+v, warnings %v", res.Verdict, res.Reason, rp, res.Warnings)
+	}
+	for i := range 2 {
+		p, b := rp.Runs[i], rp.Baseline.Runs[i]
+		if p.Seed != 1+i || b.Seed != 1+i || p.Verdict != Acceptable || b.Verdict != Acceptable {
+			t.Errorf("pair %d: program %+v, baseline %+v", i, p, b)
+		}
+		// ABBA: the baseline first in pair 0, the program first in pair 1.
+		if baseFirst := b.EvaluationID < p.EvaluationID; baseFirst != (i == 0) {
+			t.Errorf("pair %d: baseline #%d, program #%d: wrong order", i, b.EvaluationID, p.EvaluationID)
+		}
+	}
+	var sb strings.Builder
+	WriteReport(&sb, res)
+	for _, want := range []string{"repeats (2 of 2 runs)", "run in alternation with the program", "vs baseline", "Welch"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, sb.String())
+		}
+	}
+	// The program as its own baseline, or one run of each, is refused.
+	rr.Baseline = prog
+	if _, err := ev.EvaluateRepeats(ctx, rr); err == nil || !strings.Contains(err.Error(), "is the baseline") {
+		t.Errorf("program as its own baseline: %v", err)
+	}
+	rr.Baseline, rr.N = base, 1
+	if _, err := ev.EvaluateRepeats(ctx, rr); err == nil || !strings.Contains(err.Error(), "at least 2 runs") {
+		t.Errorf("one run: %v", err)
+	}
+}

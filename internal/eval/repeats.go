@@ -18,8 +18,14 @@ type Repeats struct {
 	// LossTest is the one-sided one-sample t-test that the mean val loss
 	// is below the target (the speedrun's acceptance rule).
 	LossTest *stats.TTest `json:"loss_test,omitempty"`
-	// Baseline compares train times with the baseline's stored runs.
+	// Baseline compares train times with the baseline's runs: its stored
+	// ones, or those of this series when Interleaved.
 	Baseline *BaselineComparison `json:"baseline,omitempty"`
+	// Interleaved is true when the baseline ran in this series, in
+	// alternation with the program (baseline, program, program,
+	// baseline, ...), so that a machine that speeds up or slows down
+	// during the series affects both alike.
+	Interleaved bool `json:"interleaved,omitempty"`
 	// Record is true when the loss is significantly under the target and
 	// the time significantly under the baseline's: a record claim.
 	Record       bool   `json:"record"`
@@ -45,6 +51,8 @@ type BaselineComparison struct {
 	// SpeedupPct is how much shorter the mean train time is, in percent
 	// of the baseline's mean.
 	SpeedupPct float64 `json:"speedup_pct"`
+	// Runs are the baseline's runs of an interleaved series.
+	Runs []RepeatRun `json:"runs,omitempty"`
 }
 
 // RepeatRequest is a program to run n times with seeds Seed, Seed+1, ...
@@ -55,6 +63,11 @@ type RepeatRequest struct {
 	// full runs on the same track version and machine class are read from
 	// the store. Empty means no comparison.
 	BaselineHash string
+	// Baseline, when set, is the baseline program itself, run N times in
+	// this series in alternation with the program (the same seeds), and
+	// compared with those runs only: stored runs measured under other
+	// conditions do not count. BaselineHash is then its hash.
+	Baseline []byte
 }
 
 // EvaluateRepeats runs the fast check once, then n full runs with
@@ -65,6 +78,9 @@ type RepeatRequest struct {
 func (e *Evaluator) EvaluateRepeats(ctx context.Context, rr RepeatRequest) (*Result, error) {
 	if rr.N < 1 {
 		return nil, fmt.Errorf("repeats must be at least 1, got %d", rr.N)
+	}
+	if rr.Baseline != nil {
+		return e.interleaved(ctx, rr)
 	}
 	first, err := e.Evaluate(ctx, rr.Request)
 	if err != nil || rr.N == 1 {
@@ -88,7 +104,64 @@ func (e *Evaluator) EvaluateRepeats(ctx context.Context, rr RepeatRequest) (*Res
 			break
 		}
 	}
-	return e.aggregate(ctx, rr, results)
+	return e.aggregate(ctx, rr, results, nil)
+}
+
+// interleaved runs the baseline and the program in alternation, in the
+// order ABBA ABBA... (baseline first in even pairs, the program first in
+// odd ones), so that a drift of the machine's speed during the series
+// cancels out instead of favouring whichever ran later. Both get the same
+// seeds. A baseline that fails is an error: there is nothing to compare.
+func (e *Evaluator) interleaved(ctx context.Context, rr RepeatRequest) (*Result, error) {
+	if rr.N < 2 {
+		return nil, fmt.Errorf("an interleaved comparison needs at least 2 runs of each program, got %d", rr.N)
+	}
+	rr.BaselineHash = store.Hash(rr.Baseline)
+	if rr.BaselineHash == store.Hash(rr.Program) {
+		return nil, fmt.Errorf("the program is the baseline: nothing to compare")
+	}
+	base := rr.Request
+	base.Program, base.Name, base.Keep = rr.Baseline, "baseline.py", ""
+	var mine, theirs []*Result
+	for i := 0; i < rr.N; i++ {
+		order := []bool{false, true} // false: the baseline
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, program := range order {
+			req := rr.Request
+			if !program {
+				req = base
+			}
+			req.Seed = rr.Seed + i
+			if i > 0 {
+				req.SkipFast, req.Keep = true, ""
+			}
+			if e.Progress != nil {
+				who := "baseline"
+				if program {
+					who = "program"
+				}
+				e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d)", i+1, rr.N, who, req.Seed))
+			}
+			r, err := e.Evaluate(ctx, req)
+			if err != nil {
+				return nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
+			}
+			if !program {
+				if r.Verdict != Acceptable {
+					return nil, fmt.Errorf("the baseline's run with seed %d is %s (%s): an interleaved comparison needs a baseline that works", req.Seed, r.Verdict, r.Reason)
+				}
+				theirs = append(theirs, r)
+				continue
+			}
+			mine = append(mine, r)
+			if !ok(r.Verdict) {
+				return e.aggregate(ctx, rr, mine, nil)
+			}
+		}
+	}
+	return e.aggregate(ctx, rr, mine, theirs)
 }
 
 // ok reports whether a run measured something: its loss counts in the
@@ -119,10 +192,12 @@ func sameLossEverySeed(results []*Result) (float64, bool) {
 	return first, len(seeds) > 1
 }
 
-func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*Result) (*Result, error) {
+// aggregate summarizes the program's runs; baseline, when not nil, holds
+// the baseline's runs of an interleaved series.
+func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, baseline []*Result) (*Result, error) {
 	spec := rr.Track
 	out := *results[0] // telemetry tables of the first run
-	rep := &Repeats{N: rr.N}
+	rep := &Repeats{N: rr.N, Interleaved: rr.Baseline != nil}
 	var losses, times []float64
 	for _, r := range results {
 		rep.Runs = append(rep.Runs, RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
@@ -170,7 +245,13 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results []*
 		// The baseline itself: its runs are the baseline, nothing to compare.
 		rr.BaselineHash = ""
 	}
-	if rr.BaselineHash != "" && e.Store != nil {
+	if baseline != nil {
+		cmp, err := compareTimes(rr, times, baseline)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("no comparison with the baseline: %v", err))
+		}
+		rep.Baseline = cmp
+	} else if rr.BaselineHash != "" && e.Store != nil {
 		mine := map[int64]bool{}
 		for _, r := range results {
 			mine[r.EvaluationID] = true
@@ -218,6 +299,27 @@ func (e *Evaluator) compareBaseline(ctx context.Context, rr RepeatRequest, class
 	if len(base) < 2 {
 		return nil, fmt.Errorf("the baseline %s has %d acceptable runs on this track version and machine class (%s); run it with --repeats first", short(rr.BaselineHash), len(base), class)
 	}
+	return welch(rr, times, base)
+}
+
+// compareTimes compares with the baseline's runs of an interleaved series.
+func compareTimes(rr RepeatRequest, times []float64, baseline []*Result) (*BaselineComparison, error) {
+	var base []float64
+	var runs []RepeatRun
+	for _, r := range baseline {
+		base = append(base, r.Metrics.TrainTimeMs)
+		runs = append(runs, RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
+			ValLoss: r.Metrics.ValLoss, TrainTimeMs: r.Metrics.TrainTimeMs, StepAvgMs: r.Metrics.StepAvgMs})
+	}
+	cmp, err := welch(rr, times, base)
+	if cmp != nil {
+		cmp.Runs = runs
+	}
+	return cmp, err
+}
+
+// welch is Welch's one-sided test that times are below base.
+func welch(rr RepeatRequest, times, base []float64) (*BaselineComparison, error) {
 	t, err := stats.WelchLess(times, base, rr.Track.Verification.Alpha)
 	if err != nil {
 		return nil, err

@@ -155,11 +155,7 @@ func writeChecks(b *strings.Builder, r *Result) {
 		} else {
 			b.WriteString("no training before the clock")
 		}
-		plural := "s"
-		if c.Validations == 1 {
-			plural = ""
-		}
-		fmt.Fprintf(b, "; %d trained tensors unchanged by %d validation%s", c.TrackedTensors, c.Validations, plural)
+		fmt.Fprintf(b, "; %s unchanged by %s", count(c.TrackedTensors, "trained tensor"), count(c.Validations, "validation"))
 		switch {
 		case c.InitialLoss != nil:
 			fmt.Fprintf(b, "; the model that started the clock scores %.4f (at least %.4f)", *c.InitialLoss, c.InitialLossMin)
@@ -175,12 +171,7 @@ func writeChecks(b *strings.Builder, r *Result) {
 
 func writeRepeats(b *strings.Builder, r *Result, rp *Repeats) {
 	fmt.Fprintf(b, "\nrepeats (%d of %d runs)\n", len(rp.Runs), rp.N)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  seed\tverdict\tval loss\ttrain time\tms/step\tevaluation\t")
-	for _, run := range rp.Runs {
-		fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%.2f\t#%d\t\n", run.Seed, run.Verdict, run.ValLoss, fmtMs(run.TrainTimeMs), run.StepAvgMs, run.EvaluationID)
-	}
-	tw.Flush()
+	writeRuns(b, rp.Runs)
 	l, t := rp.ValLoss, rp.TrainTimeMs
 	fmt.Fprintf(b, "  val loss    mean %.4f  sd %.4f  95%% CI [%.4f, %.4f]\n", l.Mean, l.SD, l.CILo, l.CIHi)
 	fmt.Fprintf(b, "  train time  mean %s  sd %s  95%% CI [%s, %s]\n", fmtMs(t.Mean), fmtMs(t.SD), fmtMs(t.CILo), fmtMs(t.CIHi))
@@ -188,6 +179,10 @@ func writeRepeats(b *strings.Builder, r *Result, rp *Repeats) {
 		fmt.Fprintf(b, "  loss < %.4g: %s\n", r.Track.Target, rp.LossTest)
 	}
 	if bc := rp.Baseline; bc != nil {
+		if len(bc.Runs) > 0 {
+			fmt.Fprintf(b, "  baseline %s, run in alternation with the program (ABBA order, the same seeds)\n", short(bc.ProgramHash))
+			writeRuns(b, bc.Runs)
+		}
 		fmt.Fprintf(b, "  vs baseline %s (%d runs, mean %s): %.2f%% faster; Welch %s\n",
 			short(bc.ProgramHash), bc.TrainTimeMs.N, fmtMs(bc.TrainTimeMs.Mean), bc.SpeedupPct, bc.Test)
 	}
@@ -196,6 +191,23 @@ func writeRepeats(b *strings.Builder, r *Result, rp *Repeats) {
 		claim = "RECORD CLAIM"
 	}
 	fmt.Fprintf(b, "  %s: %s\n", claim, rp.RecordReason)
+}
+
+// count is "1 thing" or "n things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+func writeRuns(b *strings.Builder, runs []RepeatRun) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  seed\tverdict\tval loss\ttrain time\tms/step\tevaluation\t")
+	for _, run := range runs {
+		fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%.2f\t#%d\t\n", run.Seed, run.Verdict, run.ValLoss, fmtMs(run.TrainTimeMs), run.StepAvgMs, run.EvaluationID)
+	}
+	tw.Flush()
 }
 
 func failedPhase(r *Result) *Phase {
