@@ -57,16 +57,28 @@ func TestTrainingBeforeTrainBegin(t *testing.T) {
 // A model fitted to the data before the clock without autograd (a bigram
 // table counted from the training shards) is found by scoring the model
 // that started the clock; the same table left at zero passes, its loss
-// recorded.
+// recorded; a logits_fn that does not use the trained tensors is not
+// judged, and the result says so.
 func TestFittedBeforeTrainBegin(t *testing.T) {
 	t.Parallel()
-	for _, fit := range []string{"zero", "count"} {
+	for _, fit := range []string{"zero", "count", "copy"} {
 		t.Run(fit, func(t *testing.T) {
 			t.Parallel()
 			r := newRun(t, ModeFast)
 			r.cfg.Verify.MinInitialLoss = 3.5
 			r.env = []string{"FH_FIT=" + fit}
+			if fit == "copy" { // logits_fn answers from another copy of the model: nothing to judge
+				r.env = []string{"FH_LOGITS=copy"}
+			}
 			res := r.exec(t)
+			if fit == "copy" {
+				ch := res.tel.Checks
+				if res.code != 0 || ch == nil || ch.InitialLoss != nil || !strings.Contains(ch.InitialSkipped, "do not depend on the tensors training updates") {
+					res.dump(t)
+					t.Fatalf("exit %d, checks %+v: want the check skipped, saying why", res.code, ch)
+				}
+				return
+			}
 			if fit == "zero" {
 				ch := res.tel.Checks
 				if res.code != 0 || ch == nil || ch.InitialLoss == nil || *ch.InitialLoss < 4.1 || ch.InitialTensors != 6 || ch.InitialLossMin != 3.5 {

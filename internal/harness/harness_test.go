@@ -126,12 +126,18 @@ MODE = E("FH_LOGITS", "model")
 SLEEP = float(E("FH_SLEEP", "0"))
 RECORD = E("FH_RECORD")
 
-def model(x):
-    h = emb(x)
+FROZEN = None
+if MODE == "copy":  # answers from another copy of the model (an average of the weights, say)
+    import copy
+    FROZEN = copy.deepcopy((emb, mix, head))
+
+def model(x, mods=None):
+    emb_, mix_, head_ = mods or (emb, mix, head)
+    h = emb_(x)
     prev = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)  # causal: token t-1
     if MODE == "leak":
         prev = prev + h.mean(dim=1, keepdim=True)  # sees the whole window
-    out = head(torch.tanh(mix(torch.cat([h, prev], dim=-1))))
+    out = head_(torch.tanh(mix_(torch.cat([h, prev], dim=-1))))
     return out if big is None else out + big[x]
 
 SEEN = set()
@@ -156,6 +162,8 @@ def logits_fn(x):
     if MODE == "rows" and x.shape[0] == cfg.val_batch_seqs:  # row i sees row i-1
         out = model(x)
         return out + 0.5 * torch.roll(out, 1, 0)
+    if MODE == "copy":
+        return model(x, FROZEN)
     if MODE == "noise":
         out = model(x)
         return out + 0.01 * torch.randn_like(out)
