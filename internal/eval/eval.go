@@ -622,11 +622,13 @@ func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetry
 
 // MinInitialLoss is the lowest loss the model that starts the clock may
 // score on unscored text under spec: the track's own limit, or a quarter
-// of the way from an untrained model's ln(V) down to the target. An
-// untrained model scores about ln(V) (uniform logits exactly, random
-// initializations a little more), so no initialization that knows nothing
-// of the data comes near the limit, while a model fitted before the clock
-// (counted statistics, loaded weights) goes far under it. 0: no check.
+// of the way from an untrained model's ln(V) down to the target, and at
+// least 0.1 nats under ln(V). An untrained model scores about ln(V):
+// uniform logits exactly, random ones more on average (the log-sum-exp of
+// the logits is at least their mean plus ln(V)), and one batch of a few
+// thousand tokens scatters by thousandths; so no initialization that knows
+// nothing of the data comes near the limit, while a model fitted before the
+// clock (counted statistics, loaded weights) goes far under it. 0: no check.
 func MinInitialLoss(spec *track.Spec) float64 {
 	v := spec.Verification.MinInitialLoss
 	switch {
@@ -639,8 +641,12 @@ func MinInitialLoss(spec *track.Spec) float64 {
 	if spec.TargetValLoss <= 0 || spec.TargetValLoss >= untrained {
 		return 0
 	}
-	return untrained - (untrained-spec.TargetValLoss)/4
+	return untrained - max((untrained-spec.TargetValLoss)/4, minInitialMargin)
 }
+
+// minInitialMargin keeps the limit clear of an untrained model's loss on
+// tracks whose target is close to ln(V).
+const minInitialMargin = 0.1
 
 // baseEnv is the environment every program gets: enough to run Python and
 // find libraries, and nothing else. API keys and other secrets of the

@@ -136,6 +136,10 @@ func TestNanogptReferenceOnCPU(t *testing.T) {
 	if len(res.Vals) != 2 || res.TopOps == nil || len(res.Sections) == 0 {
 		t.Fatalf("vals %+v, top ops %v, sections %d", res.Vals, res.TopOps, len(res.Sections))
 	}
+	// Every process scored the model that started the clock (DDP, tied head).
+	if c := res.Checks; c == nil || c.InitialLoss == nil || *c.InitialLoss < MinInitialLoss(&cpu) || c.InitialTensors == 0 {
+		t.Errorf("initial model: checks %+v", c)
+	}
 	var names []string
 	for _, s := range res.Sections {
 		names = append(names, s.Name)
@@ -178,6 +182,10 @@ func TestMinInitialLoss(t *testing.T) {
 		}
 	}
 	s := builtin(t, "tiny")
+	s.TargetValLoss = 5.5 // close to ln(V) = 5.5452: the limit keeps 0.1 under it
+	if got := MinInitialLoss(s); math.Abs(got-5.4452) > 1e-4 {
+		t.Errorf("target near ln(V): %.4f, want 5.4452", got)
+	}
 	s.TargetValLoss = 6 // over ln(V): no limit can be told from the target
 	if got := MinInitialLoss(s); got != 0 {
 		t.Errorf("target over ln(V): %v, want 0 (off)", got)
