@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 )
@@ -48,6 +49,10 @@ eval command's codes when the record fails a run.`,
 	return cmd
 }
 
+// errNothingToConfirm: the run's fastest acceptable program is its
+// reference (or it has none).
+var errNothingToConfirm = errors.New("nothing to confirm")
+
 func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) error {
 	if o.repeats < 2 {
 		return withCode(exitUsage, fmt.Errorf("--repeats %d: a comparison needs at least 2 runs of each program", o.repeats))
@@ -61,6 +66,16 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 		return err
 	}
 	defer env.Close()
+	err = confirmRecord(ctx, g, cfg, env, ref, o)
+	if errors.Is(err, errNothingToConfirm) {
+		return withCode(exitFailure, err)
+	}
+	return err
+}
+
+// confirmRecord re-times run ref's record against its reference and
+// prints the result; see newRunsConfirmCmd for the exit codes.
+func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *environment, ref string, o confirmOptions) error {
 	st := env.store
 	run, err := st.Run(ctx, ref)
 	if err != nil {
@@ -71,10 +86,10 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 		return err
 	}
 	if s.Record == nil || s.Reference == nil {
-		return withCode(exitFailure, fmt.Errorf("run %s has no acceptable program to confirm", run.Name))
+		return fmt.Errorf("run %s has no acceptable program: %w", run.Name, errNothingToConfirm)
 	}
 	if s.Record.ID == s.Reference.ID || s.Record.ProgramHash == s.Reference.ProgramHash {
-		return withCode(exitFailure, fmt.Errorf("run %s: the reference is still the fastest acceptable program; nothing to confirm", run.Name))
+		return fmt.Errorf("run %s: the reference is still the fastest acceptable program; %w", run.Name, errNothingToConfirm)
 	}
 	spec, err := registry(cfg).Get(run.Track)
 	if err != nil {

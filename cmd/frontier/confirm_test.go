@@ -98,3 +98,39 @@ func TestRunsConfirm(t *testing.T) {
 		t.Errorf("%d evaluations stored by confirm, want 4", len(after)-len(before))
 	}
 }
+
+// The same at the end of a search (evolve --confirm). The search's record
+// may be the reference itself on a loaded machine, so either outcome is
+// accepted, but the output must agree with the exit code.
+func TestEvolveConfirm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training processes")
+	}
+	home := t.TempDir()
+	abs, _ := filepath.Abs(quickTracks)
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(
+		"home: %s\ntracks_dirs: [%s]\nevolve:\n  islands: 1\n  branching_factor: 1\n  slots: 1\n", home, abs))
+	replay := writeTemp(t, home, "answers.jsonl", `{"answer":"<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 0\n>>>>>>> REPLACE\n"}`+"\n")
+
+	if code, _, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--replay", replay, "--confirm", "1"); code != exitUsage || !strings.Contains(stderr, "at least 2 runs") {
+		t.Errorf("--confirm 1: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--replay", replay,
+		"--iterations", "1", "--quiet", "--confirm", "2")
+	if code != exitOK && code != exitNotConfirmed {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "stopped: iterations") {
+		t.Errorf("no run summary:\n%s", out)
+	}
+	if strings.Contains(out, "nothing to confirm") {
+		if code != exitOK || !strings.Contains(out, "the reference is still the fastest acceptable program") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		t.Log("the reference measured fastest: nothing to confirm")
+		return
+	}
+	if claimed := strings.Contains(out, "RECORD CLAIM"); claimed != (code == exitOK) || !strings.Contains(out, "run in alternation with the program") {
+		t.Errorf("exit %d, record claim %v:\n%s", code, claimed, out)
+	}
+}

@@ -47,6 +47,7 @@ type evolveOptions struct {
 	llmConcurrency int
 	seed           uint64
 	quiet          bool
+	confirm        int
 
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals <-chan os.Signal
@@ -99,6 +100,7 @@ proposes: it perturbs hyperparameters without a model.`,
 	f.IntVar(&o.llmConcurrency, "llm-concurrency", 0, "model calls at once (evolve.llm_concurrency)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the search's random choices (evolve.seed)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress display")
+	f.IntVar(&o.confirm, "confirm", 0, "when the run ends, re-time its record against the reference `N` times each, in alternation (see runs confirm); exit 8 when the speedup is not confirmed")
 	return cmd
 }
 
@@ -112,6 +114,9 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
+	}
+	if o.confirm == 1 || o.confirm < 0 {
+		return withCode(exitUsage, fmt.Errorf("--confirm %d: a comparison needs at least 2 runs of each program", o.confirm))
 	}
 	if o.resume != "" && (o.name != "" || o.seed != 0 || o.proposer != "" || len(o.models) > 0 || o.replay != "") {
 		return withCode(exitUsage, errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
@@ -131,6 +136,15 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 		return withCode(exitInterrupted, nil)
 	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
 		return withCode(exitFailure, fmt.Errorf("the run stopped: %s", sum.StopDetail))
+	}
+	if o.confirm > 0 {
+		fmt.Fprintln(g.stdout)
+		err := confirmRecord(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.confirm, quiet: o.quiet})
+		if errors.Is(err, errNothingToConfirm) {
+			fmt.Fprintf(g.stdout, "confirm: %v\n", err)
+			return nil
+		}
+		return err
 	}
 	return nil
 }
