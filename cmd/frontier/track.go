@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -137,6 +141,15 @@ func runTrackShow(w io.Writer, reg *track.Registry, name string, program, asYAML
 	fmt.Fprintf(w, "telemetry        every %d steps, profiled steps %v, top %d ops\n", s.Telemetry.LogEvery, s.Telemetry.ProfileSteps, s.Telemetry.TopK)
 	fmt.Fprintf(w, "verification     repeats %d, alpha %g, causality probe %v, protected regions %v\n",
 		s.Verification.Repeats, s.Verification.Alpha, s.Verification.Probe.Enabled, s.Verification.ProtectedRegions)
+	initial := "not checked"
+	if m := eval.MinInitialLoss(s); m > 0 {
+		initial = fmt.Sprintf("scores at least %.4f (an untrained model: ln %d = %.4f)", m, d.VocabSize, math.Log(float64(d.VocabSize)))
+	}
+	noise := fmt.Sprintf("at most %g of the logit scale", cmp.Or(s.Verification.MaxNoise, harness.DefaultMaxNoise))
+	if s.Verification.AllowNondeterministic {
+		noise = "any (allow_nondeterministic)"
+	}
+	fmt.Fprintf(w, "                 the model that starts the clock %s; logit noise %s\n", initial, noise)
 	if len(d.Shards) > 0 {
 		fmt.Fprintf(w, "\npinned shards\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
