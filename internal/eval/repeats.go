@@ -265,6 +265,9 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, ba
 	switch {
 	case !t.Significant:
 		rep.RecordReason = "the loss is not significantly under the target"
+		if rep.Baseline != nil && !rep.Baseline.Test.Significant {
+			rep.RecordReason += fmt.Sprintf(", nor the time under the baseline's (Welch: %s)", rep.Baseline.Test)
+		}
 	case isBaseline:
 		rep.RecordReason = "this program is the baseline"
 	case rep.Baseline == nil:
