@@ -175,7 +175,7 @@ var cases = []attack{
 	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{invalid("pretrain")},
 		known: "the initial-model check scores the tensors as the first timed backward pass saw them; values written into them by hand later " +
 			"are not seen. To decide: signatures of the trained tensors after each optimizer step compared at the next backward pass " +
-			"(a write outside the optimizer), on every step or on sampled ones"},
+			"(a write outside the optimizer), on every step or on sampled ones; but weights renormalized after each step are such writes too, legitimately"},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
 	{name: "cache_smuggle", class: "weights saved in the shared compile cache by one evaluation, loaded by the next", evals: 2,
