@@ -20,8 +20,9 @@ import (
 // under the harness, and a real OpenAI-compatible client talking to a
 // local server that answers like a model (see scripted). It checks the
 // run's lineage, islands, migration, archive, the switch to
-// meta-prompting, the verdicts, the costs, the best program, and that the
-// search found acceptable programs that do less work than the reference.
+// meta-prompting, the verdicts, the costs, the best program, that the
+// search found acceptable programs that do less work than the reference,
+// and that the best beats the reference.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 25 short training processes")
@@ -298,11 +299,12 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// The status's best is the fastest acceptable program measured, and the
-	// search found programs that do less work for the same loss. Whether
-	// less work also measured faster is a matter of timing, which a loaded
-	// test machine does not promise (children doing a third of the
-	// reference's work have measured slower than it), so it is logged, not
-	// asserted.
+	// search found programs that do less work for the same loss, and the
+	// best beats the reference. The quick track's busywork is mostly waiting
+	// (which a loaded machine does not stretch), so removing it is a speedup
+	// of several times: a loaded CI machine once timed a child doing a third
+	// of the reference's computation slower than the reference, when the
+	// busywork was computation only.
 	fastest := ref
 	for _, c := range children {
 		if c.Verdict == "acceptable" && c.TrainTimeMs < fastest.TrainTimeMs {
@@ -331,6 +333,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if leaner == 0 {
 		t.Error("no acceptable child does less work than the reference")
+	}
+	if sum.Status.BestTimeMs <= 0 || sum.Status.BestTimeMs >= ref.TrainTimeMs {
+		t.Errorf("best acceptable time %.0f ms does not beat the reference's %.0f ms", sum.Status.BestTimeMs, ref.TrainTimeMs)
 	}
 	var bandit map[string]*armStats
 	if err := json.Unmarshal(run.Bandit, &bandit); err != nil || bandit["scripted"] == nil || bandit["scripted"].Children != 8 {
