@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -116,13 +115,7 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 	if err != nil {
 		return err
 	}
-	if o.asJSON {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	} else if err := eval.WriteReport(g.stdout, res); err != nil {
+	if err := printResult(g.stdout, res, o.asJSON); err != nil {
 		return err
 	}
 	switch {

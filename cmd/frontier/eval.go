@@ -128,16 +128,20 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 		}
 		return err
 	}
-	if o.asJSON {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	} else if err := eval.WriteReport(g.stdout, res); err != nil {
+	if err := printResult(g.stdout, res, o.asJSON); err != nil {
 		return err
 	}
 	return withCode(verdictExitCode(res.Verdict), nil)
+}
+
+// printResult writes res as the text report, or as JSON.
+func printResult(w io.Writer, res *eval.Result, asJSON bool) error {
+	if !asJSON {
+		return eval.WriteReport(w, res)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
 }
 
 // baselineSource is the program an interleaved series runs as its
