@@ -250,7 +250,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	abs, _ := filepath.Abs(quickTracks)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
 	out := filepath.Join(home, "rep")
-	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--duration", "2m", "--out", out)
+	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--duration", "6m", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
