@@ -9,7 +9,6 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
-	"github.com/frontier-bench/frontier/internal/evolve"
 )
 
 type confirmOptions struct {
@@ -76,14 +75,11 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 // prints the result; see newRunsConfirmCmd for the exit codes.
 func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *environment, ref string, o confirmOptions) error {
 	st := env.store
-	run, err := st.Run(ctx, ref)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	s, err := evolve.Summarize(ctx, st, run)
+	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
 	}
+	run := s.Run
 	if s.Record == nil || s.Reference == nil {
 		return fmt.Errorf("run %s has no acceptable program: %w", run.Name, errNothingToConfirm)
 	}

@@ -60,6 +60,16 @@ run's id or name.`,
 	return cmd
 }
 
+// summarizeRun reads the summary of run ref (an id or a name); an unknown
+// run is a usage error.
+func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.RunSummary, error) {
+	run, err := st.Run(ctx, ref)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return evolve.Summarize(ctx, st, run)
+}
+
 // withStore opens the configured database, which must exist.
 func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) error {
 	cfg, err := g.loadConfig()
@@ -118,14 +128,11 @@ func orDash(s string) string {
 }
 
 func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) error {
-	run, err := st.Run(ctx, ref)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	s, err := evolve.Summarize(ctx, st, run)
+	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
 	}
+	run := s.Run
 	c := s.Config
 	fmt.Fprintf(w, "run %s (#%d) on track %s (target val loss %.4g", run.Name, run.ID, run.Track, run.TargetValLoss)
 	if run.LossFloor > 0 {
@@ -306,14 +313,11 @@ func clipText(s string, n int) string {
 }
 
 func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string) error {
-	run, err := st.Run(ctx, ref)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	s, err := evolve.Summarize(ctx, st, run)
+	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
 	}
+	run := s.Run
 	b := s.Best()
 	if b == nil {
 		return withCode(exitFailure, fmt.Errorf("run %s has no evaluated program yet", run.Name))

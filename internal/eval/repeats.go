@@ -42,6 +42,11 @@ type RepeatRun struct {
 	StepAvgMs    float64 `json:"step_avg_ms,omitempty"`
 }
 
+func repeatRun(r *Result) RepeatRun {
+	return RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
+		ValLoss: r.Metrics.ValLoss, TrainTimeMs: r.Metrics.TrainTimeMs, StepAvgMs: r.Metrics.StepAvgMs}
+}
+
 // BaselineComparison is Welch's one-sided t-test that the program's train
 // time is below the baseline's.
 type BaselineComparison struct {
@@ -200,8 +205,7 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, ba
 	rep := &Repeats{N: rr.N, Interleaved: rr.Baseline != nil}
 	var losses, times []float64
 	for _, r := range results {
-		rep.Runs = append(rep.Runs, RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
-			ValLoss: r.Metrics.ValLoss, TrainTimeMs: r.Metrics.TrainTimeMs, StepAvgMs: r.Metrics.StepAvgMs})
+		rep.Runs = append(rep.Runs, repeatRun(r))
 		if ok(r.Verdict) {
 			losses = append(losses, r.Metrics.ValLoss)
 			times = append(times, r.Metrics.TrainTimeMs)
@@ -311,8 +315,7 @@ func compareTimes(rr RepeatRequest, times []float64, baseline []*Result) (*Basel
 	var runs []RepeatRun
 	for _, r := range baseline {
 		base = append(base, r.Metrics.TrainTimeMs)
-		runs = append(runs, RepeatRun{Seed: r.Seed, EvaluationID: r.EvaluationID, Verdict: r.Verdict,
-			ValLoss: r.Metrics.ValLoss, TrainTimeMs: r.Metrics.TrainTimeMs, StepAvgMs: r.Metrics.StepAvgMs})
+		runs = append(runs, repeatRun(r))
 	}
 	cmp, err := welch(rr, times, base)
 	if cmp != nil {

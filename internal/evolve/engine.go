@@ -148,8 +148,12 @@ type Engine struct {
 	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
 	counts          map[string]int         // settled originals by class
 	bestLoss        float64
-	record          *store.Child // the fastest acceptable original
-	reference       *store.Child
+	// record is the acceptable original with the shortest train time,
+	// tracked apart from the archive, which ranks by the run's objective
+	// and may drop the fastest program (one that trains fewer steps at the
+	// same step time scores no better).
+	record    *store.Child
+	reference *store.Child
 
 	noMoreIterations bool
 	stopping         bool

@@ -389,7 +389,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 	if e.reference != nil {
 		w.reference = snapshot(e.reference)
 	}
-	if b := e.bestAcceptable(); b != nil {
+	if b := e.record; b != nil {
 		w.record = fmt.Sprintf("#%d trains to the target in %s", b.ID, fmtMs(b.TrainTimeMs))
 	}
 	w.lastError = e.lastFailure(w.parent.ID)
@@ -849,12 +849,6 @@ func (e *Engine) logChild(c *store.Child) {
 	e.log.Info("evolve: child done", args...)
 }
 
-// bestAcceptable returns the acceptable original with the shortest train
-// time (the record), or nil. It is tracked apart from the archive, which
-// ranks by the run's objective and may drop the fastest program (one that
-// trains fewer steps at the same step time scores no better).
-func (e *Engine) bestAcceptable() *store.Child { return e.record }
-
 // lastFailure is what the prompt shows as the parent's last error: its
 // own failure if it failed, else the newest failed child of it.
 func (e *Engine) lastFailure(parentID int64) string {
@@ -889,7 +883,7 @@ func (e *Engine) publish() {
 	if e.reference != nil && valid(e.reference.Verdict) {
 		s.ReferenceTimeMs, s.ReferenceLoss = e.reference.TrainTimeMs, e.reference.ValLoss
 	}
-	if b := e.bestAcceptable(); b != nil {
+	if b := e.record; b != nil {
 		s.BestTimeMs, s.BestTimeID = b.TrainTimeMs, b.ID
 	}
 	e.statusMu.Lock()
