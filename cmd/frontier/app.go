@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"os"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
@@ -62,7 +62,8 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		GPUs:    gpus,
 		Runner:  sb,
 		Sandbox: string(sb.Mode()),
-		Cache:   filepath.Join(cfg.Home, "cache"),
+		Hidden:  hiddenPaths(cfg),
+		Visible: py.Paths,
 		Store:   st,
 		Python:  py.Path,
 		Torch:   py.Torch,
@@ -74,4 +75,19 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		Log:    g.log,
 	}
 	return &environment{cfg: cfg, store: st, eval: ev}, nil
+}
+
+// hiddenPaths are what no program may read: frontier's home, database,
+// data and runs (a run's own folder is bound back), and the user's home,
+// where keys and other secrets live. The interpreter's folders stay
+// readable where they lie inside them (a Python under the home).
+func hiddenPaths(cfg *config.Config) []string {
+	h := []string{cfg.Home, cfg.DataDir, cfg.RunsDir, cfg.DB, cfg.DB + "-wal", cfg.DB + "-shm"}
+	for _, d := range cfg.Data {
+		h = append(h, d)
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		h = append(h, home)
+	}
+	return h
 }

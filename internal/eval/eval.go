@@ -7,7 +7,6 @@ package eval
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,7 +17,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -51,10 +52,12 @@ type Evaluator struct {
 	// Sandbox names the confinement Runner applies, for the report
 	// ("bwrap", "landlock", "none").
 	Sandbox string
-	// Cache is a folder for compile caches shared by evaluations; the
-	// only place outside the run folder a program may write.
-	Cache string
-	Log   *slog.Logger
+	// Hidden are paths no program may read (frontier's home: its
+	// database, caches and other runs); Visible are paths inside them it
+	// needs to read (the Python installation).
+	Hidden  []string
+	Visible []string
+	Log     *slog.Logger
 	// Progress, when set, receives a line per phase and per designated
 	// step, for a live display.
 	Progress func(line string)
@@ -260,10 +263,14 @@ func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
 		o.phase.Steps, o.phase.ValLoss, spec.TargetValLoss)
 }
 
-// runPhase runs the program once in mode "fast" or "full".
+// runPhase runs the program once in mode "fast" or "full": its judge
+// first, outside the sandbox, then the program in the sandbox with one
+// socket to the judge per process. The verdict comes from the judge's
+// telemetry and the runner's own account of the process; nothing in the
+// run folder is read.
 func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result) (*phaseOutcome, []byte, error) {
 	dir := filepath.Join(runDir, mode)
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create run folder: %w", err)
 	}
 	progPath := filepath.Join(dir, harness.Program)
@@ -276,90 +283,108 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	if _, err := harness.Materialize(dir); err != nil {
 		return nil, nil, fmt.Errorf("write harness: %w", err)
 	}
-	cfg := harnessConfig(spec, files, req.Seed, mode, filepath.Join(dir, "telemetry.jsonl"))
-	if err := cfg.Validate(); err != nil {
+	cfg := programConfig(spec, files, req.Seed, mode, dir)
+	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
 		return nil, nil, fmt.Errorf("track %s gives an invalid harness config: %w", spec.Name, err)
 	}
-	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
-		return nil, nil, fmt.Errorf("write config: %w", err)
-	}
-	// The harness reads the validation shard from an inherited descriptor
-	// and closes it before the program runs; the path is hidden from the
-	// program (under sandbox none it stays readable).
-	val, err := os.Open(files.Val)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open validation shard: %w", err)
-	}
-	defer val.Close()
-	key, keyFile, err := telemetryKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer keyFile.Close()
-	valPath, err := filepath.Abs(files.Val)
-	if err != nil {
-		return nil, nil, fmt.Errorf("validation shard: %w", err)
-	}
-	argv, henv := harness.Command(e.Python, dir, cfg)
 	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer releaseGPUs()
-	env := append(append(baseEnv(dir), henv...), gpuEnv...)
 
-	limit := spec.Limits.FullRun.D()
-	if mode == "fast" {
-		limit = spec.Limits.FastCheck.D()
+	// The judge: everything that decides the verdict, in a process and a
+	// folder the program cannot reach.
+	jcfg, err := judgeConfig(spec, files, mode)
+	if err != nil {
+		return nil, nil, err
 	}
+	judgeDir := filepath.Join(runDir, "judge-"+mode)
+	judge, err := harness.StartJudge(ctx, e.Python, judgeDir, jcfg, judgeEnv(spec, gpuEnv), e.judgeProgress(spec))
+	if err != nil {
+		return nil, nil, err
+	}
+
+	argv, henv := harness.Command(e.Python, dir, cfg)
+	env := append(append(baseEnv(dir), henv...), gpuEnv...)
+	// Compile caches live in the run folder: nothing a program writes
+	// reaches another evaluation.
+	env = append(env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
+	limit := limitOf(spec, mode)
 	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
-		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
-		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
+		StdoutFile: filepath.Join(runDir, mode+"-stdout.log"), StderrFile: filepath.Join(runDir, mode+"-stderr.log"),
+		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
 		LoopbackTCP: cfg.WorldSize > 1,
-		ExtraFiles:  []*os.File{val, keyFile}, // descriptors harnessValFD, harnessKeyFD
-		Hidden:      []string{valPath},
-	}
-	if mode == "full" {
-		// What the fast check left in its folder (weights it trained after
-		// finish, say) must not reach the full run.
-		fast, err := filepath.Abs(filepath.Join(runDir, "fast"))
-		if err != nil {
-			return nil, nil, fmt.Errorf("run folder: %w", err)
-		}
-		job.Hidden = append(job.Hidden, fast)
-	}
-	if e.Cache != "" {
-		// Compile caches persist across evaluations (compilation is not
-		// timed, and a warm cache is what a speedrunner has too).
-		for _, d := range []string{"inductor", "triton"} {
-			if err := os.MkdirAll(filepath.Join(e.Cache, d), 0o755); err != nil {
-				return nil, nil, fmt.Errorf("create cache folder: %w", err)
-			}
-		}
-		job.Writable = append(job.Writable, e.Cache)
-		job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(e.Cache, "inductor"), "TRITON_CACHE_DIR="+filepath.Join(e.Cache, "triton"))
-	}
-	if e.Progress != nil {
-		job.OnLine = func(stream, line string) {
-			if stream == "stdout" && strings.HasPrefix(line, "step:") {
-				e.Progress("  " + line)
-			}
-		}
+		ExtraFiles:  judge.Clients(), // descriptors 3, 4, ...: one socket per process
+		Hidden:      e.hiddenFor(runDir, files),
+		Visible:     e.Visible,
 	}
 	rr, err := e.Runner.Run(ctx, job)
 	if err != nil {
+		judge.Kill()
 		return nil, nil, fmt.Errorf("%s run: %w", mode, err)
 	}
-	raw, _ := os.ReadFile(cfg.TelemetryPath)
-	tel, terr := harness.ReadAuthenticated(bytes.NewReader(raw), key)
-	if terr != nil {
-		return nil, nil, fmt.Errorf("read telemetry: %w", terr)
+	tel, raw, jerr := judge.Finish(harness.JudgeFinishTimeout)
+	if tel == nil {
+		return nil, nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
 	out := judgePhase(spec, mode, rr, tel)
+	if jerr != nil && out.verdict != Invalid && out.verdict != Error && out.verdict != Timeout {
+		// No trusted result without a judge that finished: an error of
+		// frontier's, stored as such.
+		out.verdict, out.rule, out.traceback = Error, "", judge.Stderr()
+		out.reason = "internal: " + jerr.Error()
+	}
 	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
 	return out, raw, nil
+}
+
+// hiddenFor is what the program of a run must not read: every run folder
+// but its own (the runs folder is hidden and its own folder bound back),
+// the judge's folders, the track's data (the training shards reach the
+// program as descriptors at train_begin), and what the evaluator hides
+// always (frontier's home: its database and caches).
+func (e *Evaluator) hiddenFor(runDir string, files *DataFiles) []string {
+	h := append([]string{filepath.Dir(runDir), filepath.Dir(files.Val)}, e.Hidden...)
+	for _, f := range files.Train {
+		if d := filepath.Dir(f); !slices.Contains(h, d) {
+			h = append(h, d)
+		}
+	}
+	return h
+}
+
+// judgeProgress turns the judge's step and validation events into
+// progress lines.
+func (e *Evaluator) judgeProgress(spec *track.Spec) func([]byte) {
+	if e.Progress == nil {
+		return nil
+	}
+	return func(line []byte) {
+		var ev struct {
+			Event       string   `json:"event"`
+			Step        int      `json:"step"`
+			TrainTimeMs float64  `json:"train_time_ms"`
+			StepAvgMs   float64  `json:"step_avg_ms"`
+			TrainLoss   *float64 `json:"train_loss"`
+			ValLoss     float64  `json:"val_loss"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		switch ev.Event {
+		case harness.EventStep:
+			msg := fmt.Sprintf("  step:%d train_time:%.0fms step_avg:%.2fms", ev.Step+1, ev.TrainTimeMs, ev.StepAvgMs)
+			if ev.TrainLoss != nil {
+				msg += fmt.Sprintf(" train_loss:%.4f", *ev.TrainLoss)
+			}
+			e.Progress(msg)
+		case harness.EventVal:
+			e.Progress(fmt.Sprintf("  step:%d val_loss:%.4f", ev.Step, ev.ValLoss))
+		}
+	}
 }
 
 func (o *phaseOutcome) summary() string {
@@ -386,10 +411,17 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		Message: rr.Message, ErrorLine: rr.ErrorLine, SkippedLines: tel.Skipped,
 	}
 	o := &phaseOutcome{phase: p, tel: tel}
-	var broken *harness.Error // the first finding of the harness's behavioural checks
+	var broken *harness.Error // the first broken rule the judge found
 	for i := range tel.Errors {
-		if harness.VerdictCode(tel.Errors[i].Code) {
+		if tel.Errors[i].Judge && harness.VerdictCode(tel.Errors[i].Code) {
 			broken = &tel.Errors[i]
+			break
+		}
+	}
+	cause := tel.Error // the first failure: the judge's, else the program's own account
+	for i := range tel.Errors {
+		if tel.Errors[i].Judge {
+			cause = &tel.Errors[i]
 			break
 		}
 	}
@@ -403,14 +435,8 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		p.StderrTail = lastLines(rr.Stderr.String(), 30)
 	}
 	switch {
-	case tel.Forged > 0 || tel.Gaps > 0:
-		// Lines without the harness's MAC, or harness lines removed: the
-		// program wrote into the telemetry, and nothing in it can be
-		// trusted.
-		o.verdict, o.rule = Invalid, RuleTelemetry
-		o.reason = fmt.Sprintf("%s: the telemetry file holds %d lines the harness did not write and lacks %d that it did: the program tampered with it", RuleTelemetry, tel.Forged, tel.Gaps)
 	case broken != nil:
-		// A broken rule outranks how the process ended: the harness wrote
+		// A broken rule outranks how the process ended: the judge wrote
 		// it the moment it found it, and the program may have hung or
 		// been killed after.
 		o.verdict, o.rule = Invalid, codeRule(broken.Code)
@@ -430,12 +456,15 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		o.reason = "resource limit: " + rr.Message
 	case rr.Status == runner.StatusCanceled:
 		o.verdict, o.reason = Error, "the evaluation was canceled"
-	case tel.Error != nil && tel.Error.Code == harness.ErrNoFinish:
-		o.verdict, o.reason = NoResult, tel.Error.Message
-	case tel.Error != nil:
+	case cause != nil && cause.Code == harness.ErrNoFinish:
+		o.verdict, o.reason = NoResult, cause.Message
+	case cause != nil:
 		o.verdict = Error
-		o.reason = tel.Error.Kind + ": " + tel.Error.Message
-		o.traceback = tel.Error.Traceback
+		o.reason = cause.Kind + ": " + cause.Message
+		if cause.Judge {
+			o.reason = cause.Code + ": " + cause.Message
+		}
+		o.traceback = cause.Traceback
 	case rr.Status != runner.StatusOK:
 		o.verdict = Error
 		o.reason = rr.Message
@@ -449,6 +478,14 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		if n := len(tel.Warnings); n > 0 && tel.Warnings[n-1].Code == harness.WarnNoSteps {
 			o.reason += " (" + tel.Warnings[n-1].Message + ")"
 		}
+	case mode == harness.ModeFull && spec.Verification.Probe.Enabled && (tel.Probe == nil || !tel.Final.Probe):
+		// The judge writes the probe before the result; a result without
+		// it is not one this evaluator can vouch for.
+		o.verdict = Error
+		o.reason = "internal: the final validation has no causality probe on record although the track requires one"
+	case tel.Checks == nil:
+		o.verdict = Error
+		o.reason = "internal: the judge's checks are not on record"
 	case math.IsNaN(tel.Final.ValLoss) || math.IsInf(tel.Final.ValLoss, 0):
 		o.verdict = Error
 		o.reason = fmt.Sprintf("the validation loss is %v: training diverged", tel.Final.ValLoss)
@@ -460,6 +497,9 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		o.verdict, o.rule = Invalid, RuleLossFloor
 		o.reason = fmt.Sprintf("%s: val loss %.4f is under the track's loss floor %.4f (the Bayes-optimal predictor's loss on this slice) by more than %.0f%%: no causal model can do that, so the model sees the tokens it predicts",
 			RuleLossFloor, tel.Final.ValLoss, spec.Data.LossFloor, 100*lossFloorMargin)
+	case len(tel.Steps) > 0 && tel.Final.TrainTimeMs+1 < tel.Steps[len(tel.Steps)-1].TrainTimeMs:
+		o.verdict = Error
+		o.reason = fmt.Sprintf("internal: the judge's train time %.0f ms is shorter than at its last step event (%.0f ms)", tel.Final.TrainTimeMs, tel.Steps[len(tel.Steps)-1].TrainTimeMs)
 	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
 		o.verdict = Invalid
 		o.rule = RuleTiming
@@ -477,8 +517,9 @@ const (
 	RulePretrain         = "pretrain"              // training before train_begin that the program did not undo
 	RuleCompileBudget    = "compile-budget"        // setup before train_begin over the track's compile budget
 	RuleTiming           = "timing"                // a train time the process's wall clock cannot contain
-	RuleTelemetry        = "telemetry"             // lines in the telemetry file that the harness did not write
 	RuleLossFloor        = "loss-floor"            // a val loss under the track's loss floor: the model sees what it predicts
+	RuleValidationCost   = "validation-cost"       // validations outside the clock took more than the track allows
+	RuleProtocol         = "protocol"              // the program's process sent the judge what the harness client never sends
 )
 
 // codeRule is the rule an error code of the harness's behavioural checks
@@ -493,6 +534,10 @@ func codeRule(code string) string {
 		return RuleNondeterministic
 	case harness.ErrCompileBudget:
 		return RuleCompileBudget
+	case harness.ErrValidationCost:
+		return RuleValidationCost
+	case harness.ErrProtocol:
+		return RuleProtocol
 	}
 	return "harness-check" // a code this evaluator does not know yet
 }
@@ -529,7 +574,7 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 	}
 	res.Curve, res.Vals, res.TopOps = t.Steps, t.Vals, t.TopOps
 	res.Sections = t.Sections
-	res.Probe, res.Checks, res.TelemetryLines = t.Probe, t.Checks, t.Authentic
+	res.Probe, res.Checks, res.TelemetryLines = t.Probe, t.Checks, len(t.Lines)
 	if t.Memory != nil {
 		res.Metrics.PeakRSSMB, res.Metrics.CUDAAllocMB, res.Metrics.CUDAResMB = t.Memory.PeakRSSMB, t.Memory.CUDAAllocatedMB, t.Memory.CUDAReservedMB
 	}
@@ -558,66 +603,79 @@ func FingerprintClass(rs *harness.RunStart) string {
 	return fmt.Sprintf("cpu|%s|%d threads|torch %s", f.CPU, rs.Threads, torch)
 }
 
-// harnessValFD is the descriptor the validation shard has in the program's
-// process: the first of runner.Job.ExtraFiles.
-const harnessValFD = 3
-
-// harnessKeyFD is the descriptor of the telemetry key: the second of
-// runner.Job.ExtraFiles.
-const harnessKeyFD = 4
-
-// telemetryKey makes a fresh key for one run and a descriptor that holds
-// it. The file is unlinked at once: only the inherited descriptor reaches
-// it, and the harness closes that before the program runs.
-func telemetryKey() (key []byte, f *os.File, err error) {
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+// programConfig is what the program of a run is told.
+func programConfig(spec *track.Spec, files *DataFiles, seed int, mode, dir string) harness.Config {
+	names := make([]string, len(files.Train))
+	for i, f := range files.Train {
+		names[i] = filepath.Base(f)
 	}
-	f, err = os.CreateTemp("", "frontier-key-*")
-	if err != nil {
-		return nil, nil, fmt.Errorf("telemetry key: %w", err)
+	return harness.Config{
+		Schema: harness.ConfigSchema, Track: spec.Name, Mode: mode,
+		TrainFiles: names, DataDir: filepath.Join(dir, harness.DataDir),
+		VocabSize: spec.Data.VocabSize, BOSID: spec.Data.BOSID,
+		ValSeqLen: spec.Data.ValSeqLen, ValBatchSeqs: spec.Data.ValBatchSeqs,
+		Seed: seed, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads, WorldSize: spec.Launcher.NProcPerNode,
+		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps,
+		LogEvery: spec.Telemetry.LogEvery, ValEvery: spec.Telemetry.ValEvery,
+		ProfileSteps: spec.Telemetry.ProfileSteps, TopK: spec.Telemetry.TopK,
+		JudgeFD: 3,
 	}
-	os.Remove(f.Name())
-	key = []byte(hex.EncodeToString(raw))
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("telemetry key: %w", err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("telemetry key: %w", err)
-	}
-	return key, f, nil
 }
 
-func harnessConfig(spec *track.Spec, files *DataFiles, seed int, mode, telemetryPath string) harness.Config {
+// judgeConfig is what the judge of a run holds: the validation text, the
+// limits and the checks.
+func judgeConfig(spec *track.Spec, files *DataFiles, mode string) (harness.JudgeConfig, error) {
 	d := spec.Data
 	fastVal := spec.Limits.FastValTokens
 	if fastVal == 0 {
 		fastVal = int64(d.ValSeqLen * d.ValBatchSeqs)
 	}
-	if fastVal > d.ValTokens {
-		fastVal = d.ValTokens
+	fastVal = min(fastVal, d.ValTokens)
+	val, err := filepath.Abs(files.Val)
+	if err != nil {
+		return harness.JudgeConfig{}, fmt.Errorf("validation shard: %w", err)
 	}
-	return harness.Config{
-		Schema: harness.ConfigSchema, Track: spec.Name, Mode: mode,
-		TrainFiles: files.Train, ValFD: harnessValFD, KeyFD: harnessKeyFD, VocabSize: d.VocabSize, BOSID: d.BOSID,
-		ValTokens: d.ValTokens, ValSeqLen: d.ValSeqLen, ValBatchSeqs: d.ValBatchSeqs,
-		Seed: seed, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads, WorldSize: spec.Launcher.NProcPerNode,
-		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps, FastValTokens: fastVal,
-		TelemetryPath: telemetryPath, LogEvery: spec.Telemetry.LogEvery, ValEvery: spec.Telemetry.ValEvery,
-		ProfileSteps: spec.Telemetry.ProfileSteps, TopK: spec.Telemetry.TopK,
+	var train []string
+	for _, f := range files.Train {
+		a, err := filepath.Abs(f)
+		if err != nil {
+			return harness.JudgeConfig{}, fmt.Errorf("training shard: %w", err)
+		}
+		train = append(train, a)
+	}
+	v := spec.Verification
+	return harness.JudgeConfig{
+		Mode: mode, VocabSize: d.VocabSize, BOSID: d.BOSID, Device: spec.Hardware.Device,
+		ValFile: val, ValTokens: d.ValTokens, FastValTokens: fastVal, ValSeqLen: d.ValSeqLen, ValBatchSeqs: d.ValBatchSeqs,
+		TrainFiles: train, WorldSize: spec.Launcher.NProcPerNode,
+		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps,
+		LogEvery: spec.Telemetry.LogEvery, ValEvery: spec.Telemetry.ValEvery,
 		CompileBudgetMs: spec.Limits.CompileBudget.D().Milliseconds(),
 		Probe: harness.ProbeConfig{
-			Enabled: spec.Verification.Probe.Enabled, Sequences: spec.Verification.Probe.Sequences,
-			Positions: spec.Verification.Probe.Positions, DocIsolated: spec.Verification.Probe.DocIsolated,
+			Enabled: v.Probe.Enabled, Sequences: v.Probe.Sequences, Positions: v.Probe.Positions, DocIsolated: v.Probe.DocIsolated,
 		},
 		Verify: harness.VerifyConfig{
-			MaxNoise: spec.Verification.MaxNoise, AllowNondeterministic: spec.Verification.AllowNondeterministic,
-			MinInitialLoss: MinInitialLoss(spec),
+			MaxNoise: v.MaxNoise, AllowNondeterministic: v.AllowNondeterministic, MinInitialLoss: MinInitialLoss(spec),
+			MaxValidationShare: max(v.MaxValidationShare, 0), ValidationAllowanceMs: v.ValidationAllowance.D().Milliseconds(),
 		},
+	}, nil
+}
+
+// judgeEnv is the judge's environment: enough to run Python, one thread
+// for its NumPy (the program's threads are the track's), and on CUDA
+// tracks the run's GPUs, which it shares with the program through CUDA
+// IPC.
+func judgeEnv(spec *track.Spec, gpuEnv []string) []string {
+	env := []string{"LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1"}
+	for _, k := range []string{"PATH", "HOME", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
 	}
+	if spec.Hardware.Device == "cuda" {
+		env = append(env, gpuEnv...)
+	}
+	return env
 }
 
 // MinInitialLoss is the lowest loss the model that starts the clock may
@@ -658,6 +716,7 @@ func baseEnv(dir string) []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 		"MPLCONFIGDIR=" + filepath.Join(dir, "tmp"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "tmp"),
+		"CUDA_CACHE_PATH=" + filepath.Join(dir, "tmp", "nv"),
 	}
 	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
 		"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"} {
@@ -749,4 +808,26 @@ func moveDir(src, dst string) error {
 		return err
 	}
 	return os.RemoveAll(src)
+}
+
+// readRunFile reads a file a program may have written: only a regular
+// file, not through a link, opened without blocking (a named pipe would
+// hang a plain open), and at most max bytes.
+func readRunFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s holds %d bytes, more than the %d expected", path, fi.Size(), max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }

@@ -108,23 +108,15 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	e.progress("%s: %s run (limit %s, log contract, %d process(es))", spec.Name, mode, limit, nproc)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
-		StdoutFile: filepath.Join(dir, "stdout.log"), StderrFile: filepath.Join(dir, "stderr.log"),
+		StdoutFile: filepath.Join(filepath.Dir(dir), mode+"-stdout.log"), StderrFile: filepath.Join(filepath.Dir(dir), mode+"-stderr.log"),
 		HeadBytes: logHeadBytes, TailBytes: logTailBytes,
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
 		// The workers rendezvous over TCP on 127.0.0.1, even alone.
 		LoopbackTCP: true,
 	}
-	if e.Cache != "" {
-		// The same shared compile caches as under the harness: a speedrun
-		// script's first torch.compile takes minutes.
-		for _, d := range []string{"inductor", "triton"} {
-			if err := os.MkdirAll(filepath.Join(e.Cache, d), 0o755); err != nil {
-				return nil, nil, fmt.Errorf("create cache folder: %w", err)
-			}
-		}
-		job.Writable = append(job.Writable, e.Cache)
-		job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(e.Cache, "inductor"), "TRITON_CACHE_DIR="+filepath.Join(e.Cache, "triton"))
-	}
+	// Compile caches live in the run folder: nothing a program writes
+	// reaches another evaluation.
+	job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
 	if e.Progress != nil {
 		job.OnLine = func(stream, line string) {
 			if stream == runner.StreamStdout && strings.HasPrefix(line, "step:") && strings.Contains(line, "val_loss:") {
@@ -140,9 +132,11 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the program's output: %w", err)
 	}
-	fp, _ := os.ReadFile(fpPath)
+	// The program could have put anything under that name: a link, a
+	// pipe, a huge file. Only a small regular file is read.
+	fp, _ := readRunFile(fpPath, 64<<10)
 	raw := logTelemetryLines(spec, mode, vals, lg, rr, fp)
-	_ = os.WriteFile(filepath.Join(dir, logTelemetry), raw, 0o644) // kept with --keep, for people
+	_ = os.WriteFile(filepath.Join(filepath.Dir(dir), mode+"-"+logTelemetry), raw, 0o600) // kept with --keep, for people
 	tel, err := harness.ReadTelemetry(bytes.NewReader(raw))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read telemetry: %w", err)

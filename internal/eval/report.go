@@ -131,7 +131,7 @@ func WriteReport(w io.Writer, r *Result) error {
 	return err
 }
 
-// writeChecks says what the harness verified in the judged run, so that a
+// writeChecks says what the judge verified in the judged run, so that a
 // reader sees what an acceptable verdict rests on.
 func writeChecks(b *strings.Builder, r *Result) {
 	if p := r.Probe; p != nil {
@@ -149,23 +149,23 @@ func writeChecks(b *strings.Builder, r *Result) {
 		}
 	}
 	if c := r.Checks; c != nil {
-		b.WriteString("behaviour     ")
-		if c.PretrainBackward+c.PretrainSteps > 0 {
-			fmt.Fprintf(b, "%d backward passes and %d optimizer steps before the clock, all undone", c.PretrainBackward, c.PretrainSteps)
-		} else {
-			b.WriteString("no training before the clock")
+		fmt.Fprintf(b, "judge         %s, %s by the judge", count(c.Validations, "validation"), count(c.Calls, "logits_fn call"))
+		if c.ChargedMs > 0.5 {
+			fmt.Fprintf(b, "; %.0f ms of validation calls slower than a forward pass counted as train time", c.ChargedMs)
 		}
-		fmt.Fprintf(b, "; %s unchanged by %s", count(c.TrackedTensors, "trained tensor"), count(c.Validations, "validation"))
+		if c.ValidationBudgetMs != nil {
+			fmt.Fprintf(b, "; validations outside the clock %.1f s (at most %.1f s)", c.ValidationMs/1000, *c.ValidationBudgetMs/1000)
+		}
 		switch {
 		case c.InitialLoss != nil:
 			fmt.Fprintf(b, "; the model that started the clock scores %.4f (at least %.4f)", *c.InitialLoss, c.InitialLossMin)
 		case c.InitialSkipped != "":
-			fmt.Fprintf(b, "; the model that started the clock was not scored: %s", c.InitialSkipped)
+			fmt.Fprintf(b, "; %s", c.InitialSkipped)
 		}
 		b.WriteByte('\n')
 	}
 	if r.TelemetryLines > 0 {
-		fmt.Fprintf(b, "telemetry     %d lines, each signed by the harness\n", r.TelemetryLines)
+		fmt.Fprintf(b, "telemetry     %d lines, written by the judge\n", r.TelemetryLines)
 	}
 }
 

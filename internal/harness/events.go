@@ -81,6 +81,12 @@ type Val struct {
 	// fast check and intermediate validations score so that the program
 	// does not see the scored windows before training is over.
 	Slice string `json:"slice,omitempty"`
+	// Timed marks a validation the program started on its own, not on one
+	// of the track's designated steps: its time is train time.
+	Timed bool `json:"timed,omitempty"`
+	// ChargedMs is the part of the pass counted as train time (calls that
+	// took longer than a forward pass).
+	ChargedMs float64 `json:"charged_ms,omitempty"`
 }
 
 // Section is the cumulative profile of one named section.
@@ -146,6 +152,9 @@ type Error struct {
 	Traceback string `json:"traceback"`
 	Step      int    `json:"step"`           // steps completed when it happened
 	Rank      int    `json:"rank,omitempty"` // the failing process under torchrun
+	// Judge marks what the judge found itself; the other errors are the
+	// program's own account of how it failed (its traceback).
+	Judge bool `json:"judge,omitempty"`
 }
 
 // Error codes: what kind of failure an Error event reports.
@@ -162,6 +171,11 @@ const (
 	ErrTerminated  = "terminated"   // SIGTERM: a time limit or a cancel
 	ErrExit        = "exit"         // the program called sys.exit with a non-zero code
 	ErrHarness     = "harness"      // an internal harness check failed
+	ErrJudge       = "judge"        // the judge is gone or answered out of turn
+
+	// ErrDataBeforeClock: the program opened a training shard before
+	// fh.train_begin(), when the training data is not there yet.
+	ErrDataBeforeClock = "data_before_clock"
 
 	// Behavioural checks. Each makes the verdict invalid (see VerdictCode);
 	// the harness writes the error event the moment it finds the fault.
@@ -169,6 +183,8 @@ const (
 	ErrStatefulEval     = "stateful_eval"         // backward passes, optimizer steps or changed weights or logits during validation
 	ErrNondeterministic = "nondeterministic_eval" // the same input gave different logits beyond the allowed noise
 	ErrCompileBudget    = "compile_budget"        // setup before train_begin took longer than the compile budget
+	ErrValidationCost   = "validation_cost"       // validations outside the clock took more than the track allows
+	ErrProtocol         = "protocol"              // the program's process sent the judge what the harness client never sends
 )
 
 // VerdictCode reports whether an error code is a finding of the harness's
@@ -176,7 +192,7 @@ const (
 // the program (it crashed).
 func VerdictCode(code string) bool {
 	switch code {
-	case ErrPretrain, ErrStatefulEval, ErrNondeterministic, ErrCompileBudget:
+	case ErrPretrain, ErrStatefulEval, ErrNondeterministic, ErrCompileBudget, ErrValidationCost, ErrProtocol:
 		return true
 	}
 	return false
@@ -230,41 +246,45 @@ type ProbeLeak struct {
 	SourceRow int `json:"source_row,omitempty"`
 }
 
-// Checks is what the harness's behavioural checks saw, with their cost
-// (milliseconds outside the train clock unless said otherwise).
+// Checks is what the judge's checks saw and what they cost. Times are
+// milliseconds of the judge's clock.
 type Checks struct {
-	// Training before train_begin: backward passes and optimizer steps
-	// seen, the tensors they reached (recorded exactly, or by signature
-	// when over the copy budget), and the cost of recording and comparing.
-	PretrainBackward int     `json:"pretrain_backward"`
-	PretrainSteps    int     `json:"pretrain_steps"`
-	PretrainTensors  int     `json:"pretrain_tensors"`
-	PretrainExact    bool    `json:"pretrain_exact"`
-	SnapshotMs       float64 `json:"snapshot_ms"`
-	PretrainCheckMs  float64 `json:"pretrain_check_ms"`
-	// The tensors training updates, found at the first backward pass and
-	// optimizer step after train_begin (TrackMs, excluded from train
-	// time), whose signatures validation must leave unchanged.
-	TrackedTensors int     `json:"tracked_tensors"`
-	TrackMs        float64 `json:"track_ms"`
-	Validations    int     `json:"validations"`
-	ParamsCheckMs  float64 `json:"params_check_ms"`
-	// The checks' own logits_fn calls (rechecks and probe) and their time.
+	// Validation passes: all of them, those on the track's designated
+	// steps (outside the clock), and those the program started on its own
+	// (timed).
+	Validations           int `json:"validations"`
+	DesignatedValidations int `json:"designated_validations"`
+	ProgramValidations    int `json:"program_validations"`
+	// Calls is every logits_fn call the judge made; ExtraCalls those of
+	// the checks (rechecks, the probe), which took ExtraMs.
+	Calls      int     `json:"calls"`
 	ExtraCalls int     `json:"extra_calls"`
 	ExtraMs    float64 `json:"extra_ms"`
-	// The largest difference seen between two identical calls, and
-	// between a batch's logits when scored and when called again.
+	// The largest difference of log-probabilities seen between two
+	// identical calls (noise) and between a batch's answers when scored
+	// and when called again (drift).
 	Noise *float64 `json:"noise"`
 	Drift *float64 `json:"drift"`
-	// The model that started the clock, scored at finish on a batch of
-	// unscored text (the tensors the first timed backward pass reached, as
-	// they were then): its loss, the lowest allowed, how many tensors were
-	// put back, the cost, and why the check did not run when it did not.
+	// ChargedMs is validation time counted as training: calls that took
+	// longer than a forward pass (work queued before the request, training
+	// inside a call). ExcludedMs is the time of designated validations,
+	// outside the clock. ValidationMs is every validation's time;
+	// ValidationBudgetMs the most that designated and final validations
+	// may take outside the clock (0: no limit).
+	ChargedMs          float64  `json:"charged_ms"`
+	ExcludedMs         float64  `json:"excluded_ms"`
+	ValidationMs       float64  `json:"validation_ms"`
+	ValidationBudgetMs *float64 `json:"validation_budget_ms"`
+	// The model that started the clock, scored on unscored text at
+	// fh.train_begin(logits_fn): its loss, the lowest allowed, the call's
+	// time (inside the clock), and why it was not scored when it was not.
 	InitialLoss    *float64 `json:"initial_loss"`
 	InitialLossMin float64  `json:"initial_loss_min"`
-	InitialTensors int      `json:"initial_tensors"`
-	InitialMs      float64  `json:"initial_ms"`
+	InitialMs      *float64 `json:"initial_ms"`
 	InitialSkipped string   `json:"initial_skipped,omitempty"`
+	// SetupMs is the untimed setup: from the process's first message to
+	// train_begin.
+	SetupMs *float64 `json:"setup_ms"`
 }
 
 // Final is the result of a run that reached finish().
@@ -277,4 +297,6 @@ type Final struct {
 	ValLoss     float64 `json:"val_loss"`
 	ValTokens   int64   `json:"val_tokens"`
 	PreTrainMs  float64 `json:"pre_train_ms"` // from start to train_begin
+	// Probe says the causality probe ran in the final validation.
+	Probe bool `json:"probe"`
 }

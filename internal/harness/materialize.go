@@ -12,23 +12,32 @@ import (
 	"strconv"
 )
 
-// Names inside a run folder.
+// Names inside a run folder and a judge folder.
 const (
-	Dir        = "_frontier"        // the harness files
-	BootFile   = "frontier_boot.py" // the entry point
+	Dir        = "_frontier"        // the harness client's files in the run folder
+	BootFile   = "frontier_boot.py" // the program's entry point
+	WireFile   = "frontier_wire.py"
 	ModuleFile = "frontier_harness.py"
 	ConfigFile = "config.json"
 	Program    = "train.py" // the candidate program, written by the evaluator
+	DataDir    = "_data"    // where the training shards appear at train_begin
+
+	JudgeFile       = "frontier_judge.py" // the judge, in a folder the program cannot see
+	ProbeFile       = "frontier_probe.py"
+	JudgeConfigFile = "judge.json"
 )
 
-//go:embed py/frontier_boot.py py/frontier_harness.py
+//go:embed py/frontier_boot.py py/frontier_wire.py py/frontier_harness.py py/frontier_judge.py py/frontier_probe.py
 var pyFiles embed.FS
 
-// files lists the embedded harness files in a fixed order (for Digest).
-var files = []string{BootFile, ModuleFile}
+// clientFiles go into the run folder; judgeFiles into the judge's folder.
+var (
+	clientFiles = []string{BootFile, WireFile, ModuleFile}
+	judgeFiles  = []string{JudgeFile, ProbeFile}
+)
 
-// Source returns the embedded source of one harness file (BootFile or
-// ModuleFile).
+// Source returns the embedded source of one harness file (BootFile,
+// ModuleFile, JudgeFile, ...).
 func Source(name string) ([]byte, error) {
 	b, err := fs.ReadFile(pyFiles, "py/"+name)
 	if err != nil {
@@ -42,7 +51,7 @@ func Source(name string) ([]byte, error) {
 // comparable without saying so.
 func Digest() string {
 	h := sha256.New()
-	for _, name := range files {
+	for _, name := range append(clientFiles, judgeFiles...) {
 		b, _ := fs.ReadFile(pyFiles, "py/"+name) // embedded: cannot fail
 		fmt.Fprintf(h, "%s %d\n", name, len(b))
 		h.Write(b)
@@ -50,18 +59,28 @@ func Digest() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Materialize writes the harness files, read-only, into runDir/_frontier
-// and returns that folder's absolute path. Existing files are replaced.
+// Materialize writes the harness client's files, read-only, into
+// runDir/_frontier and returns that folder's absolute path. Existing files
+// are replaced.
 func Materialize(runDir string) (string, error) {
-	abs, err := filepath.Abs(runDir)
+	return materialize(filepath.Join(runDir, Dir), clientFiles)
+}
+
+// MaterializeJudge writes the judge's files, read-only, into dir (a folder
+// the program cannot see) and returns its absolute path.
+func MaterializeJudge(dir string) (string, error) {
+	return materialize(dir, judgeFiles)
+}
+
+func materialize(dir string, names []string) (string, error) {
+	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("materialize harness in %s: %w", runDir, err)
+		return "", fmt.Errorf("materialize harness in %s: %w", dir, err)
 	}
-	dir := filepath.Join(abs, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("materialize harness: %w", err)
 	}
-	for _, name := range files {
+	for _, name := range names {
 		b, err := Source(name)
 		if err != nil {
 			return "", err

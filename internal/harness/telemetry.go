@@ -3,18 +3,14 @@ package harness
 import (
 	"bufio"
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 )
 
-// Limits of ReadTelemetry. A run's telemetry is written by code that
-// shares a process with the program under test, so the reader must not
-// trust its size.
+// Limits of ReadTelemetry. The judge caps what the program reports, but
+// the reader does not rely on it.
 const (
 	MaxLineBytes = 1 << 20  // longer lines are skipped
 	MaxRawBytes  = 64 << 20 // raw lines kept for storage; later lines are still read
@@ -52,18 +48,7 @@ type Telemetry struct {
 	// know (kept in Lines).
 	Unknown int
 
-	// With a key (ReadAuthenticated): Authentic counts lines whose MAC
-	// holds; Forged counts lines without a valid one (not decoded: they
-	// decide nothing); Gaps counts missing sequence numbers, lines the
-	// harness wrote that are no longer there.
-	Authentic int
-	Forged    int
-	Gaps      int
-
 	rawBytes int
-	key      []byte
-	nextSeq  map[int]int64 // per rank
-	setup    []json.RawMessage
 }
 
 // FinalVal is the validation run by finish(), or nil.
@@ -81,32 +66,6 @@ func (t *Telemetry) FinalVal() *Val {
 // Whatever was read before such an error is returned with it.
 func ReadTelemetry(r io.Reader) (*Telemetry, error) {
 	return read(r, &Telemetry{})
-}
-
-// ReadAuthenticated reads a telemetry file whose harness was given key
-// (Config.KeyFD): only lines that carry a valid MAC count. The program
-// shares the harness's process and its run folder, so it can append to
-// the file or rewrite it; without the key, which the harness read and
-// closed before the program started, it cannot write a line that counts.
-//
-// When no line is authentic the harness never started (torch missing, a
-// broken config): then the error events that frontier_boot writes without
-// the key are kept, and nothing else.
-func ReadAuthenticated(r io.Reader, key []byte) (*Telemetry, error) {
-	t, err := read(r, &Telemetry{key: key, nextSeq: map[int]int64{}})
-	if t.Authentic == 0 {
-		for _, line := range t.setup {
-			var head struct {
-				Event string `json:"event"`
-			}
-			if json.Unmarshal(line, &head) == nil && head.Event == EventError {
-				t.Forged--
-				t.decodeKept(head.Event, line)
-			}
-		}
-	}
-	t.setup = nil
-	return t, err
 }
 
 func read(r io.Reader, t *Telemetry) (*Telemetry, error) {
@@ -154,13 +113,6 @@ func (t *Telemetry) add(line []byte) {
 		t.Skipped++
 		return
 	}
-	if t.key != nil && !t.authenticate(line) {
-		t.Forged++
-		if len(t.setup) < 16 {
-			t.setup = append(t.setup, json.RawMessage(bytes.Clone(line)))
-		}
-		return
-	}
 	t.decodeKept(head.Event, line)
 }
 
@@ -176,49 +128,6 @@ func (t *Telemetry) decodeKept(kind string, line []byte) {
 	}
 	t.rawBytes += len(line)
 	t.Lines = append(t.Lines, json.RawMessage(bytes.Clone(line)))
-}
-
-// An authenticated line ends with ,"mac":"<64 hex digits>"}: HMAC-SHA256
-// under the run's key of the line as it was before the field was added
-// (the same bytes with "}" in place of the suffix).
-const (
-	macPrefix = `,"mac":"`
-	macLen    = 64
-)
-
-// authenticate checks a line's MAC and its sequence number: each process
-// numbers its lines 0, 1, 2, ... ("seq", per "rank"), so a line removed
-// from the middle of the file leaves a gap and a copied line is refused.
-func (t *Telemetry) authenticate(line []byte) bool {
-	n := len(macPrefix) + macLen + 2
-	if len(line) < n+2 || !bytes.HasSuffix(line, []byte(`"}`)) || !bytes.HasPrefix(line[len(line)-n:], []byte(macPrefix)) {
-		return false
-	}
-	got, err := hex.DecodeString(string(line[len(line)-macLen-2 : len(line)-2]))
-	if err != nil {
-		return false
-	}
-	body := append(bytes.Clone(line[:len(line)-n]), '}')
-	m := hmac.New(sha256.New, t.key)
-	m.Write(body)
-	if !hmac.Equal(m.Sum(nil), got) {
-		return false
-	}
-	var id struct {
-		Seq  *int64 `json:"seq"`
-		Rank int    `json:"rank"`
-	}
-	if json.Unmarshal(body, &id) != nil || id.Seq == nil {
-		return false
-	}
-	want := t.nextSeq[id.Rank]
-	if *id.Seq < want {
-		return false // a copy of an earlier line
-	}
-	t.Gaps += int(*id.Seq - want)
-	t.nextSeq[id.Rank] = *id.Seq + 1
-	t.Authentic++
-	return true
 }
 
 func (t *Telemetry) decode(kind string, line []byte) error {

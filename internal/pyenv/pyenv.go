@@ -25,6 +25,10 @@ type Info struct {
 	GPUs        []string `json:"gpus,omitempty"`
 	Distributed bool     `json:"distributed,omitempty"`
 	TorchError  string   `json:"torch_error,omitempty"`
+	// Paths are the folders the interpreter reads its standard library
+	// and packages from: a sandbox that hides a user's home keeps them
+	// readable.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // InstallHint tells the user how to get PyTorch.
@@ -35,8 +39,13 @@ const InstallHint = "install PyTorch: on Debian or Ubuntu `sudo apt-get install 
 var ErrNoTorch = errors.New("no Python interpreter with PyTorch found")
 
 const probeScript = `
-import json, platform, sys
+import json, os, platform, sys
 out = {"python": platform.python_version()}
+paths = {os.path.realpath(sys.executable)}
+for p in [sys.prefix, sys.base_prefix, sys.exec_prefix] + sys.path:
+    if p and os.path.isdir(p):
+        paths.add(os.path.realpath(p))
+out["paths"] = sorted(paths)
 try:
     import torch
     out["torch"] = torch.__version__

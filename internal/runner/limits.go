@@ -3,8 +3,13 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strconv"
+	"syscall"
+	"time"
 )
 
 // limiter enforces Job.MemoryBytes and Job.MaxTasks while the job runs.
@@ -16,14 +21,28 @@ type limiter struct {
 	tasks  int
 	cg     *jobCgroup // nil without a job cgroup
 	tr     *tracker
+
+	// disk bounds the blocks used under dir, measured every
+	// diskInterval (a walk of the folder).
+	disk     int64
+	dir      string
+	diskNext time.Time
 }
+
+// diskInterval is how often the job's folder is measured against
+// Job.DiskBytes: a walk costs a stat per file, so less often than memory.
+const diskInterval = time.Second
+
+// maxDiskEntries bounds a walk of the job's folder; a job that makes more
+// files than that is stopped too (each costs an inode and the walk).
+const maxDiskEntries = 200_000
 
 // newLimiter returns nil when the job has no limits.
 func newLimiter(job Job, cg *jobCgroup, tr *tracker) *limiter {
-	if job.MemoryBytes == 0 && job.MaxTasks == 0 {
+	if job.MemoryBytes == 0 && job.MaxTasks == 0 && job.DiskBytes == 0 {
 		return nil
 	}
-	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr}
+	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr, disk: job.DiskBytes, dir: job.Dir}
 }
 
 // kernelMemory reports whether the kernel enforces the memory limit, so
@@ -39,6 +58,16 @@ func (l *limiter) check() (name, detail string) {
 		if n := l.cg.forksRefused(); n > 0 {
 			return LimitTasks, fmt.Sprintf("it tried to run more than %d tasks (processes and threads): its cgroup's pids.max refused %s",
 				l.tasks, plural(n, "fork"))
+		}
+	}
+	if l.disk > 0 && time.Now().After(l.diskNext) {
+		l.diskNext = time.Now().Add(diskInterval)
+		used, files, err := diskUsage(l.dir)
+		switch {
+		case errors.Is(err, errTooManyFiles):
+			return LimitDisk, fmt.Sprintf("it made more than %d files in its folder", maxDiskEntries)
+		case used > l.disk:
+			return LimitDisk, fmt.Sprintf("its folder holds %s in %d files, over the limit of %s", fmtBytes(used), files, fmtBytes(l.disk))
 		}
 	}
 	watchMemory := l.memory > 0 && !l.cg.memoryLimited()
@@ -82,4 +111,32 @@ func fmtBytes(n int64) string {
 		prec = 0
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64) + " " + string("KMGTPE"[exp]) + "iB"
+}
+
+var errTooManyFiles = errors.New("too many files")
+
+// diskUsage is the space the files under dir take (allocated blocks, so a
+// sparse or preallocated file counts for what it holds on disk), without
+// following links.
+func diskUsage(dir string) (used int64, files int, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone, or unreadable: a job's own business
+		}
+		files++
+		if files > maxDiskEntries {
+			return errTooManyFiles
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			used += st.Blocks * 512
+		} else {
+			used += info.Size()
+		}
+		return nil
+	})
+	return used, files, err
 }

@@ -253,7 +253,7 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 	}
 	pid := cmd.Process.Pid
 	log = log.With("pid", pid)
-	log.Debug("runner: started", "path", path, "timeout", job.Timeout)
+	log.Debug("runner: started", "path", path, "argv", job.Argv, "timeout", job.Timeout)
 
 	lines := newLineDispatcher(job.OnLine)
 	stdout := newCapped(job.HeadBytes, job.TailBytes)

@@ -87,21 +87,30 @@ type Job struct {
 	// threads, so values in the thousands are usual.
 	MemoryBytes int64
 	MaxTasks    int
+	// DiskBytes bounds what the job may write into Dir. A sandbox that can
+	// (bubblewrap) gives the job a tmpfs of that size in place of Dir,
+	// holding read-only copies of what Dir held at the start, and what
+	// the job writes there is gone when it ends; the local runner
+	// otherwise measures Dir and stops the job past the limit (StatusLimit,
+	// LimitDisk). Zero means no limit.
+	DiskBytes int64
 
 	// Sandbox policy. The local runner itself confines nothing and
 	// ignores these fields; a sandboxing wrapper (package sandbox)
 	// enforces them, and documents how far each of its modes does.
 	//
-	// The program may write only in Dir and in the Writable paths
-	// (compile caches, for example); it reads the rest of the file
-	// system. Hidden paths (files or directories) cannot be read at all;
-	// pass such a file through ExtraFiles when the program's harness
-	// needs it. LoopbackTCP says the job's processes talk to each other
+	// The program may write only in Dir and in the Writable paths; it
+	// reads the rest of the file system. Hidden paths (files or
+	// directories) cannot be read at all, except Dir, the Writable paths
+	// and the Visible paths (read-only) inside them: hide the folder of
+	// all runs, and the job still sees its own. Pass a hidden file through
+	// ExtraFiles when the program's harness needs it. LoopbackTCP says the job's processes talk to each other
 	// over TCP on 127.0.0.1 (a multi-process run: rendezvous, NCCL and
 	// Gloo bootstrap), which sandboxes that cannot tell loopback from
 	// other addresses must then allow.
 	Writable    []string
 	Hidden      []string
+	Visible     []string
 	LoopbackTCP bool
 }
 
@@ -129,6 +138,7 @@ const (
 const (
 	LimitMemory = "memory" // Job.MemoryBytes
 	LimitTasks  = "tasks"  // Job.MaxTasks
+	LimitDisk   = "disk"   // Job.DiskBytes
 )
 
 // Output is a capped capture of one stream.

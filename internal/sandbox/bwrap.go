@@ -2,13 +2,19 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
+// harnessDir is the one folder of a run folder that is bound read-only
+// into the job's tmpfs (the harness's files); the others start empty.
+const harnessDir = "_frontier"
+
 // bwrapArgs is the bubblewrap command line for a job, up to and including
 // the "--" before the command. The order matters: later mounts cover
-// earlier ones, so the writable binds come after the read-only root and
-// the hidden paths are covered last. helper is the helper program to keep
+// earlier ones, so the hidden paths are covered after the read-only root,
+// and what the job may see inside them (its folder, the visible paths) is
+// bound after that. helper is the helper program to keep
 // visible when one runs inside the sandbox, or "".
 func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, statusFD int, helper string) []string {
 	a := []string{bwrap,
@@ -49,14 +55,8 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 			readOnly = append(readOnly, d)
 		}
 	}
-	// The helper, when one runs inside, must stay visible wherever it is.
-	if helper != "" {
-		a = append(a, "--ro-bind", helper, helper)
-	}
-	a = append(a, "--bind", p.dir, p.dir)
-	for _, w := range p.writable {
-		a = append(a, "--bind", w, w)
-	}
+	// Hidden paths first: a folder becomes an empty tmpfs, a file an empty
+	// one. What the job needs inside them is bound back below.
 	for _, h := range p.hidden {
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
 			a = append(a, "--tmpfs", h)
@@ -64,6 +64,33 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 		} else {
 			a = append(a, "--ro-bind", os.DevNull, h)
 		}
+	}
+	for _, v := range p.visible {
+		a = append(a, "--ro-bind", v, v)
+	}
+	// The helper, when one runs inside, must stay visible wherever it is.
+	if helper != "" {
+		a = append(a, "--ro-bind", helper, helper)
+	}
+	if p.disk > 0 {
+		// The run folder is a tmpfs of the job's disk quota: what the
+		// program writes cannot fill the disk, and is gone when it ends.
+		// What the evaluator wrote there is bound into it read-only; its
+		// folders ("tmp") start empty and writable.
+		a = append(a, "--size", strconv.FormatInt(p.disk, 10), "--tmpfs", p.dir)
+		for _, e := range p.entries {
+			src := filepath.Join(p.dir, e.Name())
+			if e.IsDir() && e.Name() != harnessDir {
+				a = append(a, "--dir", src)
+				continue
+			}
+			a = append(a, "--ro-bind", src, src)
+		}
+	} else {
+		a = append(a, "--bind", p.dir, p.dir)
+	}
+	for _, w := range p.writable {
+		a = append(a, "--bind", w, w)
 	}
 	for _, d := range readOnly {
 		a = append(a, "--remount-ro", d)

@@ -65,6 +65,7 @@ func applyLandlock(p landlockPolicy) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	rules = append(rules, pathRules(readRights, p.Read...)...)
 	rules = append(rules, pathRules(write, p.Write...)...)
 	rules = append(rules, pathRules(write, "/dev/shm")...)
 	rules = append(rules, pathRules(landlock.AccessFSSet(ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSTruncate), stdDevices...)...)

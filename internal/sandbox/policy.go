@@ -39,6 +39,7 @@ type policy struct {
 type landlockPolicy struct {
 	Write   []string `json:"write,omitempty"`   // read and write (the run folder, Writable)
 	Hide    []string `json:"hide,omitempty"`    // not readable
+	Read    []string `json:"read,omitempty"`    // readable again inside a hidden path
 	Devices []string `json:"devices,omitempty"` // read, write and ioctl (GPUs)
 	DenyTCP bool     `json:"deny_tcp,omitempty"`
 }

@@ -50,9 +50,10 @@ type Options struct {
 	// (default "bwrap").
 	Bwrap string
 
-	// Writable and Hidden are added to every job's Writable and Hidden.
+	// Writable, Hidden and Visible are added to every job's.
 	Writable []string
 	Hidden   []string
+	Visible  []string
 
 	// Capabilities from an earlier Detect, to save a second probe; nil
 	// means Wrap detects them.
@@ -191,6 +192,9 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	defer statusR.Close()
 	statusFD := 3 + len(job.ExtraFiles)
 	wrapped := job
+	if pol.disk > 0 {
+		wrapped.DiskBytes = 0 // the tmpfs bounds it
+	}
 	wrapped.ExtraFiles = append(slices.Clone(job.ExtraFiles), statusW)
 	switch r.mode {
 	case ModeBwrap:
@@ -209,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 			return runner.Result{}, err
 		}
 	case ModeLandlock:
-		lp := &landlockPolicy{Write: append([]string{pol.dir}, pol.writable...), Hide: pol.hidden, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
+		lp := &landlockPolicy{Write: append([]string{pol.dir}, pol.writable...), Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
 		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp}, argv)
 		if err != nil {
 			statusW.Close()
@@ -312,6 +316,12 @@ type jobPolicy struct {
 	dir      string
 	writable []string
 	hidden   []string // those that exist
+	visible  []string // those that exist and lie inside a hidden path
+	// disk, when set, is the size of a tmpfs that bwrap mounts in place
+	// of dir; entries are what dir held at the start, bound read-only
+	// into it (their names, "tmp" and the other folders empty instead).
+	disk    int64
+	entries []os.DirEntry
 }
 
 // resolvePolicy checks and resolves the paths of a job's policy. Paths are
@@ -358,8 +368,8 @@ func resolvePolicy(job runner.Job, opts Options, mode Mode) (jobPolicy, error) {
 			return p, fmt.Errorf("sandbox: hidden file %s has %d hard links, and the other names would stay readable; give it a single link (copy it)", h, n)
 		}
 		for _, w := range append([]string{p.dir}, p.writable...) {
-			if r == w || within(w, r) {
-				return p, fmt.Errorf("sandbox: hidden path %s contains the writable path %s", h, w)
+			if r == w {
+				return p, fmt.Errorf("sandbox: hidden path %s is the writable path %s", h, w)
 			}
 			if mode == ModeLandlock && within(r, w) {
 				return p, fmt.Errorf("sandbox: hidden path %s is inside the writable path %s, which landlock cannot hide (move it out, or use bwrap)", h, w)
@@ -368,6 +378,29 @@ func resolvePolicy(job runner.Job, opts Options, mode Mode) (jobPolicy, error) {
 		if !slices.Contains(p.hidden, r) {
 			p.hidden = append(p.hidden, r)
 		}
+	}
+	// A hidden path inside another adds nothing, and under bwrap the outer
+	// tmpfs would cover the inner one's mount.
+	p.hidden = slices.DeleteFunc(p.hidden, func(h string) bool {
+		return slices.ContainsFunc(p.hidden, func(o string) bool { return within(h, o) })
+	})
+	// Paths the job must still read (the Python installation) inside a
+	// hidden one are bound back read-only (bwrap) or granted (landlock).
+	for _, v := range slices.Concat(job.Visible, opts.Visible) {
+		r, err := filepath.EvalSymlinks(v)
+		if err != nil || !filepath.IsAbs(r) || slices.Contains(p.visible, r) {
+			continue
+		}
+		if slices.ContainsFunc(p.hidden, func(h string) bool { return within(r, h) }) {
+			p.visible = append(p.visible, r)
+		}
+	}
+	if job.DiskBytes > 0 && mode == ModeBwrap {
+		entries, err := os.ReadDir(p.dir)
+		if err != nil {
+			return p, fmt.Errorf("sandbox: run folder: %w", err)
+		}
+		p.disk, p.entries = job.DiskBytes, entries
 	}
 	return p, nil
 }

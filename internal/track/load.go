@@ -118,6 +118,9 @@ func (s *Spec) applyDefaults() {
 	if s.Limits.MaxTasks == 0 {
 		s.Limits.MaxTasks = 4096
 	}
+	if s.Limits.Disk == 0 {
+		s.Limits.Disk = 1 << 30
+	}
 	if s.Telemetry.LogEvery == 0 {
 		s.Telemetry.LogEvery = 25
 	}
@@ -132,6 +135,12 @@ func (s *Spec) applyDefaults() {
 	}
 	if s.Verification.Alpha == 0 {
 		s.Verification.Alpha = 0.01
+	}
+	if s.Verification.MaxValidationShare == 0 {
+		s.Verification.MaxValidationShare = 0.25
+	}
+	if s.Verification.ValidationAllowance == 0 {
+		s.Verification.ValidationAllowance = Duration(5e9)
 	}
 }
 
@@ -255,6 +264,9 @@ func (s *Spec) validate() []*FieldError {
 	if l.MaxTasks < 16 {
 		bad("limits.max_tasks", "%d: must be at least 16 (it counts threads too: PyTorch starts several)", l.MaxTasks)
 	}
+	if l.Disk < 1<<20 {
+		bad("limits.disk", "%d bytes: a run folder needs room for the program and its temporary files; use at least 1MiB", l.Disk)
+	}
 	if l.Memory != 0 && l.Memory < 64<<20 {
 		bad("limits.memory", "%d bytes: too small for a Python process with PyTorch; use at least 64MiB, or 0 for no limit", l.Memory)
 	}
@@ -303,7 +315,13 @@ func (s *Spec) validate() []*FieldError {
 		bad("verification.alpha", "%v: must be between 0 and 0.5, like 0.01", v.Alpha)
 	}
 	if !(v.MaxNoise >= 0 && v.MaxNoise < 1) {
-		bad("verification.max_noise", "%v: must be a fraction of the logit scale in [0, 1), like 1e-3 (0: the harness's default, 1e-4)", v.MaxNoise)
+		bad("verification.max_noise", "%v: must be in nats of log-probability in [0, 1), like 1e-2 (0: the judge's default, 1e-3)", v.MaxNoise)
+	}
+	if math.IsNaN(v.MaxValidationShare) || math.IsInf(v.MaxValidationShare, 0) || v.MaxValidationShare > 10 {
+		bad("verification.max_validation_share", "%v: want a share of the train time like 0.1 (negative: no bound)", v.MaxValidationShare)
+	}
+	if v.ValidationAllowance < 0 {
+		bad("verification.validation_allowance", "%v: must not be negative", v.ValidationAllowance)
 	}
 	if math.IsNaN(v.MinInitialLoss) || math.IsInf(v.MinInitialLoss, 0) {
 		bad("verification.min_initial_loss", "%v: want a loss in nats (0: the default, negative: off)", v.MinInitialLoss)

@@ -83,6 +83,9 @@ type Limits struct {
 	// MaxTasks bounds their processes and threads together.
 	Memory   ByteSize `yaml:"memory"`
 	MaxTasks int      `yaml:"max_tasks"`
+	// Disk bounds what a run may write into its folder (default 1GiB): a
+	// size-capped tmpfs under bubblewrap, measured otherwise.
+	Disk ByteSize `yaml:"disk"`
 }
 
 // Telemetry says what the harness measures.
@@ -107,9 +110,9 @@ type Verification struct {
 	Probe            Probe    `yaml:"probe"`
 	Repeats          int      `yaml:"repeats"`
 	Alpha            float64  `yaml:"alpha"`
-	// MaxNoise is how far two logits_fn calls on the same input may differ,
-	// as a fraction of the logit scale; 0 means the harness's default
-	// (1e-4). Tracks whose hardware has nondeterministic forward kernels
+	// MaxNoise is how far the log-probabilities of two logits_fn calls on
+	// the same input may differ, in nats; 0 means the judge's default
+	// (1e-3). Tracks whose hardware has nondeterministic forward kernels
 	// raise it; the probe's tolerances grow with it, so a leak smaller than
 	// the noise passes.
 	MaxNoise float64 `yaml:"max_noise"`
@@ -121,6 +124,14 @@ type Verification struct {
 	// means ln(V) - (ln(V) - target_val_loss)/4; a negative value turns
 	// the check off.
 	MinInitialLoss float64 `yaml:"min_initial_loss"`
+	// MaxValidationShare and ValidationAllowance bound the validations the
+	// judge runs outside the clock (on designated steps, and the final
+	// one): together at most this share of the train time (default 0.25),
+	// and never less than the allowance (default 5s). More is computation
+	// the clock does not see (rule validation-cost). A negative share
+	// turns the bound off.
+	MaxValidationShare  float64  `yaml:"max_validation_share"`
+	ValidationAllowance Duration `yaml:"validation_allowance"`
 }
 
 // Probe configures the causality probe.

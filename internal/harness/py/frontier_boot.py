@@ -3,15 +3,17 @@
     python3 -u frontier_boot.py train.py [args...]
     python3 -u frontier_boot.py --nproc=N train.py [args...]
 
-Imports frontier_harness first, so the harness reads the injected config and
-captures its clock before any program code runs; then runs the program as
-__main__. Whatever way the program ends is written to the telemetry file:
-an exception (with its traceback), SIGTERM, sys.exit, or returning without
-calling fh.finish(). With --nproc=N it first starts N worker processes on
-this node the way torchrun --standalone does (see launch).
+Connects to the judge first (frontier_wire), so that the untimed setup is
+measured from the start and a run whose torch cannot load can still say
+so; then imports the harness client and runs the program as __main__.
+However the program ends, the judge hears how: an exception (with its
+traceback), SIGTERM, sys.exit. A program that returns without calling
+fh.finish() is noticed by the judge itself. With --nproc=N it first starts
+N worker processes on this node the way torchrun --standalone does (see
+launch), each with its own connection to the judge.
 
-Exit codes: 0 the run finished; 1 the program raised; 2 the harness could
-not start (config); 3 the program ended without calling fh.finish();
+Exit codes: 0 the program returned; 1 it raised; 2 the harness could not
+start (config, torch missing); 3 it ended without calling fh.finish();
 128+N killed by signal N; a program's own sys.exit(code) is kept.
 """
 
@@ -33,7 +35,7 @@ def _die(code):
     except Exception:
         pass
     # os._exit: program threads (loaders, process groups) must not keep a
-    # failed run alive after its result is written.
+    # failed run alive.
     os._exit(code)
 
 
@@ -58,21 +60,6 @@ def _format_traceback(exc):
     return text
 
 
-def _setup_error(kind, code, message):
-    """Write an error event when the harness itself cannot load (torch
-    missing): the config is plain JSON, so its telemetry path is readable."""
-    try:
-        import json
-        with open(os.environ["FRONTIER_CONFIG"], "r", encoding="utf-8") as f:
-            path = json.load(f)["telemetry_path"]
-        line = json.dumps({"event": "error", "t_ms": 0, "kind": kind, "code": code, "message": message,
-                           "traceback": "", "step": 0})
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-    except Exception:
-        pass
-
-
 def _free_port():
     import socket
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -80,54 +67,32 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _inherited_fds():
-    """The inherited descriptors named by the run config (the validation
-    shard's val_fd, the telemetry key's key_fd), as a tuple for Popen's
-    pass_fds; those that are not set or not open are left out (the workers
-    then report the problem themselves)."""
-    try:
-        import json
-        with open(os.environ["FRONTIER_CONFIG"], "r", encoding="utf-8") as f:
-            cfg = json.load(f)
-    except (OSError, KeyError, ValueError):
-        return ()
-    fds = []
-    for name in ("val_fd", "key_fd"):
-        try:
-            fd = int(cfg.get(name) or 0)
-            if fd >= 3:
-                os.fstat(fd)
-                fds.append(fd)
-        except (OSError, ValueError, TypeError, AttributeError):
-            pass
-    return tuple(fds)
-
-
 def launch(nproc, argv):
     """Start nproc copies of this script on one node with the environment
     torchrun gives its workers (RANK, LOCAL_RANK, WORLD_SIZE,
     LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), so that
-    torch.distributed.init_process_group() works unchanged. The first worker
+    torch.distributed.init_process_group() works unchanged. Worker r gets
+    the judge's socket r (descriptor 3 + r, named by FRONTIER_JUDGE_FD);
+    this process closes its copies once the workers exist. The first worker
     to fail stops the others; SIGTERM is passed on. Does not import torch."""
     import subprocess
     import time
 
     port = str(_free_port())
-    # The validation shard's and the telemetry key's descriptors go to every
-    # worker, each of which reads them and closes them before its program
-    # runs; this process closes its own copies as soon as the workers exist.
-    fds = _inherited_fds()
     procs = []
     try:
         for rank in range(nproc):
             env = dict(os.environ)
             env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
                         "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
-            procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env, pass_fds=fds))
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "FRONTIER_JUDGE_FD": str(3 + rank)})
+            procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env, pass_fds=(3 + rank,)))
     finally:
-        for fd in fds:
-            os.close(fd)
+        for rank in range(nproc):
+            try:
+                os.close(3 + rank)
+            except OSError:
+                pass
 
     def stop_all(grace=3.0):
         # Shorter than the runner's own grace, so the launcher is not killed
@@ -163,6 +128,18 @@ def launch(nproc, argv):
     return code
 
 
+def _data_before_clock(exc, client):
+    """A program that opens a training shard before fh.train_begin() finds
+    nothing there: say why instead of a bare FileNotFoundError."""
+    name = getattr(exc, "filename", None)
+    if client is None or client.begun or not isinstance(exc, OSError) or not isinstance(name, str):
+        return None
+    if os.path.abspath(name).startswith(client.data_dir + os.sep):
+        import frontier_harness
+        return frontier_harness._before_clock(os.path.join(client.data_dir, os.path.basename(name))) or None
+    return None
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0].startswith("--nproc="):
@@ -176,19 +153,27 @@ def main():
         return EXIT_SETUP
     prog = os.path.abspath(args[0])
     try:
+        import frontier_wire
+        wire, _ = frontier_wire.connect()
+    except Exception as e:  # HarnessError from the config, above all
+        print("frontier: %s" % e, file=sys.stderr)
+        return EXIT_SETUP
+    try:
         import frontier_harness as fh
     except ImportError as e:
         msg = "cannot import the harness: %s" % e
         if getattr(e, "name", None) in ("torch", "numpy"):
             msg += (" (install PyTorch and numpy for %s: on Debian `apt-get install python3-torch "
                     "python3-numpy`, elsewhere `pip install torch numpy`)" % sys.executable)
-        _setup_error("ImportError", "setup", msg)
+        wire.error("ImportError", "setup", msg)
         print("frontier: " + msg, file=sys.stderr)
         return EXIT_SETUP
-    except Exception as e:  # HarnessError from the config, above all
+    except Exception as e:
+        code = getattr(e, "code", None) or "setup"
+        wire.error(type(e).__name__, code if isinstance(code, str) else "setup", str(e), _format_traceback(e))
         print("frontier: %s" % e, file=sys.stderr)
         return EXIT_SETUP
-    h = fh._H
+    client = fh._C
     main_pid = os.getpid()
 
     def on_term(signum, frame):
@@ -197,15 +182,15 @@ def main():
             # this handler: the main process reports for the run.
             os._exit(128 + signum)
         name = signal.Signals(signum).name
-        h.report(name, "terminated", "terminated by %s at step %d (a time limit or a cancel)"
-                 % (name, h._steps_done))
+        wire.error(name, "terminated", "terminated by %s at step %d (a time limit or a cancel)"
+                   % (name, client.steps_done))
         _die(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
 
     if not os.path.isfile(prog):
         msg = "program %s does not exist" % sys.argv[1]
-        h.report("FileNotFoundError", "program", msg)
+        wire.error("FileNotFoundError", "program", msg)
         print("frontier: " + msg, file=sys.stderr)
         return EXIT_SETUP
 
@@ -218,35 +203,36 @@ def main():
         code = e.code
         if code not in (None, 0):
             msg = "the program called sys.exit(%r)" % (code,)
-            if h._failure is not None:
-                h.report_exception(h._failure, _format_traceback(h._failure))
-            else:
-                h.report("SystemExit", "exit", msg)
+            wire.error("SystemExit", "exit", msg)
             print("frontier: " + msg, file=sys.stderr)
             _die(code if isinstance(code, int) else EXIT_RAISED)
     except BaseException as e:
         tb = _format_traceback(e)
-        if h._failure is not None and h._failure is not e:
-            # The program caught the harness's error and failed later: the
-            # harness's error is the cause.
-            h.report_exception(h._failure, _format_traceback(h._failure))
+        cause = wire.failure
+        if cause is not None and cause is not e:
+            # The program caught the judge's stop and failed later: the
+            # judge's reason is the cause (it knows it already).
+            e, tb = cause, _format_traceback(cause)
+        hint = _data_before_clock(e, client)
+        if hint is not None:
+            wire.error(type(e).__name__, "data_before_clock", hint, tb)
         else:
-            h.report_exception(e, tb)
+            code = getattr(e, "code", None) if isinstance(e, fh.HarnessError) else None
+            wire.error(type(e).__name__, code or "exception", str(e), tb)
         sys.stderr.write(tb)
+        if hint is not None:
+            print("frontier: " + hint, file=sys.stderr)
         _die(EXIT_RAISED)
 
-    if h._failure is not None:
-        # The program swallowed a fatal harness error and returned.
-        tb = _format_traceback(h._failure)
-        h.report_exception(h._failure, tb)
+    if wire.failure is not None:
+        # The program swallowed the judge's stop and returned.
+        tb = _format_traceback(wire.failure)
         sys.stderr.write(tb)
         _die(EXIT_RAISED)
-    if not h._finished:
-        msg = "the program ended without calling fh.finish(logits_fn)"
-        h.report("NoFinish", "no_finish", msg)
-        print("frontier: " + msg, file=sys.stderr)
+    if not client.finished:
+        print("frontier: the program ended without calling fh.finish(logits_fn)", file=sys.stderr)
         _die(EXIT_NO_FINISH)
-    return 0
+    _die(0)
 
 
 if __name__ == "__main__":
