@@ -2,13 +2,18 @@ package eval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/data"
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -25,7 +30,7 @@ func bigramVariant(t *testing.T, steps int, pre, logits string) []byte {
 	t.Helper()
 	src := string(program(t, steps, "pass"))
 	if pre != "" {
-		src = strings.Replace(src, "fh.train_begin()\n", pre+"\nfh.train_begin()\n", 1)
+		src = strings.Replace(src, "fh.train_begin(logits_fn)\n", pre+"\nfh.train_begin(logits_fn)\n", 1)
 	}
 	if logits != "" {
 		old := "def logits_fn(x):\n    return model(x)\n"
@@ -37,10 +42,10 @@ func bigramVariant(t *testing.T, steps int, pre, logits string) []byte {
 	return []byte(src)
 }
 
-// warmUp trains five steps on the training tokens before the clock.
+// warmUp trains five steps on random tokens before the clock (the training
+// data is not there yet).
 const warmUp = `for w in range(5):
-    i = (400 + w) * B * T
-    x, y = tokens[i:i + B * T].view(B, T), tokens[i + 1:i + B * T + 1].view(B, T)
+    x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
     F.cross_entropy(model(x).view(-1, V), y.reshape(-1)).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
@@ -60,27 +65,24 @@ func TestBehaviourVerdicts(t *testing.T) {
 		want    []string // in the reason
 		fast    bool     // decided by the fast check
 	}{
-		{name: "pretrain", src: bigramVariant(t, 120, warmUp, ""), verdict: Invalid, rule: RulePretrain, fast: true,
-			want: []string{"pretrain: the program trained before the clock started", "5 backward passes and 5 optimizer steps", "train.py:", "elements changed"}},
-		// Fitted without autograd: bigram counts of the training tokens.
-		{name: "fitted before the clock", src: bigramVariant(t, 120, `c = torch.bincount(tokens[:-1] * V + tokens[1:], minlength=V * V).view(V, V).float() + 0.1
-with torch.no_grad():
-    model.weight.copy_((c / c.sum(1, keepdim=True)).log())
-`, ""), verdict: Invalid, rule: RulePretrain, fast: true,
-			want: []string{"pretrain: the model that started the clock was already fitted to data", "ln(256) = 5.5452", "the limit is 5.1839"}},
+		// The training data is not there before the clock.
+		{name: "data before the clock", src: bigramVariant(t, 120, `early = fh.read_shard(cfg.train_files[0])`, ""), verdict: Error, fast: true,
+			want: []string{"before fh.train_begin()", "available only once the clock runs", "Build the data loader after"}},
 		{name: "warm-up restored", verdict: Acceptable, src: bigramVariant(t, 120,
 			"import copy\nsaved = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())\n"+warmUp+
 				"model.load_state_dict(saved[0])\nopt.load_state_dict(saved[1])", "")},
-		{name: "warm-up without the optimizer state", src: bigramVariant(t, 120,
-			"import copy\nsaved = copy.deepcopy(model.state_dict())\n"+warmUp+"model.load_state_dict(saved)", ""),
-			verdict: Invalid, rule: RulePretrain, fast: true, want: []string{"the state of optimizer Adam", "load the optimizer's state_dict() back"}},
-		{name: "test-time training", src: bigramVariant(t, 120, "", `def logits_fn(x):
+		// Fitted before the clock from knowledge carried in the source (a
+		// bigram table of the data, written into the program): the model
+		// that starts the clock scores under the limit.
+		{name: "fitted before the clock", src: bigramVariant(t, 120, embeddedBigram(t), ""), verdict: Invalid, rule: RulePretrain, fast: true,
+			want: []string{"pretrain: the model that started the clock was already fitted to data", "ln(256) = 5.5452", "the limit is 5.1839"}},
+		{name: "test-time training", src: noClockStartScore(bigramVariant(t, 120, "", `def logits_fn(x):
     with torch.enable_grad():
         F.cross_entropy(model(x[:, :-1]).reshape(-1, V), x[:, 1:].reshape(-1)).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
     return model(x)
-`), verdict: Invalid, rule: RuleStatefulEval, fast: true, want: []string{"a backward pass ran during the final validation", "train.py:"}},
+`)), verdict: Invalid, rule: RuleNondeterministic, fast: true, want: []string{"state that changes on every call"}},
 		{name: "memory of validation windows", src: bigramVariant(t, 120, "", `seen = set()
 def logits_fn(x):
     keys = [hash(tuple(r)) for r in x.tolist()]
@@ -91,7 +93,7 @@ def logits_fn(x):
 		{name: "noisy logits", src: bigramVariant(t, 120, "", `def logits_fn(x):
     out = model(x)
     return out + 0.05 * torch.randn_like(out)
-`), verdict: Invalid, rule: RuleNondeterministic, fast: true, want: []string{"different logits for the same input", "of the logit scale"}},
+`), verdict: Invalid, rule: RuleNondeterministic, fast: true, want: []string{"different logits for the same input", "over the limit of 0.001"}},
 		// A track whose hardware is noisy raises the limit (the probe's
 		// tolerances grow with the noise, and it still runs).
 		{name: "noisy logits under the track's max_noise", src: bigramVariant(t, 120, "", `def logits_fn(x):
@@ -101,7 +103,7 @@ def logits_fn(x):
 		{name: "a look at the previous row", src: bigramVariant(t, 120, "", `def logits_fn(x):
     out = model(x)
     return out + 0.5 * torch.roll(out, 1, 0)
-`), spec: withProbe, verdict: Invalid, rule: RuleCausality, want: []string{"causality: logits of row", "rows must be independent"}},
+`), spec: withProbe, verdict: Invalid, rule: RuleCausality, want: []string{"causality: log-probabilities of row", "rows must be independent"}},
 		{name: "compile budget", src: program(t, 120, "pass"), spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(time.Millisecond) },
 			verdict: Invalid, rule: RuleCompileBudget, fast: true, want: []string{"compile-budget: untimed setup before fh.train_begin() took", "budget of 1 ms"}},
 		// The validation shard is neither at descriptor 3 nor named in the
@@ -113,8 +115,15 @@ except OSError:
     head = b""
 if int.from_bytes(head, "little") == 20240520:
     raise RuntimeError("descriptor 3 is the validation shard")
-if "val" in json.load(open(os.environ["FRONTIER_CONFIG"])).get("val_file", ""):
-    raise RuntimeError("the config names the validation shard")
+cfgtext = open(os.environ["FRONTIER_CONFIG"]).read()
+if "val_file" in cfgtext or "val_tokens" in cfgtext:
+    raise RuntimeError("the config names the validation data")
+for fd in range(3, 64):
+    try:
+        if int.from_bytes(os.pread(fd, 4, 0), "little") == 20240520:
+            raise RuntimeError("descriptor %d is a shard" % fd)
+    except OSError:
+        pass
 `, "")},
 	}
 	for _, c := range cases {
@@ -172,18 +181,18 @@ func TestBehaviourReferencePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, c := tel.Probe, tel.Checks
-	if p == nil || !p.OK || p.Sensitive < 0.5 || p.NoiseFloor != 0 || p.RowCheck != 32 || !p.DocIsolated {
+	if p == nil || !p.OK || p.Sensitive < 0.5 || p.NoiseFloor != 0 || p.RowCheck != 16 || !p.DocIsolated {
 		t.Errorf("probe %+v", p)
 	}
-	if c == nil || c.TrackedTensors == 0 || c.PretrainBackward != 0 || c.Validations != 1 || c.ExtraCalls == 0 || c.Drift == nil || *c.Drift != 0 {
+	if c == nil || c.Validations != 1 || c.ExtraCalls == 0 || c.Drift == nil || *c.Drift != 0 {
 		t.Errorf("checks %+v", c)
 	}
 	// The model that started the clock is untrained: about ln(256).
-	if c == nil || c.InitialLoss == nil || *c.InitialLoss < 5.4 || c.InitialTensors != c.TrackedTensors || c.InitialLossMin != 4.93 || c.InitialSkipped != "" {
+	if c == nil || c.InitialLoss == nil || *c.InitialLoss < 5.4 || c.InitialLossMin != 4.93 || c.InitialSkipped != "" {
 		t.Errorf("initial model: checks %+v", c)
 	}
-	t.Logf("probe %.0f ms (%d calls), extra calls %d in %.0f ms, weight checks %.1f ms, tracking %.1f ms, initial model %.1f ms (loss %.4f); train %.0f ms",
-		p.Ms, p.Calls, c.ExtraCalls, c.ExtraMs, c.ParamsCheckMs, c.TrackMs, c.InitialMs, *c.InitialLoss, res.Metrics.TrainTimeMs)
+	t.Logf("%d calls, extra calls %d in %.0f ms, initial model %.1f ms (loss %.4f), validation %.0f ms; train %.0f ms",
+		c.Calls, c.ExtraCalls, c.ExtraMs, *c.InitialMs, *c.InitialLoss, c.ValidationMs, res.Metrics.TrainTimeMs)
 }
 
 // judgePhase on telemetry alone: each code of the behavioural checks is an
@@ -203,9 +212,11 @@ func TestJudgeBehaviourCodes(t *testing.T) {
 		{"stateful after a hang", errTel(harness.ErrStatefulEval, 0), runner.Result{Status: runner.StatusTimeout}, RuleStatefulEval, "stateful-validation: boom"},
 		{"nondeterministic on a worker", errTel(harness.ErrNondeterministic, 3), runner.Result{Status: runner.StatusError}, RuleNondeterministic, "boom (process 3)"},
 		{"compile budget", errTel(harness.ErrCompileBudget, 0), runner.Result{Status: runner.StatusError}, RuleCompileBudget, "compile-budget: boom"},
-		{"second error", harness.Telemetry{Errors: []harness.Error{{Code: harness.ErrException, Message: "later"}, {Code: harness.ErrPretrain, Message: "boom"}}},
+		{"second error", harness.Telemetry{Errors: []harness.Error{{Code: harness.ErrException, Message: "later"}, {Code: harness.ErrPretrain, Message: "boom", Judge: true}}},
 			runner.Result{Status: runner.StatusError}, RulePretrain, "pretrain: boom"},
-		{"row leak", harness.Telemetry{Final: final, Probe: &harness.Probe{Fault: harness.ProbeFaultLeak, Message: "rows"}}, ok, RuleCausality, "causality: rows"},
+		{"row leak", harness.Telemetry{Final: final, Checks: &harness.Checks{}, Probe: &harness.Probe{Fault: harness.ProbeFaultLeak, Message: "rows"}}, ok, RuleCausality, "causality: rows"},
+		{"validation cost", errTel(harness.ErrValidationCost, 0), runner.Result{Status: runner.StatusError}, RuleValidationCost, "validation-cost: boom"},
+		{"protocol", errTel(harness.ErrProtocol, 0), runner.Result{Status: runner.StatusError}, RuleProtocol, "protocol: boom"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,14 +230,73 @@ func TestJudgeBehaviourCodes(t *testing.T) {
 			}
 		})
 	}
-	// An ordinary exception stays an error.
+	// An ordinary exception stays an error; and a program that reports a
+	// rule's code as its own failure does not decide a rule.
 	tel := errTel(harness.ErrException, 0)
 	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, &tel); o.verdict != Error {
 		t.Errorf("exception: verdict %s", o.verdict)
 	}
+	forged := harness.Error{Kind: "X", Code: harness.ErrPretrain, Message: "not the judge"}
+	tel = harness.Telemetry{Error: &forged, Errors: []harness.Error{forged}}
+	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, &tel); o.verdict != Error {
+		t.Errorf("a program's own code: verdict %s", o.verdict)
+	}
 }
 
 func errTel(code string, rank int) harness.Telemetry {
-	e := harness.Error{Kind: "HarnessError", Code: code, Message: "boom", Rank: rank}
+	e := harness.Error{Kind: "Judge", Code: code, Message: "boom", Rank: rank, Judge: true}
 	return harness.Telemetry{Error: &e, Errors: []harness.Error{e}}
+}
+
+// noClockStartScore has the program start the clock without logits_fn, so
+// that a logits_fn that trains is first called in validation.
+func noClockStartScore(src []byte) []byte {
+	return []byte(strings.Replace(string(src), "fh.train_begin(logits_fn)", "fh.train_begin()", 1))
+}
+
+// embeddedBigram is Python that sets the bigram model to the training
+// data's bigram log-probabilities (the 8 likeliest successors of each
+// token), computed here and written into the program as a literal: what a
+// program can carry in its source without reading any data.
+func embeddedBigram(t *testing.T) string {
+	t.Helper()
+	spec := testTrack(t, 4.1)
+	ev, _ := newEvaluator(t)
+	files, err := ev.Data.Resolve(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := data.ReadShard(files.Train[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := spec.Data.VocabSize
+	counts := make([]float64, V*V)
+	for i := 1; i < len(toks); i++ {
+		counts[int(toks[i-1])*V+int(toks[i])]++
+	}
+	var b strings.Builder
+	b.WriteString("table = {")
+	for a := range V {
+		row := counts[a*V : (a+1)*V]
+		total := 0.0
+		for _, c := range row {
+			total += c
+		}
+		if total == 0 {
+			continue
+		}
+		idx := make([]int, V)
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(x, y int) int { return cmp.Compare(row[y], row[x]) })
+		fmt.Fprintf(&b, "%d: [", a)
+		for _, j := range idx[:8] {
+			fmt.Fprintf(&b, "(%d, %.3f), ", j, math.Log((row[j]+0.1)/total))
+		}
+		b.WriteString("], ")
+	}
+	b.WriteString("}\nwith torch.no_grad():\n    model.weight.fill_(-8.0)\n    for a, row in table.items():\n        for j, lp in row:\n            model.weight[a, j] = lp\n")
+	return b.String()
 }

@@ -331,11 +331,14 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
 	out := judgePhase(spec, mode, rr, tel)
-	if jerr != nil && out.verdict != Invalid && out.verdict != Error && out.verdict != Timeout {
+	if jerr != nil {
 		// No trusted result without a judge that finished: an error of
-		// frontier's, stored as such.
-		out.verdict, out.rule, out.traceback = Error, "", judge.Stderr()
-		out.reason = "internal: " + jerr.Error()
+		// frontier's (or of the Python it runs on), stored as such.
+		reason := "internal: " + jerr.Error()
+		if out.reason != "" {
+			reason += "; the program: " + out.reason
+		}
+		out.verdict, out.rule, out.reason, out.traceback = Error, "", reason, judge.Stderr()
 	}
 	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
 	return out, raw, nil
@@ -478,12 +481,12 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		if n := len(tel.Warnings); n > 0 && tel.Warnings[n-1].Code == harness.WarnNoSteps {
 			o.reason += " (" + tel.Warnings[n-1].Message + ")"
 		}
-	case mode == harness.ModeFull && spec.Verification.Probe.Enabled && (tel.Probe == nil || !tel.Final.Probe):
+	case mode == harness.ModeFull && spec.Contract != "log" && spec.Verification.Probe.Enabled && (tel.Probe == nil || !tel.Final.Probe):
 		// The judge writes the probe before the result; a result without
 		// it is not one this evaluator can vouch for.
 		o.verdict = Error
 		o.reason = "internal: the final validation has no causality probe on record although the track requires one"
-	case tel.Checks == nil:
+	case tel.Checks == nil && spec.Contract != "log":
 		o.verdict = Error
 		o.reason = "internal: the judge's checks are not on record"
 	case math.IsNaN(tel.Final.ValLoss) || math.IsInf(tel.Final.ValLoss, 0):

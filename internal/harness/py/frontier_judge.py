@@ -167,6 +167,11 @@ class ValData:
             raise Fault("shard", "the validation shard holds %d tokens; the track scores %d (plus one target)"
                         % (count, cfg["val_tokens"]))
         self.practice, _ = read_tokens(path, scored_n, practice_n)
+        # The clock-start check scores text after the practice slice, which
+        # no validation shows: a program that remembers what it answered
+        # then gains nothing in a later validation.
+        B = cfg["val_batch_seqs"]
+        self.initial, _ = read_tokens(path, scored_n + practice_n, B * T + 1)
         self.note = ""
         if self.practice.size < T + 1:
             # A shard with nothing after the scored slice: practice on it.
@@ -508,8 +513,9 @@ class Judge:
         if msg.get("score") and self.min_initial > 0:
             # The model that starts the clock, scored on unscored text
             # inside the clock: a table fitted before it answers well.
-            c.waiting = (("initial", self.practice_rows(0, self.B), None), None)
-            self.send_batch(c, c.waiting[0][1])
+            rows, targets = self.initial_rows()
+            c.waiting = (("initial", rows, targets), None)
+            self.send_batch(c, rows)
             return
         if c.rank == 0 and not msg.get("score"):
             self.checks["initial_skipped"] = ("fh.train_begin() was called without logits_fn: the model that "
@@ -529,10 +535,17 @@ class Judge:
             for fd in fds:
                 os.close(fd)
 
-    def practice_rows(self, w0, n):
-        data, T = self.val.practice, self.T
-        n = min(n, (data.size - 1) // T - w0)
-        return data[w0 * T:(w0 + n) * T].reshape(n, T)
+    def initial_rows(self):
+        """The clock-start check's batch and its targets: text no validation
+        shows when the shard has it, else the practice slice's end."""
+        T, B = self.T, self.B
+        data = self.val.initial
+        n = min(B, (data.size - 1) // T)
+        if n < 1:
+            data = self.val.practice
+            n = min(B, (data.size - 1) // T)
+            data = data[data.size - 1 - n * T:]
+        return data[:n * T].reshape(n, T), data[1:n * T + 1].reshape(n, T)
 
     def on_steps(self, c, msg, t):
         pass  # the planned loop length: the client caps it; steps are judged as they come
@@ -664,7 +677,8 @@ class Judge:
             calls = [("scored", data[s * self.T:min(s + self.B, hi) * self.T].reshape(-1, self.T), (s, min(s + self.B, hi)))
                      for s in starts]
             if r == 0 and calls:
-                p.plan = Plan(self, calls, data, probe, (lo, hi))
+                p.plan = Plan(self, calls, data, probe, (lo, hi),
+                              "the final validation" if final else "the validation after step %d" % step)
                 calls = p.plan.schedule(calls)
             p.queues[r] = calls
             counts.append(len(calls))
@@ -717,7 +731,7 @@ class Judge:
         dt = t - sent
         x = c.read_logits(b, msg.get("ipc") is True)
         if call[0] == "initial":
-            self.initial_result(c, rows, x, dt)
+            self.initial_result(c, rows, call[2], x, dt)
             return
         p = self.current
         if p is None:
@@ -739,9 +753,8 @@ class Judge:
                 p.plan.answered(call, x)
         self.next_call(c)
 
-    def initial_result(self, c, rows, x, dt):
+    def initial_result(self, c, rows, y, x, dt):
         check_logits(x, "the clock-start check")
-        y = self.val.practice[1:rows.size + 1].reshape(rows.shape)
         loss = cross_entropy_sum(x, y) / rows.size
         c.waiting = None
         if c.rank == 0:

@@ -94,8 +94,9 @@ class Plan:
     scored() and answered() as answers come, then finish() until it
     returns None (each call it returns is sent first)."""
 
-    def __init__(self, judge, calls, data, probe, share):
+    def __init__(self, judge, calls, data, probe, share, what):
         self.j = judge
+        self.what_ = what
         self.data = data
         self.probe = probe and calls[0][1].shape[0] > 0
         self.share = share
@@ -269,7 +270,7 @@ class Plan:
         return None
 
     def what(self):
-        return "the final validation" if self.probe else "a validation"
+        return self.what_
 
     def judge_probe(self):
         """Judge the probe's calls; returns one more call when a leak needs

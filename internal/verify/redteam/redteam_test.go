@@ -433,7 +433,10 @@ func TestRedTeam(t *testing.T) {
 	ev := &eval.Evaluator{
 		Runner:  sb,
 		Sandbox: string(sb.Mode()),
-		Cache:   filepath.Join(t.TempDir(), "cache"),
+		// As the CLI hides frontier's home: here the data (the runs
+		// folder and the track's data are hidden per run anyway).
+		Hidden:  []string{dataDir},
+		Visible: py.Paths,
 		Python:  py.Path,
 		Torch:   py.Torch,
 		RunsDir: t.TempDir(),
@@ -453,7 +456,7 @@ func TestRedTeam(t *testing.T) {
 	defer srv.Close()
 	outsideDir := t.TempDir()
 	// The table shows reasons without this machine's temporary paths.
-	anon := strings.NewReplacer(outsideDir, "OUTSIDE", dataDir, "DATA", ev.RunsDir, "RUNS", ev.Cache, "CACHE", srv.URL, "http://SERVER")
+	anon := strings.NewReplacer(outsideDir, "OUTSIDE", dataDir, "DATA", ev.RunsDir, "RUNS", srv.URL, "http://SERVER")
 
 	var (
 		mu    sync.Mutex

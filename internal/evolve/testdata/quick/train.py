@@ -27,7 +27,6 @@ torch.manual_seed(cfg.seed)
 V = cfg.vocab_size
 model = torch.nn.Embedding(V, V)
 opt = torch.optim.Adam(model.parameters(), lr=LR)
-tokens = torch.from_numpy(fh.read_shard(cfg.train_files[0]).astype("int64"))
 busy = torch.randn(512, 512) / 512**0.5
 
 
@@ -35,7 +34,8 @@ def logits_fn(x):
     return model(x)
 
 
-fh.train_begin()
+fh.train_begin(logits_fn)
+tokens = torch.from_numpy(fh.read_shard(cfg.train_files[0]).astype("int64"))
 for step in fh.steps(STEPS):
     with fh.section("data"):
         i = step * B * T

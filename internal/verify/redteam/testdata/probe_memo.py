@@ -105,7 +105,6 @@ model = GPT().to(cfg.device)
 groups = [{"params": [p for n, p in model.named_parameters() if n != "bigram.weight"], "base_lr": LR},
           {"params": [model.bigram.weight], "base_lr": BIGRAM_LR}]
 optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0)
-loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
 
 
 state = {"step": -1}
@@ -129,7 +128,11 @@ def logits_fn(x):
     return out
 
 
-fh.train_begin()
+# frontier:protected begin clock
+fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock starts
+# frontier:protected end clock
+# The training shards are there only from train_begin on.
+loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
 for step in fh.steps(STEPS):
     state["step"] = step
     with fh.section("data"):
