@@ -285,6 +285,9 @@ type Checks struct {
 	// SetupMs is the untimed setup: from the process's first message to
 	// train_begin.
 	SetupMs *float64 `json:"setup_ms"`
+	// LogitsVia says how the logits reached the judge: "host-memory" (a
+	// shared buffer) or "cuda-ipc" (a device buffer of the judge's).
+	LogitsVia string `json:"logits_via,omitempty"`
 }
 
 // Final is the result of a run that reached finish().

@@ -29,7 +29,7 @@ var torchCheck struct {
 	err    error
 }
 
-func pythonWithTorch(t *testing.T) string {
+func pythonWithTorch(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipping Python end-to-end test in -short mode")
@@ -58,7 +58,7 @@ func pythonWithTorch(t *testing.T) string {
 }
 
 // writeShard writes tokens in the speedrun shard format.
-func writeShard(t *testing.T, path string, tokens []uint16) {
+func writeShard(t testing.TB, path string, tokens []uint16) {
 	t.Helper()
 	var buf bytes.Buffer
 	header := make([]int32, 256)
@@ -247,7 +247,7 @@ type run struct {
 
 // newRun lays out a run folder and a judge folder with a train shard, a
 // validation shard and testProgram.
-func newRun(t *testing.T, mode string) *run {
+func newRun(t testing.TB, mode string) *run {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -290,14 +290,14 @@ type result struct {
 	judge  error
 }
 
-func (r *run) exec(t *testing.T) result {
+func (r *run) exec(t testing.TB) result {
 	t.Helper()
 	return r.execFor(t, 120*time.Second, nil)
 }
 
 // execFor starts the judge and the program, and waits at most limit for
 // the program; during, when set, runs once the program has started.
-func (r *run) execFor(t *testing.T, limit time.Duration, during func(*exec.Cmd)) result {
+func (r *run) execFor(t testing.TB, limit time.Duration, during func(*exec.Cmd)) result {
 	t.Helper()
 	py := pythonWithTorch(t)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -55,15 +56,25 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 			readOnly = append(readOnly, d)
 		}
 	}
-	// Hidden paths first: a folder becomes an empty tmpfs, a file an empty
-	// one. What the job needs inside them is bound back below.
-	for _, h := range p.hidden {
+	// Hidden paths: a folder becomes an empty tmpfs, a file an empty one.
+	// Those that hold the job's folder (the folder of all runs) go first,
+	// and what the job needs inside them is bound back below; those inside
+	// the job's writable paths go last, over the binds.
+	var inner []string
+	hide := func(h string) {
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
 			a = append(a, "--tmpfs", h)
 			readOnly = append(readOnly, h)
 		} else {
 			a = append(a, "--ro-bind", os.DevNull, h)
 		}
+	}
+	for _, h := range p.hidden {
+		if h == p.dir || within(h, p.dir) || slices.ContainsFunc(p.writable, func(w string) bool { return h == w || within(h, w) }) {
+			inner = append(inner, h)
+			continue
+		}
+		hide(h)
 	}
 	for _, v := range p.visible {
 		a = append(a, "--ro-bind", v, v)
@@ -80,6 +91,9 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 		a = append(a, "--size", strconv.FormatInt(p.disk, 10), "--tmpfs", p.dir)
 		for _, e := range p.entries {
 			src := filepath.Join(p.dir, e.Name())
+			if slices.Contains(inner, src) {
+				continue
+			}
 			if e.IsDir() && e.Name() != harnessDir {
 				a = append(a, "--dir", src)
 				continue
@@ -91,6 +105,9 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 	}
 	for _, w := range p.writable {
 		a = append(a, "--bind", w, w)
+	}
+	for _, h := range inner {
+		hide(h)
 	}
 	for _, d := range readOnly {
 		a = append(a, "--remount-ro", d)

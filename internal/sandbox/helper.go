@@ -73,6 +73,13 @@ func Helper(args []string, stderr io.Writer) int {
 			syscall.CloseOnExec(p.StatusFD)
 		}
 	}
+	if p.Reap {
+		code, err := reap(argv, p.Files)
+		if err != nil {
+			return fail(code, err)
+		}
+		return code
+	}
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	code := exitCannotExec
 	if errors.Is(err, syscall.ENOENT) {

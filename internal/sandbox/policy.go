@@ -33,6 +33,16 @@ type policy struct {
 	SIGTERM string `json:"sigterm,omitempty"`
 
 	Landlock *landlockPolicy `json:"landlock,omitempty"`
+
+	// Reap, when set, makes the helper run the program as its child
+	// instead of becoming it: the helper is a child subreaper, so every
+	// process the program leaves behind (a daemon that double-forked and
+	// left the session included) becomes the helper's child when its parent
+	// exits, and the helper kills them all once the program has exited,
+	// then exits as the program did. Files is how many descriptors from 3 on
+	// the program inherits (the job's ExtraFiles).
+	Reap  bool `json:"reap,omitempty"`
+	Files int  `json:"files,omitempty"`
 }
 
 // landlockPolicy is the file and network policy applied with Landlock.

@@ -94,6 +94,13 @@ func Wrap(ctx context.Context, inner runner.Runner, mode Mode, opts Options) (*R
 	if mode == ModeNone {
 		log.Warn("sandbox: none: candidate programs run unconfined, with this user's access to files, network and processes; every result is marked sandbox=none")
 		r.mode = ModeNone
+		// Unconfined, the program still runs under the helper, which reaps
+		// what it leaves behind; without a helper, the runner's scan alone.
+		if h, err := helperCommand(opts); err == nil {
+			r.helper = h
+		} else {
+			log.Warn("sandbox: none: no helper to reap leftover processes", "err", err)
+		}
 		return r, nil
 	}
 	if opts.Capabilities != nil {
@@ -127,8 +134,20 @@ func Wrap(ctx context.Context, inner runner.Runner, mode Mode, opts Options) (*R
 	default:
 		return nil, fmt.Errorf("sandbox mode %q: want auto, bwrap, landlock or none", mode)
 	}
-	r.helper = opts.Helper
-	if len(r.helper) == 0 {
+	h, err := helperCommand(opts)
+	if err != nil {
+		return nil, err
+	}
+	r.helper = h
+	log.Debug("sandbox: ready", "mode", r.mode, "helper", r.helper[0])
+	return r, nil
+}
+
+// helperCommand is the command line that runs [Helper]: opts.Helper, or
+// this executable with HelperCommand.
+func helperCommand(opts Options) ([]string, error) {
+	h := opts.Helper
+	if len(h) == 0 {
 		exe, err := os.Executable()
 		if err == nil {
 			exe, err = filepath.EvalSymlinks(exe)
@@ -136,13 +155,12 @@ func Wrap(ctx context.Context, inner runner.Runner, mode Mode, opts Options) (*R
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: find this program to re-execute as the helper: %w", err)
 		}
-		r.helper = []string{exe, HelperCommand}
+		h = []string{exe, HelperCommand}
 	}
-	if !filepath.IsAbs(r.helper[0]) {
-		return nil, fmt.Errorf("sandbox: helper %q: want an absolute path", r.helper[0])
+	if !filepath.IsAbs(h[0]) {
+		return nil, fmt.Errorf("sandbox: helper %q: want an absolute path", h[0])
 	}
-	log.Debug("sandbox: ready", "mode", r.mode, "helper", r.helper[0])
-	return r, nil
+	return h, nil
 }
 
 func bwrapProblem(c Capabilities) string {
@@ -172,6 +190,15 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 		return runner.Result{Status: runner.StatusNoStart, ExitCode: -1, Message: "could not start: " + err.Error() + ".", Sandbox: string(r.mode)}, nil
 	}
 	if r.mode == ModeNone {
+		if len(r.helper) > 0 {
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return runner.Result{}, fmt.Errorf("sandbox: %w", err)
+			}
+			if job.Argv, err = helperArgs(r.helper, policy{Reap: true, Files: len(job.ExtraFiles)}, append([]string{abs}, job.Argv[1:]...)); err != nil {
+				return runner.Result{}, err
+			}
+		}
 		res, err := r.inner.Run(ctx, job)
 		res.Sandbox = string(ModeNone)
 		return res, err
@@ -214,7 +241,7 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 		}
 	case ModeLandlock:
 		lp := &landlockPolicy{Write: append([]string{pol.dir}, pol.writable...), Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
-		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp}, argv)
+		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp, Reap: true, Files: len(job.ExtraFiles)}, argv)
 		if err != nil {
 			statusW.Close()
 			return runner.Result{}, err

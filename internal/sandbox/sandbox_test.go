@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,4 +256,110 @@ func runProbe(t *testing.T, r runner.Runner, loopbackTCP bool) (map[string]probe
 		t.Logf("%-18s %s", k, got[k])
 	}
 	return got, outside
+}
+
+// No process of a job outlives it in any mode: a daemon that double-forks
+// and leaves the session is killed (bwrap: its pid namespace; landlock and
+// none: the helper, a child subreaper, kills what is left).
+func TestNoSurvivors(t *testing.T) {
+	script := "(setsid sh -c 'echo $$ > pids; exec sleep 1000' >/dev/null 2>&1 </dev/null &)\n" +
+		"while [ ! -s pids ]; do sleep 0.01; done\n"
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			r := wrap(t, mode)
+			dir := t.TempDir()
+			res, err := r.Run(context.Background(), runner.Job{Dir: dir, Argv: []string{"/bin/sh", "-c", script},
+				Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 30 * time.Second})
+			if err != nil || res.Status != runner.StatusOK {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			if mode == ModeBwrap {
+				return // the daemon's pid is its namespace's, which died with the job
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "pids"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			deadline := time.Now().Add(5 * time.Second)
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if syscall.Kill(pid, 0) == nil {
+				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("the daemon %d outlived its job", pid)
+				}
+			}
+		})
+	}
+}
+
+// A hidden folder that holds the job's own folder hides everything else in
+// it; the job's folder and the visible paths stay reachable.
+func TestHiddenRoots(t *testing.T) {
+	for _, mode := range []Mode{ModeBwrap, ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := wrap(t, mode)
+			root := t.TempDir()
+			own := filepath.Join(root, "runs", "mine")
+			other := filepath.Join(root, "runs", "other")
+			lib := filepath.Join(root, "home", "python", "lib")
+			for _, d := range []string{own, other, lib} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(other, "secret"), []byte("s"), 0o644)
+			os.WriteFile(filepath.Join(lib, "mod.py"), []byte("m"), 0o644)
+			os.WriteFile(filepath.Join(root, "home", "key"), []byte("k"), 0o644)
+			script := "cat " + filepath.Join(other, "secret") + " >/dev/null 2>&1 && echo other-read\n" +
+				"cat " + filepath.Join(root, "home", "key") + " >/dev/null 2>&1 && echo key-read\n" +
+				"cat " + filepath.Join(lib, "mod.py") + " >/dev/null 2>&1 && echo lib-read\n" +
+				"echo x > out && echo own-written\n"
+			res, err := r.Run(context.Background(), runner.Job{Dir: own, Argv: []string{"/bin/sh", "-c", script},
+				Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 30 * time.Second,
+				Hidden: []string{filepath.Join(root, "runs"), filepath.Join(root, "home")}, Visible: []string{lib}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := res.Stdout.String()
+			if strings.Contains(out, "other-read") || strings.Contains(out, "key-read") ||
+				!strings.Contains(out, "lib-read") || !strings.Contains(out, "own-written") {
+				t.Errorf("stdout %q: want the own folder written and the library read, nothing else", out)
+			}
+		})
+	}
+}
+
+// Under bwrap the run folder is a tmpfs of the job's disk quota: writing
+// past it fails, and nothing written reaches the disk.
+func TestDiskQuota(t *testing.T) {
+	for _, mode := range []Mode{ModeBwrap, ModeLandlock, ModeNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := wrap(t, mode)
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "given.txt"), []byte("from frontier"), 0o444)
+			script := "cat given.txt >/dev/null || exit 9\n" +
+				"dd if=/dev/zero of=big bs=1M count=64 2>/dev/null; sleep 3; echo done\n"
+			res, err := r.Run(context.Background(), runner.Job{Dir: dir, Argv: []string{"/bin/sh", "-c", script},
+				Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 60 * time.Second, DiskBytes: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch mode {
+			case ModeBwrap:
+				if res.Status != runner.StatusOK {
+					t.Fatalf("%+v", res)
+				}
+				if fi, err := os.Stat(filepath.Join(dir, "big")); err == nil {
+					t.Errorf("the job's file reached the disk: %d bytes", fi.Size())
+				}
+			default:
+				if res.Status != runner.StatusLimit || res.Limit != runner.LimitDisk {
+					t.Errorf("status %s limit %q: %s", res.Status, res.Limit, res.Message)
+				}
+			}
+		})
+	}
 }

@@ -78,13 +78,16 @@ func TestBwrapArgs(t *testing.T) {
 	if err := os.WriteFile(hiddenFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := jobPolicy{dir: "/runs/1", writable: []string{"/cache"}, hidden: []string{hiddenFile, hiddenDir}}
+	p := jobPolicy{dir: "/runs/1", writable: []string{"/cache"}, hidden: []string{hiddenFile, hiddenDir, "/cache/secret"},
+		visible: []string{"/home/u/python"}}
 	a := bwrapArgs("/usr/bin/bwrap", p, []string{"/dev/nvidia0"}, 1<<30, 4, "/usr/bin/frontier")
 	s := strings.Join(a, " ")
 	for _, want := range []string{
 		"/usr/bin/bwrap --unshare-all --die-with-parent --cap-drop ALL --json-status-fd 4 --ro-bind / / --dev /dev --dev-bind-try /dev/nvidia0 /dev/nvidia0 --proc /proc",
 		"--size 1073741824 --tmpfs /dev/shm",
-		"--ro-bind /usr/bin/frontier /usr/bin/frontier --bind /runs/1 /runs/1 --bind /cache /cache --ro-bind /dev/null " + hiddenFile + " --tmpfs " + hiddenDir,
+		// Hidden roots first, then what is bound back inside them, then
+		// what is hidden inside the writable paths.
+		"--ro-bind /dev/null " + hiddenFile + " --tmpfs " + hiddenDir + " --ro-bind /home/u/python /home/u/python --ro-bind /usr/bin/frontier /usr/bin/frontier --bind /runs/1 /runs/1 --bind /cache /cache --ro-bind /dev/null /cache/secret",
 		"--remount-ro " + hiddenDir + " --chdir /runs/1 --",
 	} {
 		if !strings.Contains(s, want) {
@@ -136,7 +139,7 @@ func TestResolvePolicy(t *testing.T) {
 		{"missing writable", runner.Job{Dir: dir, Writable: []string{"/no/such/dir"}}, ModeBwrap, "must exist before the run"},
 		{"relative hidden", runner.Job{Dir: dir, Hidden: []string{"val.bin"}}, ModeBwrap, "want an absolute path"},
 		{"hard link", runner.Job{Dir: dir, Hidden: []string{val}}, ModeBwrap, "2 hard links"},
-		{"hides the run folder", runner.Job{Dir: dir, Hidden: []string{filepath.Dir(dir)}}, ModeBwrap, "contains the writable path"},
+		{"hides the run folder", runner.Job{Dir: dir, Hidden: []string{dir}}, ModeBwrap, "is the writable path"},
 		{"hidden in the run folder", runner.Job{Dir: dir, Hidden: []string{inDir}}, ModeLandlock, "landlock cannot hide"},
 		{"missing dir", runner.Job{Dir: filepath.Join(dir, "nope")}, ModeBwrap, "run folder"},
 	} {

@@ -266,7 +266,11 @@ class _Client:
         if self.cuda:
             msg, _ = self.w.recv()
             if msg.get("op") == "ipc" and msg.get("handle"):
-                self.ipc = _open_ipc(msg["handle"], B * T * V)
+                self.ipc, err = _open_ipc(msg["handle"], B * T * V)
+                if self.ipc is None:
+                    self.w.send({"op": "warning", "code": "cuda_ipc",
+                                 "message": "the judge's CUDA buffer could not be opened here (%s): logits go through "
+                                            "host shared memory" % err})
 
     def _answer(self, logits_fn, rows):
         """Call logits_fn on the batch the judge wrote and give it the logits."""
@@ -453,18 +457,22 @@ class _Client:
 
 def _open_ipc(handle, numel):
     """The judge's device buffer, opened through CUDA IPC (torch's own
-    tensor sharing); None when this torch cannot, and logits then go
-    through host memory."""
+    tensor sharing), and "", or None and why not: logits then go through
+    host memory. The storage class and the signature differ across torch
+    versions; the handle's fields are torch's (device, handle, size,
+    offset, ref counter handle and offset, event handle, event sync)."""
     try:
         parts = [bytes.fromhex(p["b"]) if isinstance(p, dict) else p for p in handle]
         cls = getattr(torch, "UntypedStorage", None)
-        st = cls._new_shared_cuda(*parts) if cls is not None and hasattr(cls, "_new_shared_cuda") \
-            else torch.cuda.ByteStorage._new_shared_cuda(*parts)
+        if cls is not None and hasattr(cls, "_new_shared_cuda"):
+            st = cls._new_shared_cuda(*parts)
+        else:
+            st = torch.cuda.ByteStorage._new_shared_cuda(*parts)
         t = torch.empty(0, dtype=torch.float32, device="cuda")
         t.set_(st, 0, (numel,), (1,))
-        return t
-    except Exception:
-        return None
+        return t, ""
+    except Exception as e:
+        return None, "%s: %s" % (type(e).__name__, e)
 
 
 def _json_safe(v):

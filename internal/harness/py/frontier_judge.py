@@ -391,7 +391,7 @@ class Judge:
                        "calls": 0, "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
                        "charged_ms": 0.0, "excluded_ms": 0.0, "validation_ms": 0.0, "validation_budget_ms": None,
                        "initial_loss": None, "initial_loss_min": self.min_initial, "initial_ms": None,
-                       "initial_skipped": "", "setup_ms": None}
+                       "initial_skipped": "", "setup_ms": None, "logits_via": ""}
         self.probe_done = False
         self.sections = None
         self.result_sent = False
@@ -482,11 +482,11 @@ class Judge:
             fields = dict(c.facts, source="program", judge_pid=os.getpid(), world_size=self.world)
             fields["mode"] = self.mode
             self.tel.program("run_start", fields)
-        if self.cuda:
+        if msg.get("cuda_ipc") is True:
             # Logits stay on the device: a buffer of the judge's, opened by
-            # the client through CUDA IPC.
+            # the client through CUDA IPC. The client waits for this reply.
             handle = None
-            if msg.get("cuda_ipc") and c.cuda is None:
+            if self.cuda and c.cuda is None:
                 try:
                     c.cuda = CudaBuffer("cuda:%d" % int(msg.get("device_index") or 0), self.B, self.T, self.V)
                     handle = c.cuda.handle()
@@ -729,7 +729,9 @@ class Judge:
                         "[%d, %d, V] with V >= vocab_size %d (padded classes are allowed)"
                         % (b, self.T, shape, b, self.T, self.V))
         dt = t - sent
-        x = c.read_logits(b, msg.get("ipc") is True)
+        ipc = msg.get("ipc") is True and c.cuda is not None
+        self.checks["logits_via"] = "cuda-ipc" if ipc else "host-memory"
+        x = c.read_logits(b, ipc)
         if call[0] == "initial":
             self.initial_result(c, rows, call[2], x, dt)
             return
