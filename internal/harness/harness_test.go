@@ -802,3 +802,25 @@ func TestDistributedWorkerFailure(t *testing.T) {
 		t.Fatalf("exit %d error %+v", res.code, res.tel.Error)
 	}
 }
+
+// On a CUDA track the judge offers the client a device buffer through CUDA
+// IPC; where it cannot (here: no GPU), it says so and the logits go
+// through host memory. The program below asks as a CUDA client would.
+func TestCUDAIPCFallback(t *testing.T) {
+	t.Parallel()
+	r := newRun(t, ModeFast)
+	r.jcfg.Device = "cuda"
+	r.prog = strings.Replace(testProgram, "B, T = 4, 16\n", `B, T = 4, 16
+fh._C._ensure_ready()
+fh._C.w.send({"op": "facts", "cuda_ipc": True, "device_index": 0})
+reply, _ = fh._C.w.recv()
+assert reply["op"] == "ipc" and reply["handle"] is None, reply
+`, 1)
+	tel := r.exec(t).wantOK(t)
+	if tel.Checks.LogitsVia != "host-memory" {
+		t.Errorf("logits via %q", tel.Checks.LogitsVia)
+	}
+	if !slices.ContainsFunc(tel.Warnings, func(w Warning) bool { return w.Code == "cuda_ipc" }) {
+		t.Errorf("no cuda_ipc warning in %+v", tel.Warnings)
+	}
+}

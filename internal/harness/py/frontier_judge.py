@@ -292,12 +292,12 @@ class CudaBuffer:
         return [{"b": p.hex()} if isinstance(p, bytes) else p for p in parts]
 
     def read(self, b):
-        """The logits of b rows, as float32 numpy (the judge's math runs on
-        the host; the device buffer avoids the client's copy, and the
-        host transfer here is the judge's own, outside the clock)."""
+        """The logits of b rows: a private copy on the device (the judge's
+        math runs there too; a 50,257-way vocabulary never crosses to the
+        host)."""
         self.torch.cuda.synchronize(self.dev)
         n = b * self.T * self.V
-        return self.buf[:n].view(b, self.T, self.V).cpu().numpy()
+        return self.buf[:n].view(b, self.T, self.V).clone()
 
 
 # ---------------------------------------------------------------------------
@@ -306,14 +306,24 @@ class CudaBuffer:
 
 def check_logits(x, what):
     """NaN or +inf logits are the program's failure (-inf is a class it rules out)."""
-    bad = ~np.isfinite(x) & ~np.isneginf(x)
-    if bad.any():
-        raise Fault("nan_loss", "%s: logits_fn returned %d non-finite logits (NaN or +inf)" % (what, int(bad.sum())))
+    if isinstance(x, np.ndarray):
+        bad = int((~np.isfinite(x) & ~np.isneginf(x)).sum())
+    else:  # a device tensor
+        import torch
+        bad = int((~torch.isfinite(x) & ~torch.isneginf(x)).sum())
+    if bad:
+        raise Fault("nan_loss", "%s: logits_fn returned %d non-finite logits (NaN or +inf)" % (what, bad))
 
 
 def cross_entropy_sum(x, y):
     """Sum over positions of float32 cross-entropy of logits x [b, T, V]
     against targets y [b, T], accumulated in float64."""
+    if not isinstance(x, np.ndarray):  # a device tensor: the same math in torch, where it lies
+        import torch
+        yt = torch.from_numpy(np.ascontiguousarray(y)).to(x.device)
+        lse = torch.logsumexp(x, dim=-1)
+        picked = x.gather(-1, yt.unsqueeze(-1)).squeeze(-1)
+        return float((lse - picked).double().sum())
     m = x.max(axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0).astype(np.float32)
     lse = np.log(np.exp(x - m, dtype=np.float32).sum(axis=-1, dtype=np.float32)) + m[..., 0]

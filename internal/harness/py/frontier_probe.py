@@ -50,6 +50,13 @@ def stats_of(x, idx):
     log-probabilities over the first vocab_size classes (float64), clipped
     at CLIP so that a class the model rules out cannot widen the scale; all
     of them, or the classes idx [b, T, k]."""
+    if not isinstance(x, np.ndarray):  # a device tensor: reduce it there, bring the statistics home
+        import torch
+        xf = x.float()
+        lse = torch.logsumexp(xf, dim=-1, keepdim=True)
+        if idx is not None:  # gather first: a 50,257-way float64 copy would not fit
+            xf = xf.gather(-1, torch.from_numpy(np.ascontiguousarray(idx)).to(x.device))
+        return np.maximum((xf - lse).double().cpu().numpy(), CLIP)
     x = x.astype(np.float64)
     m = x.max(axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
