@@ -223,6 +223,7 @@ for step in fh.steps(int(E("FH_STEPS", "30"))):
     if step == raise_at:
         raise RuntimeError("boom at step %d" % step)
     if step == hang_at:
+        open("hanging", "w").close()
         time.sleep(60)
     if 0 <= nan_at <= step:
         loss = loss * float("nan")
@@ -765,11 +766,18 @@ func TestSIGTERMIsRecorded(t *testing.T) {
 	t.Parallel()
 	r := newRun(t, ModeFull)
 	r.env = []string{"FH_HANG_AT=3"}
-	res := r.execFor(t, 60*time.Second, func(cmd *exec.Cmd) {
-		time.Sleep(8 * time.Second)
+	res := r.execFor(t, 120*time.Second, func(cmd *exec.Cmd) {
+		// Once the program hangs in step 3 (however slow its start on a
+		// busy machine).
+		for range 1000 {
+			if _, err := os.Stat(filepath.Join(r.dir, "hanging")); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 	})
-	res.wantProgramError(t, 128+int(syscall.SIGTERM), ErrTerminated, "terminated by SIGTERM at step")
+	res.wantProgramError(t, 128+int(syscall.SIGTERM), ErrTerminated, "terminated by SIGTERM at step 3")
 }
 
 // Several processes on gloo: each scores its share of the windows through

@@ -105,7 +105,7 @@ func noFindings(t *testing.T, name string, src []byte, rules []string, val strin
 func TestStaticCheck(t *testing.T) {
 	spec := tinySpec(t)
 	ref, _ := spec.ReferenceSource()
-	cheat := bytes.Replace(ref, []byte("fh.train_begin()\n"), []byte("import time\ntime.perf_counter = lambda: 0.0\nfh.train_begin()\n"), 1)
+	cheat := bytes.Replace(ref, []byte("fh.train_begin(logits_fn)"), []byte("import time\ntime.perf_counter = lambda: 0.0\nfh.train_begin(logits_fn)"), 1)
 	st := NewStatic()
 	res, err := st.Check(context.Background(), eval.CheckInput{Track: spec, Reference: ref, Program: cheat, Name: "train.py"})
 	if err != nil {
