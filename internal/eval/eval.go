@@ -659,7 +659,8 @@ func judgeConfig(spec *track.Spec, files *DataFiles, mode string) (harness.Judge
 		},
 		Verify: harness.VerifyConfig{
 			MaxNoise: v.MaxNoise, AllowNondeterministic: v.AllowNondeterministic, MinInitialLoss: MinInitialLoss(spec),
-			MaxValidationShare: max(v.MaxValidationShare, 0), ValidationAllowanceMs: v.ValidationAllowance.D().Milliseconds(),
+			MaxValidationShare: max(v.MaxValidationShare, 0), MaxValidationTokenCost: v.MaxValidationTokenCost,
+			ValidationAllowanceMs: v.ValidationAllowance.D().Milliseconds(),
 		},
 	}, nil
 }

@@ -182,12 +182,16 @@ type VerifyConfig struct {
 	// ln(vocab_size)); lower means it was fitted to data before the clock
 	// (ErrPretrain). 0: no check.
 	MinInitialLoss float64 `json:"min_initial_loss,omitempty"`
-	// MaxValidationShare and ValidationAllowanceMs bound the validations
-	// the judge runs outside the clock (designated and final): together
-	// at most this share of the train time, and at least the allowance
-	// (ErrValidationCost). 0: no limit.
-	MaxValidationShare    float64 `json:"max_validation_share,omitempty"`
-	ValidationAllowanceMs int64   `json:"validation_allowance_ms,omitempty"`
+	// MaxValidationShare, MaxValidationTokenCost and ValidationAllowanceMs
+	// bound the validations the judge runs outside the clock (designated
+	// and final): a validation token may cost at most MaxValidationTokenCost
+	// training tokens (by the program's reported tokens), all of them
+	// together at most MaxValidationShare of the train time, and never
+	// less than the allowance (ErrValidationCost). A share of 0: no limit;
+	// a token cost of 0: the share alone.
+	MaxValidationShare     float64 `json:"max_validation_share,omitempty"`
+	MaxValidationTokenCost float64 `json:"max_validation_token_cost,omitempty"`
+	ValidationAllowanceMs  int64   `json:"validation_allowance_ms,omitempty"`
 }
 
 // ProbeConfig configures the causality probe.
@@ -238,7 +242,8 @@ func (c JudgeConfig) Validate() error {
 	if !(c.Verify.MaxNoise >= 0) || math.IsInf(c.Verify.MaxNoise, 0) {
 		bad("verify.max_noise is %v; want nats >= 0 (0: the default %g)", c.Verify.MaxNoise, DefaultMaxNoise)
 	}
-	if !(c.Verify.MaxValidationShare >= 0) || math.IsInf(c.Verify.MaxValidationShare, 0) || c.Verify.ValidationAllowanceMs < 0 {
+	if !(c.Verify.MaxValidationShare >= 0) || math.IsInf(c.Verify.MaxValidationShare, 0) || c.Verify.ValidationAllowanceMs < 0 ||
+		!(c.Verify.MaxValidationTokenCost >= 0) || math.IsInf(c.Verify.MaxValidationTokenCost, 0) {
 		bad("verify.max_validation_share %v and validation_allowance_ms %d must not be negative", c.Verify.MaxValidationShare, c.Verify.ValidationAllowanceMs)
 	}
 	if c.WorldSize < 0 || c.MaxSteps < 0 || c.FastSteps < 0 || c.LogEvery < 0 || c.ValEvery < 0 || c.CompileBudgetMs < 0 {

@@ -137,7 +137,10 @@ func (s *Spec) applyDefaults() {
 		s.Verification.Alpha = 0.01
 	}
 	if s.Verification.MaxValidationShare == 0 {
-		s.Verification.MaxValidationShare = 0.25
+		s.Verification.MaxValidationShare = 1
+	}
+	if s.Verification.MaxValidationTokenCost == 0 {
+		s.Verification.MaxValidationTokenCost = 3
 	}
 	if s.Verification.ValidationAllowance == 0 {
 		s.Verification.ValidationAllowance = Duration(5e9)
@@ -319,6 +322,9 @@ func (s *Spec) validate() []*FieldError {
 	}
 	if math.IsNaN(v.MaxValidationShare) || math.IsInf(v.MaxValidationShare, 0) || v.MaxValidationShare > 10 {
 		bad("verification.max_validation_share", "%v: want a share of the train time like 0.1 (negative: no bound)", v.MaxValidationShare)
+	}
+	if math.IsNaN(v.MaxValidationTokenCost) || math.IsInf(v.MaxValidationTokenCost, 0) || v.MaxValidationTokenCost < 0 {
+		bad("verification.max_validation_token_cost", "%v: want training tokens a validation token may cost, like 3", v.MaxValidationTokenCost)
 	}
 	if v.ValidationAllowance < 0 {
 		bad("verification.validation_allowance", "%v: must not be negative", v.ValidationAllowance)

@@ -124,14 +124,17 @@ type Verification struct {
 	// means ln(V) - (ln(V) - target_val_loss)/4; a negative value turns
 	// the check off.
 	MinInitialLoss float64 `yaml:"min_initial_loss"`
-	// MaxValidationShare and ValidationAllowance bound the validations the
-	// judge runs outside the clock (on designated steps, and the final
-	// one): together at most this share of the train time (default 0.25),
-	// and never less than the allowance (default 5s). More is computation
-	// the clock does not see (rule validation-cost). A negative share
-	// turns the bound off.
-	MaxValidationShare  float64  `yaml:"max_validation_share"`
-	ValidationAllowance Duration `yaml:"validation_allowance"`
+	// MaxValidationTokenCost, MaxValidationShare and ValidationAllowance
+	// bound the validations the judge runs outside the clock (on
+	// designated steps, and the final one): a validation token may cost at
+	// most this many training tokens (default 3; a forward pass costs about
+	// a third of one), all of them together at most this share of the
+	// train time (default 1), and never less than the allowance (default
+	// 5s). More is computation the clock does not see (rule
+	// validation-cost). A negative share turns the bound off.
+	MaxValidationTokenCost float64  `yaml:"max_validation_token_cost"`
+	MaxValidationShare     float64  `yaml:"max_validation_share"`
+	ValidationAllowance    Duration `yaml:"validation_allowance"`
 }
 
 // Probe configures the causality probe.

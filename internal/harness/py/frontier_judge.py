@@ -379,6 +379,7 @@ class Judge:
         self.allow_noise = bool(ver.get("allow_nondeterministic"))
         self.min_initial = float(ver.get("min_initial_loss") or 0.0)
         self.val_share = float(ver.get("max_validation_share") or 0.0)
+        self.val_token_cost = float(ver.get("max_validation_token_cost") or 0.0)
         self.val_allowance = float(ver.get("validation_allowance_ms") or 0.0) / 1000.0
         self.compile_budget = float(cfg.get("compile_budget_ms") or 0) / 1000.0
         self.fixed_classes = np.random.default_rng(0x5eed).choice(self.V, size=min(self.V, 62), replace=False)
@@ -391,6 +392,7 @@ class Judge:
         self.excluded = 0.0  # designated validations
         self.charged = 0.0  # validation time beyond a forward pass's, counted as training
         self.budget_used = 0.0  # time of designated and final validations, net of the charge
+        self.budget_tokens = 0  # the tokens of their calls
 
         self.failure = None
         self.passes = []
@@ -806,6 +808,7 @@ class Judge:
             # What the program's calls took (not the judge's own work), net
             # of what was charged to the clock.
             self.budget_used += max(0.0, sum(d for d, _ in p.calls) - charged)
+            self.budget_tokens += sum(n for _, n in p.calls)
         if p.kind == "designated":
             self.excluded += spent
             self.charged += charged
@@ -863,19 +866,29 @@ class Judge:
 
     def check_budget(self):
         """Validations the judge asked for run outside the clock; they may
-        take only so much (a share of the train time, at least an
-        allowance): heavier computation at validation is training-time
-        compute the clock does not see."""
+        take only so much: heavier computation at validation (an ensemble,
+        test-time search) is compute the clock does not see. A validation
+        token may cost at most max_validation_token_cost training tokens
+        (a forward pass costs about a third of one; reported tokens), and
+        all of them together at most max_validation_share of the train time
+        (which bounds a program that under-reports its tokens); never less
+        than the allowance."""
         if self.fast or self.val_share <= 0:
             return
-        limit = max(self.val_share * self.train_ms() / 1000.0, self.val_allowance)
+        train = self.train_ms() / 1000.0
+        limit = self.val_share * train
+        tokens = sum(c.tokens for c in self.conns)
+        if tokens > 0 and self.val_token_cost > 0:
+            limit = min(limit, self.val_token_cost * train / tokens * self.budget_tokens)
+        limit = max(limit, self.val_allowance)
         self.checks["validation_budget_ms"] = limit * 1000.0
         if self.budget_used > limit:
             raise Fault("validation_cost",
-                        "validations outside the clock took %.1f s, over the track's limit of %.1f s (%.0f%% of the "
-                        "train time %.1f s, at least %.1f s): logits_fn must be a forward pass of the trained model, "
-                        "not extra computation the clock does not see"
-                        % (self.budget_used, limit, 100 * self.val_share, self.train_ms() / 1000.0, self.val_allowance))
+                        "validations outside the clock took %.1f s for %d tokens, over the track's limit of %.1f s (a "
+                        "validation token may cost %.1f training tokens, %.0f%% of the train time %.1f s at most, at "
+                        "least %.1f s): logits_fn must be a forward pass of the trained model, not extra computation "
+                        "the clock does not see" % (self.budget_used, self.budget_tokens, limit, self.val_token_cost,
+                                                     100 * self.val_share, train, self.val_allowance))
 
     # -- the end --------------------------------------------------------------
 
