@@ -224,6 +224,8 @@ class _Client:
         self.begun = False
         self.finished = False
         self.steps_done = 0
+        self.tokens = 0  # since the last step message
+        self.told = 0  # steps the judge was told of
         self.last_step = None
         self.t_begin = None
         self.depth = 0
@@ -365,12 +367,21 @@ class _Client:
             self.add_section(name, start.elapsed_time(end), depth)
 
     def step(self, step, tokens=0, train_loss=None):
-        self.alive()
+        """One message every log_every steps (and at the last): a message a
+        step would wake the judge, and cost the program, every step. The
+        judge counts the steps from the indices it is told."""
         step = int(step)
+        if step != self.steps_done:
+            raise HarnessError("contract", "fh.step(step) must be called once per step with step = 0, 1, 2, ...; got "
+                               "step=%r after %d steps" % (step, self.steps_done))
+        self.steps_done = step + 1
+        self.tokens += int(tokens)
         last = step == self.last_step
-        msg = {"op": "step", "step": step, "tokens": int(tokens)}
-        if last or (step + 1) % self.log_every == 0:
-            # Reading a tensor waits for the device: only at designated steps.
+        if last or (step + 1) % self.log_every == 0 or not self.begun:
+            self.alive()
+            msg = {"op": "step", "step": step, "tokens": self.tokens}
+            self.tokens = 0
+            # Reading a tensor waits for the device: only at these steps.
             if train_loss is not None:
                 msg["loss"] = float(train_loss.detach().float().item()) if isinstance(train_loss, torch.Tensor) \
                     else float(train_loss)
@@ -380,8 +391,8 @@ class _Client:
                 print("step:%d/%s elapsed:%.0fms%s" % (
                     step + 1, self.last_step + 1 if self.last_step is not None else "?", ms,
                     " train_loss:%.4f" % msg["loss"] if "loss" in msg else ""), flush=True)
-        self.w.send(msg)
-        self.steps_done = step + 1
+            self.w.send(msg)
+            self.told = self.steps_done
         if self.prof is not None and step >= self.profile[1]:
             self._profile_stop()
         elif self.profile and self.prof is None and not self.prof_done and step + 1 == self.profile[0]:
@@ -392,8 +403,17 @@ class _Client:
             return False
         return (step + 1) % self.val_every == 0 and step != self.last_step
 
+    def _flush_steps(self):
+        """Tell the judge the steps since the last message, before a
+        validation or the end."""
+        if self.steps_done != self.told:
+            self.w.send({"op": "step", "step": self.steps_done - 1, "tokens": self.tokens, "flush": True})
+            self.tokens = 0
+            self.told = self.steps_done
+
     def validate(self, logits_fn):
         self.alive()
+        self._flush_steps()
         if self.cuda:
             torch.cuda.synchronize()
         self._resolve_sections()
@@ -403,6 +423,7 @@ class _Client:
 
     def finish(self, logits_fn):
         self.alive()
+        self._flush_steps()
         if self.prof is not None:
             self._profile_stop()
         if self.cuda:

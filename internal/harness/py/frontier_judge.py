@@ -398,7 +398,6 @@ class Judge:
         self.passes = []
         self.current = None
         self.val_last = None
-        self.pending_step = None  # the last step event not written yet (step, ms, loss)
         self.checks = {"validations": 0, "designated_validations": 0, "program_validations": 0,
                        "calls": 0, "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
                        "charged_ms": 0.0, "excluded_ms": 0.0, "validation_ms": 0.0, "validation_budget_ms": None,
@@ -563,12 +562,15 @@ class Judge:
         pass  # the planned loop length: the client caps it; steps are judged as they come
 
     def on_step(self, c, msg, t):
+        """Steps come in batches: a message at every log_every-th step (and
+        at the last, and before a validation) says how far the program got
+        and how many tokens it used since the last one."""
         if not c.begun:
             raise Fault("contract", "fh.step() was called before fh.train_begin()")
         if c.finished:
             raise Fault("contract", "fh.step() was called after fh.finish()")
         step = msg.get("step")
-        if not isinstance(step, int) or step != c.steps:
+        if not isinstance(step, int) or isinstance(step, bool) or step < c.steps:
             raise Fault("contract", "fh.step(step) must be called once per step with step = 0, 1, 2, ...; got "
                         "step=%r after %d steps" % (step, c.steps))
         if self.max_steps > 0 and step >= self.max_steps:
@@ -579,18 +581,16 @@ class Judge:
                         "`for step in fh.steps(n)` so the harness can shorten the loop" % (self.fast_steps, step))
         c.steps = step + 1
         tokens = msg.get("tokens")
-        if isinstance(tokens, (int, float)) and math.isfinite(tokens) and tokens > 0:
+        if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and math.isfinite(tokens) and tokens > 0:
             c.tokens += int(tokens)
         loss = msg.get("loss")
         if loss is not None:
-            if not isinstance(loss, (int, float)):
+            if not isinstance(loss, (int, float)) or isinstance(loss, bool):
                 loss = None
             elif not math.isfinite(loss):
                 raise Fault("nan_loss", "train loss is %s at step %d" % (loss, step))
-        if c.rank == 0 and (loss is not None or (step + 1) % self.log_every == 0):
+        if c.rank == 0 and msg.get("flush") is not True:
             self.step_event(step, t, loss)
-        elif c.rank == 0:
-            self.pending_step = (step, t, None)
 
     def step_event(self, step, t, loss):
         ms = self.train_ms(t)
@@ -598,7 +598,6 @@ class Judge:
         tokens = sum(x.tokens for x in self.conns)
         self.emit("step", {"step": step, "train_time_ms": ms, "step_avg_ms": ms / steps, "tokens": tokens,
                            "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0, "train_loss": loss})
-        self.pending_step = None
 
     def on_advisory(self, c, msg, t):
         if c.rank != 0 and msg["op"] != "warning":
@@ -647,8 +646,6 @@ class Judge:
         if c.finished:
             raise Fault("contract", "fh.finish() was called twice")
         c.finished = True
-        if c.rank == 0 and self.pending_step is not None:
-            self.step_event(*self.pending_step)
         if all(x.finished or not x.open for x in self.conns) or self.world == 1:
             self.end = t  # the clock stops at the last process's finish
         self.start_pass(c, t, final=True)
@@ -708,13 +705,22 @@ class Judge:
         return p
 
     def next_call(self, c):
+        if not self.send_next(c):
+            self.rank_done(c)
+
+    def send_next(self, c):
+        """Send c its next call of the pass, if it has one."""
+        queue = self.current.queues.get(c.rank) or []
+        if not queue:
+            return False
+        call = queue.pop(0)
+        c.waiting = (call, None)
+        self.send_batch(c, call[1])
+        return True
+
+    def rank_done(self, c):
+        """c answered its last call: end the pass once every rank has."""
         p = self.current
-        queue = p.queues.get(c.rank) or []
-        if queue:
-            call = queue.pop(0)
-            c.waiting = (call, None)
-            self.send_batch(c, call[1])
-            return
         c.waiting = None
         if any(p.queues.get(r) or x.waiting is not None for r, x in enumerate(self.conns) if x.open and r in p.start):
             return  # another rank is still answering: the pass ends for all at once
@@ -751,9 +757,12 @@ class Judge:
         if p is None:
             raise Fault("protocol", "process %d sent logits outside a validation" % c.rank)
         what = "the final validation" if p.final else "the validation after step %d" % p.step
-        check_logits(x, what)
         p.calls.append((dt, rows.size))
         self.checks["calls"] += 1
+        # The next batch goes out before this one is judged (x is the
+        # judge's own copy): the program computes while the judge does.
+        sent = self.send_next(c)
+        check_logits(x, what)
         if call[0] == "scored":
             y = p.data[call[2][0] * self.T + 1:call[2][1] * self.T + 1].reshape(b, self.T)
             p.loss_sum += cross_entropy_sum(x, y)
@@ -765,7 +774,8 @@ class Judge:
             self.checks["extra_ms"] += dt * 1000.0
             if c.rank == 0 and p.plan is not None and call[0] != "pad":
                 p.plan.answered(call, x)
-        self.next_call(c)
+        if not sent and self.current is p:
+            self.rank_done(c)
 
     def initial_result(self, c, rows, y, x, dt):
         check_logits(x, "the clock-start check")
@@ -901,9 +911,6 @@ class Judge:
         for p in self.passes:
             if p.final and p.end is not None:
                 final = p
-        if self.pending_step is not None and self.failure is None:
-            step, t, loss = self.pending_step
-            self.step_event(step, t, loss)
         if final is not None and self.failure is None and c0 is not None:
             ms = self.train_ms()
             steps = c0.steps
