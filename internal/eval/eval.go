@@ -183,7 +183,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	// Fast check: a few steps and a small validation, to fail in seconds.
 	var fast *phaseOutcome
 	if !req.SkipFast || req.FastOnly {
-		fast, _, err = e.runPhase(ctx, spec, files, req, runDir, "fast", res)
+		fast, _, err = e.runPhase(ctx, spec, files, req, runDir, "fast", res, spec.Limits.FastCheck.D())
 		if err != nil {
 			return nil, err
 		}
@@ -196,11 +196,19 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		res.Verdict, res.Reason = fast.fastVerdict(spec)
 		e.fill(res, fast)
 	default:
-		full, tel, err := e.runPhase(ctx, spec, files, req, runDir, "full", res)
+		limit, note := fullLimit(spec, fast)
+		if note != "" {
+			e.progress("%s: %s", spec.Name, note)
+		}
+		full, tel, err := e.runPhase(ctx, spec, files, req, runDir, "full", res, limit)
 		if err != nil {
 			return nil, err
 		}
 		telemetry = tel
+		full.phase.LimitNote = note
+		if full.verdict == Timeout {
+			full.reason = timeoutReason(spec, full, fast, limit)
+		}
 		res.Full = full.phase
 		e.fill(res, full)
 		if full.verdict != "" {
@@ -268,7 +276,7 @@ func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
 // socket to the judge per process. The verdict comes from the judge's
 // telemetry and the runner's own account of the process; nothing in the
 // run folder is read.
-func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result) (*phaseOutcome, []byte, error) {
+func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result, limit time.Duration) (*phaseOutcome, []byte, error) {
 	dir := filepath.Join(runDir, mode)
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create run folder: %w", err)
@@ -278,7 +286,7 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("write program: %w", err)
 	}
 	if spec.Contract == "log" {
-		return e.runLogPhase(ctx, spec, files, req, dir, mode)
+		return e.runLogPhase(ctx, spec, files, req, dir, mode, limit)
 	}
 	if _, err := harness.Materialize(dir); err != nil {
 		return nil, nil, fmt.Errorf("write harness: %w", err)
@@ -310,7 +318,6 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	// Compile caches live in the run folder: nothing a program writes
 	// reaches another evaluation.
 	env = append(env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
-	limit := limitOf(spec, mode)
 	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
@@ -331,6 +338,7 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		return nil, nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
 	out := judgePhase(spec, mode, rr, tel)
+	out.phase.LimitMs = float64(limit.Milliseconds())
 	if jerr != nil {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.
@@ -454,6 +462,9 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		if n := p.Steps; n > 0 {
 			o.reason += fmt.Sprintf(" after %d steps", n)
 		}
+		if mode == harness.ModeFast {
+			o.reason += ". The fast check runs a few steps: a program that needs longer is stuck, or its setup is too slow; on a slow machine raise limits.fast_check"
+		}
 	case rr.Status == runner.StatusLimit:
 		o.verdict = Error
 		o.reason = "resource limit: " + rr.Message
@@ -550,6 +561,78 @@ func limitOf(spec *track.Spec, mode string) time.Duration {
 		return spec.Limits.FastCheck.D()
 	}
 	return spec.Limits.FullRun.D()
+}
+
+// fullLimit sizes the full run's wall-clock limit from the fast check: its
+// step time on this machine times the steps the program plans, plus the
+// setup and a validation, with half as much again to spare, never under
+// the track's full_run and never over its full_run_max. A slow or busy
+// machine then gives the same verdict, later, instead of a timeout. The
+// note says so when the limit was raised.
+func fullLimit(spec *track.Spec, fast *phaseOutcome) (time.Duration, string) {
+	base, ceiling := spec.Limits.FullRun.D(), max(spec.Limits.FullRunMax.D(), spec.Limits.FullRun.D())
+	stepMs := fastStepMs(fast)
+	if stepMs <= 0 || fast.tel.Final == nil || fast.tel.Final.PlannedSteps <= 0 {
+		return base, ""
+	}
+	f := fast.tel.Final
+	valMs := f.ValMs * float64(spec.Data.ValTokens) / float64(max(f.ValTokens, 1))
+	need := time.Duration(1.5 * (stepMs*float64(f.PlannedSteps) + f.PreTrainMs + valMs) * float64(time.Millisecond))
+	if need <= base {
+		return base, ""
+	}
+	limit := min(need.Round(time.Second), ceiling)
+	note := fmt.Sprintf("the fast check ran %.1f ms a step%s; %d planned steps need about %s: the full run's limit is %s instead of %s",
+		stepMs, slower(spec, stepMs), f.PlannedSteps, (need * 2 / 3).Round(time.Second), limit, base)
+	if need > ceiling {
+		note += " (the track's full_run_max; the run will likely time out)"
+	}
+	return limit, note
+}
+
+// fastStepMs is the fast check's time per step, the median over its steps
+// after the first (which holds the clock-start check), or 0.
+func fastStepMs(fast *phaseOutcome) float64 {
+	if fast == nil || fast.tel == nil || len(fast.tel.Steps) < 2 {
+		return 0
+	}
+	s := fast.tel.Steps
+	var d []float64
+	for i := 1; i < len(s); i++ {
+		if n := s[i].Step - s[i-1].Step; n > 0 {
+			d = append(d, (s[i].TrainTimeMs-s[i-1].TrainTimeMs)/float64(n))
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// slower says how this step time compares with the track's calibration.
+func slower(spec *track.Spec, stepMs float64) string {
+	ref := spec.Hardware.ReferenceStepMs
+	if ref <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the reference runs %.0f ms a step on the machine the track was calibrated on: %.1fx)", ref, stepMs/ref)
+}
+
+// timeoutReason says what a full run that hit its limit was doing and
+// what to do about it.
+func timeoutReason(spec *track.Spec, full, fast *phaseOutcome, limit time.Duration) string {
+	r := fmt.Sprintf("the full run was killed at its wall-clock limit of %s", limit)
+	t := full.tel
+	if n := full.phase.Steps; n > 0 && len(t.Steps) > 0 {
+		last := t.Steps[len(t.Steps)-1]
+		stepMs := last.TrainTimeMs / float64(last.Step+1)
+		r += fmt.Sprintf(" after %d steps at %.1f ms a step%s", n, stepMs, slower(spec, stepMs))
+	}
+	if fast != nil && fast.phase != nil && fastStepMs(fast) > 0 {
+		r += fmt.Sprintf("; the fast check ran %.1f ms a step", fastStepMs(fast))
+	}
+	return r + ". On a slow or busy machine, raise limits.full_run_max in the track (or run fewer programs at once); a program that plans more steps than it can run in the limit needs fewer"
 }
 
 // judgeLoss compares the validation loss with the target.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/importer"
@@ -58,7 +59,7 @@ const (
 // runLogPhase runs a program under the legacy "log" contract: an unmodified
 // speedrun script whose parameters are injected and whose log lines are
 // parsed.
-func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, dir, mode string) (*phaseOutcome, []byte, error) {
+func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, dir, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
 	vals := logValues(spec, files, mode)
 	prog, err := importer.Inject(req.Program, vals)
 	switch {
@@ -104,7 +105,6 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	}
 	env = append(env, gpuEnv...)
 
-	limit := limitOf(spec, mode)
 	e.progress("%s: %s run (limit %s, log contract, %d process(es))", spec.Name, mode, limit, nproc)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,

@@ -64,6 +64,9 @@ func WriteReport(w io.Writer, r *Result) error {
 			fmt.Fprintf(b, ": %s", ph.Message)
 		}
 		b.WriteString("\n")
+		if ph.LimitNote != "" {
+			fmt.Fprintf(b, "%-13s %s\n", "", ph.LimitNote)
+		}
 	}
 
 	if rp := r.Repeats; rp != nil {

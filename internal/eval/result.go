@@ -154,6 +154,10 @@ type Phase struct {
 	ValLoss   float64       `json:"val_loss,omitempty"`
 	// StderrTail is the end of the program's stderr, for failed phases.
 	StderrTail string `json:"stderr_tail,omitempty"`
+	// LimitMs is the wall-clock limit the phase ran under; LimitNote says
+	// why it differs from the track's (sized from the fast check).
+	LimitMs   float64 `json:"limit_ms,omitempty"`
+	LimitNote string  `json:"limit_note,omitempty"`
 	// SkippedLines counts telemetry lines that were not valid events.
 	SkippedLines int `json:"skipped_lines,omitempty"`
 }

@@ -302,4 +302,9 @@ type Final struct {
 	PreTrainMs  float64 `json:"pre_train_ms"` // from start to train_begin
 	// Probe says the causality probe ran in the final validation.
 	Probe bool `json:"probe"`
+	// PlannedSteps is the loop length the program asked fh.steps for,
+	// capped by the track (0: unknown); ValMs the final validation's time.
+	// Both size the full run's time limit after a fast check.
+	PlannedSteps int     `json:"planned_steps,omitempty"`
+	ValMs        float64 `json:"val_ms,omitempty"`
 }

@@ -118,6 +118,9 @@ func (s *Spec) applyDefaults() {
 	if s.Limits.MaxTasks == 0 {
 		s.Limits.MaxTasks = 4096
 	}
+	if s.Limits.FullRunMax == 0 {
+		s.Limits.FullRunMax = 4 * s.Limits.FullRun
+	}
 	if s.Limits.Disk == 0 {
 		s.Limits.Disk = 1 << 30
 	}
@@ -267,6 +270,9 @@ func (s *Spec) validate() []*FieldError {
 	if l.MaxTasks < 16 {
 		bad("limits.max_tasks", "%d: must be at least 16 (it counts threads too: PyTorch starts several)", l.MaxTasks)
 	}
+	if l.FullRunMax < l.FullRun {
+		bad("limits.full_run_max", "%v: must be at least full_run (%v)", l.FullRunMax, l.FullRun)
+	}
 	if l.Disk < 1<<20 {
 		bad("limits.disk", "%d bytes: a run folder needs room for the program and its temporary files; use at least 1MiB", l.Disk)
 	}
@@ -308,6 +314,9 @@ func (s *Spec) validate() []*FieldError {
 	}
 	if h.Threads < 0 {
 		bad("hardware.threads", "%d: must be 0 (torch's default) or positive", h.Threads)
+	}
+	if !(h.ReferenceStepMs >= 0) || math.IsInf(h.ReferenceStepMs, 0) {
+		bad("hardware.reference_step_ms", "%v: want the reference's milliseconds per step on the calibration machine (0: not given)", h.ReferenceStepMs)
 	}
 
 	v := &s.Verification

@@ -73,8 +73,12 @@ type Shard struct {
 
 // Limits are wall-clock limits.
 type Limits struct {
-	FastCheck     Duration `yaml:"fast_check"`
-	FullRun       Duration `yaml:"full_run"`
+	FastCheck Duration `yaml:"fast_check"`
+	FullRun   Duration `yaml:"full_run"`
+	// FullRunMax caps the full run's limit when the fast check shows this
+	// machine, or this program, needs more than FullRun (default 4x
+	// FullRun): the limit is sized from the fast check's step time.
+	FullRunMax    Duration `yaml:"full_run_max"`
 	CompileBudget Duration `yaml:"compile_budget"`
 	FastSteps     int      `yaml:"fast_steps"`
 	FastValTokens int64    `yaml:"fast_val_tokens"`
@@ -101,6 +105,10 @@ type Hardware struct {
 	Device  string `yaml:"device"` // "cpu" or "cuda"
 	GPUs    int    `yaml:"gpus"`
 	Threads int    `yaml:"threads"`
+	// ReferenceStepMs is the reference program's time per step on the
+	// machine the track was calibrated on (0: not given), so that a slow
+	// run can say how much slower this machine is.
+	ReferenceStepMs float64 `yaml:"reference_step_ms"`
 }
 
 // Verification configures the anti-gaming checks.

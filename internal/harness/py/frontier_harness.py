@@ -344,6 +344,10 @@ class _Client:
         if self.fast:
             cap = min(cap, self.fast_steps if self.fast_steps > 0 else 1)
         self.last_step = cap - 1
+        # The loop's planned length lets frontier size the full run's time
+        # limit from the fast check's step time on this machine.
+        planned = min(n, self.max_steps) if self.max_steps > 0 else n
+        self.w.send({"op": "steps", "planned": planned})
         return iter(range(cap))
 
     def section(self, name):
@@ -377,7 +381,9 @@ class _Client:
         self.steps_done = step + 1
         self.tokens += int(tokens)
         last = step == self.last_step
-        if last or (step + 1) % self.log_every == 0 or not self.begun:
+        # In the fast check every step is reported: its step time sizes the
+        # full run's time limit.
+        if last or self.fast or (step + 1) % self.log_every == 0 or not self.begun:
             self.alive()
             msg = {"op": "step", "step": step, "tokens": self.tokens}
             self.tokens = 0

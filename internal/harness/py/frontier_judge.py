@@ -405,6 +405,7 @@ class Judge:
                        "initial_skipped": "", "setup_ms": None, "logits_via": ""}
         self.probe_done = False
         self.sections = None
+        self.planned = None
         self.result_sent = False
         self.reported_error = False
 
@@ -559,7 +560,11 @@ class Judge:
         return data[:n * T].reshape(n, T), data[1:n * T + 1].reshape(n, T)
 
     def on_steps(self, c, msg, t):
-        pass  # the planned loop length: the client caps it; steps are judged as they come
+        """The loop's planned length (the program's word, for sizing the
+        full run's time limit; steps are judged as they come)."""
+        n = msg.get("planned")
+        if c.rank == 0 and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 31:
+            self.planned = n
 
     def on_step(self, c, msg, t):
         """Steps come in batches: a message at every log_every-th step (and
@@ -919,7 +924,8 @@ class Judge:
             self.emit("final", {"steps": steps, "train_time_ms": ms, "step_avg_ms": ms / steps if steps else 0.0,
                                 "tokens": tokens, "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
                                 "val_loss": self.val_last, "val_tokens": final.count, "pre_train_ms": pre,
-                                "probe": self.probe_done})
+                                "probe": self.probe_done, "planned_steps": self.planned,
+                                "val_ms": (final.end - min(final.start.values())) * 1000.0})
         elif self.failure is None and not self.reported_error and c0 is not None and c0.hello is not None:
             self.emit("error", {"kind": "NoFinish", "code": "no_finish", "step": c0.steps, "traceback": "",
                                 "message": "the program ended without calling fh.finish(logits_fn)"})
