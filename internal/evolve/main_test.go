@@ -12,6 +12,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -58,7 +59,7 @@ func realEvaluator(t testing.TB, st *store.Store) *eval.Evaluator {
 		shared.python, shared.pyErr = pyenv.Find(context.Background(), "")
 	}
 	if shared.pyErr != nil {
-		t.Skipf("no Python with PyTorch: %v", shared.pyErr)
+		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.pyErr)
 	}
 	return &eval.Evaluator{
 		Runner:  runner.NewLocal(nil),
