@@ -27,9 +27,6 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// exitInterrupted is the exit code of a run stopped by Ctrl-C.
-const exitInterrupted = 130
-
 // evolveOptions are the inputs of "frontier evolve".
 type evolveOptions struct {
 	track          string
@@ -116,10 +113,10 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 		return err
 	}
 	if o.confirm == 1 || o.confirm < 0 {
-		return withCode(exitUsage, fmt.Errorf("--confirm %d: a comparison needs at least 2 runs of each program", o.confirm))
+		return usage(fmt.Errorf("--confirm %d: a comparison needs at least 2 runs of each program", o.confirm))
 	}
 	if o.resume != "" && (o.name != "" || o.seed != 0 || o.proposer != "" || len(o.models) > 0 || o.replay != "") {
-		return withCode(exitUsage, errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
+		return usage(errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
 	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
@@ -133,9 +130,9 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	printEvolveSummary(g.stdout, sum)
 	switch sum.StopReason {
 	case evolve.StopInterrupted, evolve.StopAborted:
-		return withCode(exitInterrupted, nil)
+		return interruptedError{}
 	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
-		return withCode(exitFailure, fmt.Errorf("the run stopped: %s", sum.StopDetail))
+		return fmt.Errorf("the run stopped: %s", sum.StopDetail)
 	}
 	if o.confirm > 0 {
 		fmt.Fprintln(g.stdout)
@@ -166,21 +163,21 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if resumed {
 		run, evCfg, err = evolve.Load(ctx, st, o.resume)
 		if err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		spec, err = registry(cfg).Get(run.Track)
 		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
+			return nil, usage(fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
 		}
 		runID = run.ID
 	} else {
 		evCfg = cfg.Evolve
 		if err := evCfg.Validate(); err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("config %s: %w", cfg.Path, err))
+			return nil, usage(fmt.Errorf("config %s: %w", cfg.Path, err))
 		}
 		spec, err = registry(cfg).Get(o.track)
 		if err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		applyEvolveFlags(&evCfg, o)
 	}
@@ -227,7 +224,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		e, err = evolve.New(ctx, opts, evCfg, o.name)
 	}
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
@@ -325,7 +322,7 @@ func openModels(g *globals, cfg *config.Config, ev evolve.Config, o evolveOption
 	if o.replay != "" {
 		p, err := propose.OpenReplay(o.replay)
 		if err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		return []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: p, Spec: o.replay}}, nil
 	}
@@ -336,7 +333,7 @@ func openModels(g *globals, cfg *config.Config, ev evolve.Config, o evolveOption
 	switch mode {
 	case evolve.ProposerAuto, evolve.ProposerLLM, evolve.ProposerMutate:
 	default:
-		return nil, withCode(exitUsage, fmt.Errorf("--proposer %q: use auto, llm or mutate", mode))
+		return nil, usage(fmt.Errorf("--proposer %q: use auto, llm or mutate", mode))
 	}
 	if mode == evolve.ProposerMutate {
 		return mutateModels(), nil
@@ -352,25 +349,25 @@ func openModels(g *globals, cfg *config.Config, ev evolve.Config, o evolveOption
 	}
 	if len(wanted) == 0 {
 		if mode == evolve.ProposerLLM {
-			return nil, withCode(exitUsage, errors.New("evolve: proposer llm but no model is configured: add one under llm.models in frontier.yaml (docs/llm.md), or use --proposer mutate"))
+			return nil, usage(errors.New("evolve: proposer llm but no model is configured: add one under llm.models in frontier.yaml (docs/llm.md), or use --proposer mutate"))
 		}
 		g.log.Info("evolve: no model is configured (llm.models); the mutate baseline proposes")
 		return mutateModels(), nil
 	}
 	set, err := provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log})
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	var out []evolve.Model
 	var skipped []string
 	for _, w := range wanted {
 		m, err := cfg.LLM.Model(w.Name)
 		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("evolve.models: %w", err))
+			return nil, usage(fmt.Errorf("evolve.models: %w", err))
 		}
 		if _, err := m.APIKey(os.LookupEnv); err != nil {
 			if mode == evolve.ProposerLLM || len(o.models) > 0 {
-				return nil, withCode(exitUsage, fmt.Errorf("model %s: %w", m.Name, err))
+				return nil, usage(fmt.Errorf("model %s: %w", m.Name, err))
 			}
 			skipped = append(skipped, fmt.Sprintf("%s (%v)", m.Name, err))
 			continue
@@ -410,13 +407,13 @@ func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Bu
 		case propose.KindReplay:
 			p, err := propose.OpenReplay(r.Spec)
 			if err != nil {
-				return nil, withCode(exitUsage, fmt.Errorf("run %s replays %s: %w", run.Name, r.Spec, err))
+				return nil, usage(fmt.Errorf("run %s replays %s: %w", run.Name, r.Spec, err))
 			}
 			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindReplay, Proposer: p, Weight: r.Weight, Spec: r.Spec})
 		default:
 			if set == nil {
 				if set, err = provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log}); err != nil {
-					return nil, withCode(exitUsage, err)
+					return nil, usage(err)
 				}
 			}
 			m, err := cfg.LLM.Model(r.Name)
@@ -425,13 +422,13 @@ func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Bu
 				continue
 			}
 			if _, err := m.APIKey(os.LookupEnv); err != nil {
-				return nil, withCode(exitUsage, fmt.Errorf("model %s of run %s: %w", r.Name, run.Name, err))
+				return nil, usage(fmt.Errorf("model %s of run %s: %w", r.Name, run.Name, err))
 			}
 			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindLLM, Client: set, Weight: r.Weight, Spec: r.Spec})
 		}
 	}
 	if len(out) == 0 {
-		return nil, withCode(exitUsage, fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
+		return nil, usage(fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -200,8 +199,7 @@ evolve:
 	}
 	sigs <- syscall.SIGINT
 	err := <-done
-	var ce *exitCodeError
-	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+	if exitCode(err) != exitInterrupted {
 		t.Fatalf("first session: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "draining") || !strings.Contains(stdout.String(), "stopped: interrupted") {
@@ -224,7 +222,7 @@ evolve:
 	sigs <- syscall.SIGINT
 	sigs <- syscall.SIGINT
 	err = <-done
-	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+	if exitCode(err) != exitInterrupted {
 		t.Fatalf("aborted session: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "aborting") {

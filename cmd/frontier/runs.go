@@ -65,7 +65,7 @@ run's id or name.`,
 func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.RunSummary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	return evolve.Summarize(ctx, st, run)
 }
@@ -77,7 +77,7 @@ func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) e
 		return err
 	}
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return withCode(exitFailure, fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB))
+		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -320,7 +320,7 @@ func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string)
 	run := s.Run
 	b := s.Best()
 	if b == nil {
-		return withCode(exitFailure, fmt.Errorf("run %s has no evaluated program yet", run.Name))
+		return fmt.Errorf("run %s has no evaluated program yet", run.Name)
 	}
 	src, err := st.Program(ctx, b.ProgramHash)
 	if err != nil {
