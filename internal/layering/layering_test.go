@@ -31,11 +31,11 @@ var allowed = map[string][]string{
 	"internal/stats":          {},
 	"internal/store":          {},
 	"internal/testdeps":       {},
-	"internal/track":          {},
+	"internal/yamlfile":       {},
 	"internal/verify/redteam": {},
 	"tracks":                  {},
 
-	"internal/config":            {"internal/evolve", "internal/llm"},
+	"internal/config":            {"internal/evolve", "internal/llm", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
 	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/stats", "internal/store", "internal/track"},
@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/report/fromstore":  {"internal/evolve", "internal/harness", "internal/propose", "internal/report", "internal/store"},
 	"internal/runner/runnertest": {"internal/runner"},
 	"internal/sandbox":           {"internal/runner"},
+	"internal/track":             {"internal/yamlfile"},
 	"internal/verify":            {"internal/edit", "internal/edit/pysrc", "internal/eval", "internal/track"},
 }
 
