@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 const refSrc = "import torch\nLR = 3e-3\nSTEPS = 200\n"
@@ -34,11 +34,7 @@ type fixture struct {
 func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.SQLite(t, "")
 	cfg := evolve.Defaults()
 	cfg.Objective = objective
 	cfg.MetaPrompting.StartIteration = &metaStart
