@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -146,13 +147,12 @@ type Engine struct {
 	failStreak      int
 	lastAttempt     map[int64]*store.Attempt
 	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
-	counts          map[string]int         // settled originals by class
-	bestLoss        float64
-	// record is the acceptable original with the shortest train time,
-	// tracked apart from the archive, which ranks by the run's objective
-	// and may drop the fastest program (one that trains fewer steps at the
-	// same step time scores no better).
-	record    *store.Child
+	// children tallies the settled children (originals, not the
+	// reference): the status's counts, the record and the lowest loss
+	// among them. The record is tracked apart from the archive, which
+	// ranks by the run's objective and may drop the fastest program (one
+	// that trains fewer steps at the same step time scores no better).
+	children  runs.Tally
 	reference *store.Child
 
 	noMoreIterations bool
@@ -202,14 +202,6 @@ const (
 	kindFixRun    = "fix_run"
 	kindFast      = "fast"
 	kindFull      = "full"
-)
-
-// Stages of children and iterations.
-const (
-	StageReference = "reference"
-	StageTemplate  = "template"
-	StageMeta      = "meta"
-	StageMutate    = "mutate"
 )
 
 func (o *Options) check() error {
@@ -266,7 +258,6 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		iters:       map[int]*iterState{},
 		lastAttempt: map[int64]*store.Attempt{},
 		lastFail:    map[int64]*store.Child{},
-		counts:      map[string]int{},
 		diffs:       map[string]string{},
 		drainCh:     make(chan string, 4),
 		propDone:    make(chan *proposalResult),
@@ -299,12 +290,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 }
 
 // ModelsRecord is how a run records its ensemble.
-type ModelsRecord struct {
-	Name   string  `json:"name"`
-	Kind   string  `json:"kind"`
-	Spec   string  `json:"spec,omitempty"`
-	Weight float64 `json:"weight"`
-}
+type ModelsRecord = store.RunModel
 
 // New records a new run named name (empty: "run-<id>") and returns its
 // engine. The reference program is the run's first member; Run evaluates
@@ -354,7 +340,7 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	run := &store.Run{
 		Name: tmpName, Track: e.spec.Name, TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
 		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
-		Bandit: e.ens.save(),
+		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
 	if err := e.st.CreateRun(ctx, run); err != nil {
 		return nil, err
@@ -364,13 +350,13 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	if err != nil {
 		return nil, err
 	}
-	ref := &store.Child{RunID: run.ID, Iteration: 0, Island: 0, Origin: OriginReference, Stage: StageReference,
-		State: store.ChildFast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
+	ref := &store.Child{RunID: run.ID, Iteration: 0, Island: 0, Origin: runs.OriginReference, Stage: runs.StageReference,
+		State: runs.Fast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
 	err = e.st.RunInTx(ctx, func(tx *store.RunTx) error {
 		if name == "" {
 			run.Name = fmt.Sprintf("run-%d", run.ID)
 		}
-		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: 0, Island: 0, Stage: StageReference}); err != nil {
+		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: 0, Island: 0, Stage: runs.StageReference}); err != nil {
 			return err
 		}
 		if err := tx.InsertChild(ref); err != nil {
@@ -389,7 +375,7 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	e.pop.add(ref)
 	e.pop.claim(ref.NormHash, ref.ID)
 	e.reference = ref
-	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: StageReference}, pending: 1}
+	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1}
 	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
 	return e, nil
 }

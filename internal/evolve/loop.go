@@ -14,6 +14,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -249,7 +250,7 @@ func (e *Engine) canSample() bool {
 	if e.proposing+len(e.fastQ)+len(e.fullQ) >= e.slots {
 		return false
 	}
-	if e.reference != nil && e.reference.State != store.ChildDone {
+	if e.reference != nil && e.reference.State != runs.Done {
 		return false
 	}
 	if max := e.cfg.Budget.MaxIterations; max > 0 && e.run.Iterations >= max {
@@ -287,9 +288,9 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 	}
 	top := e.pop.sampleTop(e.rng, *e.cfg.TopPrograms, parent)
 	div := e.pop.sampleDiverse(e.rng, *e.cfg.DiversePrograms, parent)
-	stage := StageTemplate
+	stage := runs.StageTemplate
 	if ms := e.cfg.metaStart(); ms >= 0 && n >= ms && e.rng.Float64() < *e.cfg.MetaPrompting.Probability {
-		stage = StageMeta
+		stage = runs.StageMeta
 	}
 	it := &store.Iteration{RunID: e.run.ID, Iteration: n, Island: island, ParentID: parent.ID, Stage: stage,
 		TopIDs: ids(top), DiverseIDs: ids(div)}
@@ -297,15 +298,15 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 	for slot := 0; slot < e.cfg.BranchingFactor; slot++ {
 		m := e.models[e.ens.choose(e.rng)]
 		c := &store.Child{RunID: e.run.ID, Iteration: n, Slot: slot, Island: island, ParentID: parent.ID,
-			Origin: string(m.Kind), Model: m.Name, State: store.ChildQueued, Seed: e.rng.Uint64() >> 1}
+			Origin: runs.Origin(m.Kind), Model: m.Name, State: runs.Queued, Seed: e.rng.Uint64() >> 1}
 		c.Template = e.prompts.pool[e.rng.IntN(len(e.prompts.pool))]
 		switch {
 		case m.Kind == propose.KindMutate:
-			c.Stage, c.Template = StageMutate, ""
-		case stage == StageMeta && m.ideas():
-			c.Stage, c.Template = StageMeta, promptIdea
+			c.Stage, c.Template = runs.StageMutate, ""
+		case stage == runs.StageMeta && m.ideas():
+			c.Stage, c.Template = runs.StageMeta, promptIdea
 		default:
-			c.Stage = StageTemplate
+			c.Stage = runs.StageTemplate
 		}
 		kids = append(kids, c)
 	}
@@ -319,7 +320,7 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 				return err
 			}
 		}
-		if stage == StageMeta {
+		if stage == runs.StageMeta {
 			if _, err := tx.AddEvent(&store.RunEvent{RunID: e.run.ID, Kind: "meta_prompting", Key: "start", Iteration: n}); err != nil {
 				return err
 			}
@@ -364,9 +365,9 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		e.log.Warn("evolve: model no longer configured; child reassigned", "child", c.ID, "from", c.Model, "to", m.Name)
 		c.Model = m.Name
 		if m.Kind == propose.KindMutate {
-			c.Stage, c.Template = StageMutate, ""
-		} else if c.Stage == StageMutate || (c.Stage == StageMeta && !m.ideas()) {
-			c.Stage, c.Template = StageTemplate, e.prompts.pool[e.rng.IntN(len(e.prompts.pool))]
+			c.Stage, c.Template = runs.StageMutate, ""
+		} else if c.Stage == runs.StageMutate || (c.Stage == runs.StageMeta && !m.ideas()) {
+			c.Stage, c.Template = runs.StageTemplate, e.prompts.pool[e.rng.IntN(len(e.prompts.pool))]
 		}
 	}
 	w := &proposalWork{child: *c, kind: j.kind, model: m, name: e.name}
@@ -389,7 +390,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 	if e.reference != nil {
 		w.reference = snapshot(e.reference)
 	}
-	if b := e.record; b != nil {
+	if b := e.record(); b.ID != 0 {
 		w.record = fmt.Sprintf("#%d trains to the target in %s", b.ID, fmtMs(b.TrainTimeMs))
 	}
 	w.lastError = e.lastFailure(w.parent.ID)
@@ -433,7 +434,7 @@ func snapshot(c *store.Child) *store.Child {
 func (e *Engine) startEval(ctx context.Context, j *job) {
 	c := j.child
 	if j.kind == kindFull {
-		c.State = store.ChildEvaluating
+		c.State = runs.Evaluating
 		if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateChild(c) }); err != nil {
 			e.fail(err)
 			return
@@ -519,7 +520,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		case pe != nil && pe.Feedback() != "" && m != nil && m.fixes() && c.FixAttempts < *e.cfg.FastFixes:
 			e.failStreak = 0
 			attempt.Error = pe.Feedback()
-			c.State, c.Error = store.ChildFix, clip(pe.Feedback(), e.cfg.Prompt.MaxErrorChars)
+			c.State, c.Error = runs.Fix, clip(pe.Feedback(), e.cfg.Prompt.MaxErrorChars)
 			e.persistChild(ctx, c, attempt)
 			e.proposalQ = slices.Insert(e.proposalQ, e.fixInsertPos(), &job{child: c, kind: kindFixApply})
 			return
@@ -555,11 +556,11 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 	if first := e.pop.claim(r.norm, c.ID); first != 0 {
 		orig := e.pop.members[first]
 		c.SourceID = first
-		c.Verdict = VerdictDuplicate
+		c.Verdict = runs.Duplicate
 		switch {
 		case orig != nil && orig.NormHash != r.norm:
 			c.Reason = fmt.Sprintf("the same program as an earlier candidate of #%d, which failed its fast check; not evaluated again", first)
-		case orig != nil && orig.State == store.ChildDone:
+		case orig != nil && orig.State == runs.Done:
 			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace), which is %s; not evaluated again", first, orig.Verdict)
 		default:
 			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
@@ -568,7 +569,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		e.finishChild(ctx, c)
 		return
 	}
-	c.State, c.Error = store.ChildFast, ""
+	c.State, c.Error = runs.Fast, ""
 	e.persistChild(ctx, c, attempt)
 	e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
 }
@@ -594,9 +595,9 @@ func (e *Engine) endFailed(ctx context.Context, c *store.Child, prev *store.Atte
 		c.Verdict = a.FastVerdict
 		c.Reason = a.FastReason + " (the fix that followed failed: " + clip(reason, 300) + ")"
 	case reason != "" && detail != "":
-		c.Verdict, c.Reason, c.Error = VerdictApplyFailed, reason, clip(detail, e.cfg.Prompt.MaxErrorChars)
+		c.Verdict, c.Reason, c.Error = runs.ApplyFailed, reason, clip(detail, e.cfg.Prompt.MaxErrorChars)
 	default:
-		c.Verdict, c.Reason = VerdictNoProposal, reason
+		c.Verdict, c.Reason = runs.NoProposal, reason
 	}
 	e.finishChild(ctx, c)
 }
@@ -629,14 +630,14 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		return
 	}
 	c.EvaluationID = res.EvaluationID
-	c.Verdict, c.Reason = string(res.Verdict), res.Reason
+	c.Verdict, c.Reason = runs.Verdict(res.Verdict), res.Reason
 	if res.Traceback != "" {
 		c.Error = clipTail(res.Traceback, e.cfg.Prompt.MaxErrorChars)
 	}
 	m := res.Metrics
 	c.ValLoss, c.TrainTimeMs, c.StepAvgMs, c.Score = m.ValLoss, m.TrainTimeMs, m.StepAvgMs, m.Score
 	c.Summary = telemetrySummary(res)
-	if c.Origin == OriginReference && !valid(c.Verdict) {
+	if c.Origin == runs.OriginReference && !c.Verdict.Valid() {
 		e.finishChild(ctx, c)
 		e.stop(StopReferenceFails, fmt.Sprintf("the reference program's full run failed: %s: %s", res.Verdict, res.Reason))
 		return
@@ -649,10 +650,10 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	c.FastEvaluationID = res.EvaluationID
 	a := e.lastAttempt[c.ID]
 	if a != nil {
-		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, string(res.Verdict), res.Reason
+		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, runs.Verdict(res.Verdict), res.Reason
 	}
 	if res.Verdict == eval.FastOK {
-		c.State = store.ChildReady
+		c.State = runs.Ready
 		e.persistFast(ctx, c, a)
 		e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 		return
@@ -662,20 +663,20 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 		text += "\n\n" + clipTail(res.Traceback, e.cfg.Prompt.MaxErrorChars)
 	}
 	text = clipTail(text, e.cfg.Prompt.MaxErrorChars+500)
-	if c.Origin == OriginReference {
-		c.Verdict, c.Reason, c.Error = string(res.Verdict), res.Reason, text
+	if c.Origin == runs.OriginReference {
+		c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
 		e.persistFast(ctx, c, a)
 		e.finishChild(ctx, c)
 		e.stop(StopReferenceFails, fmt.Sprintf("the reference program fails its fast check: %s: %s", res.Verdict, res.Reason))
 		return
 	}
 	if m := e.models[c.Model]; m != nil && m.fixes() && c.FixAttempts < *e.cfg.FastFixes {
-		c.State, c.Error = store.ChildFix, text
+		c.State, c.Error = runs.Fix, text
 		e.persistFast(ctx, c, a)
 		e.proposalQ = slices.Insert(e.proposalQ, e.fixInsertPos(), &job{child: c, kind: kindFixRun})
 		return
 	}
-	c.Verdict, c.Reason, c.Error = string(res.Verdict), res.Reason, text
+	c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
 	e.persistFast(ctx, c, a)
 	e.finishChild(ctx, c)
 }
@@ -729,10 +730,10 @@ func (e *Engine) persistFast(ctx context.Context, c *store.Child, a *store.Attem
 // and the seed copies of the reference.
 func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 	now := time.Now()
-	c.State, c.FinishedAt = store.ChildDone, now
+	c.State, c.FinishedAt = runs.Done, now
 	archiveChanged := e.pop.settle(c)
 	e.count(c)
-	if parent := e.pop.members[c.ParentID]; parent != nil && c.Origin != OriginReference && e.ens.has(c.Model) {
+	if parent := e.pop.members[c.ParentID]; parent != nil && c.Origin != runs.OriginReference && e.ens.has(c.Model) {
 		e.ens.record(c.Model, beats(e.cfg.Objective, c, parent), c.CostUSD)
 	}
 	var copies []*store.Child
@@ -743,9 +744,9 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 		it.pending--
 		iterDone = it.pending <= 0
 	}
-	if c.Origin == OriginReference && valid(c.Verdict) {
+	if c.Origin == runs.OriginReference && c.Verdict.Valid() {
 		for island := 1; island < e.cfg.Islands; island++ {
-			copies = append(copies, copyOf(c, OriginSeed, island, 0))
+			copies = append(copies, copyOf(c, runs.OriginSeed, island, 0))
 		}
 	}
 	if iterDone && c.Iteration > 0 {
@@ -765,7 +766,7 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 			}
 			if !added {
 				// Recorded before a restart: the copies exist already.
-				copies = slices.DeleteFunc(copies, func(x *store.Child) bool { return x.Origin == OriginMigrant })
+				copies = slices.DeleteFunc(copies, func(x *store.Child) bool { return x.Origin == runs.OriginMigrant })
 			}
 		}
 		for _, cp := range copies {
@@ -814,7 +815,7 @@ func (e *Engine) migrate(iteration int, copies []*store.Child) (*store.RunEvent,
 	for from := 0; from < n; from++ {
 		to := (from + 1) % n
 		for _, src := range e.pop.emigrants(from, to, e.cfg.Migration.Count) {
-			out = append(out, copyOf(src, OriginMigrant, to, iteration))
+			out = append(out, copyOf(src, runs.OriginMigrant, to, iteration))
 			moves = append(moves, move{From: from, To: to, Source: src.ID})
 		}
 	}
@@ -825,10 +826,10 @@ func (e *Engine) migrate(iteration int, copies []*store.Child) (*store.RunEvent,
 }
 
 // copyOf returns a settled copy of src on another island.
-func copyOf(src *store.Child, origin string, island, iteration int) *store.Child {
+func copyOf(src *store.Child, origin runs.Origin, island, iteration int) *store.Child {
 	return &store.Child{
 		RunID: src.RunID, Iteration: iteration, Island: island, Origin: origin, SourceID: src.ID, ParentID: src.ParentID,
-		Model: src.Model, Stage: src.Stage, State: store.ChildDone, ProgramHash: src.ProgramHash, NormHash: src.NormHash,
+		Model: src.Model, Stage: src.Stage, State: runs.Done, ProgramHash: src.ProgramHash, NormHash: src.NormHash,
 		Description: src.Description, Verdict: src.Verdict, Reason: src.Reason, EvaluationID: src.EvaluationID,
 		FastEvaluationID: src.FastEvaluationID, ValLoss: src.ValLoss, TrainTimeMs: src.TrainTimeMs, StepAvgMs: src.StepAvgMs,
 		Score: src.Score, Summary: src.Summary, FinishedAt: time.Now(),
@@ -841,7 +842,7 @@ func (e *Engine) logChild(c *store.Child) {
 	if c.FixAttempts > 0 {
 		args = append(args, "fixes", c.FixAttempts)
 	}
-	if valid(c.Verdict) {
+	if c.Verdict.Valid() {
 		args = append(args, "val_loss", round4(c.ValLoss), "train_time", fmtMs(c.TrainTimeMs))
 	} else if c.Reason != "" {
 		args = append(args, "reason", clip(c.Reason, 200))
@@ -856,7 +857,7 @@ func (e *Engine) lastFailure(parentID int64) string {
 	if p == nil {
 		return ""
 	}
-	if !valid(p.Verdict) && p.Reason != "" {
+	if !p.Verdict.Valid() && p.Reason != "" {
 		return clip(p.Reason+"\n"+p.Error, e.cfg.Prompt.MaxErrorChars)
 	}
 	last := e.lastFail[parentID]
@@ -876,14 +877,15 @@ func (e *Engine) publish() {
 		RunID: e.run.ID, RunName: e.run.Name, Iteration: e.run.Iterations, MaxIterations: max(0, e.cfg.Budget.MaxIterations),
 		IterationsDone: e.completed, SlotsBusy: e.evaluating, Slots: e.slots, ProposalsInFlight: e.proposing,
 		Queued: len(e.proposalQ) + len(e.fastQ) + len(e.fullQ), Evaluations: e.fullStarted,
-		Acceptable: e.counts[ClassAcceptable], LossTooHigh: e.counts[ClassLossTooHigh], Buggy: e.counts[ClassBuggy],
-		Duplicates: e.counts[ClassDuplicate], NoProposal: e.counts[ClassNone], BestLoss: e.bestLoss,
+		Acceptable: e.children.Classes[runs.ClassAcceptable], LossTooHigh: e.children.Classes[runs.TooHigh],
+		Buggy: e.children.Classes[runs.Buggy], Duplicates: e.children.Classes[runs.ClassDuplicate],
+		NoProposal: e.children.Classes[runs.ClassNone], BestLoss: e.bestLoss(),
 		USD: e.spentUSD, Tokens: e.spentTokens, Elapsed: e.elapsed(), Draining: e.stopping, StopReason: e.stopReason,
 	}
-	if e.reference != nil && valid(e.reference.Verdict) {
+	if e.reference != nil && e.reference.Verdict.Valid() {
 		s.ReferenceTimeMs, s.ReferenceLoss = e.reference.TrainTimeMs, e.reference.ValLoss
 	}
-	if b := e.record; b != nil {
+	if b := e.record(); b.ID != 0 {
 		s.BestTimeMs, s.BestTimeID = b.TrainTimeMs, b.ID
 	}
 	e.statusMu.Lock()
@@ -897,27 +899,42 @@ func (e *Engine) publish() {
 // count adds a settled member to the counters that the status shows and
 // the prompts use.
 func (e *Engine) count(c *store.Child) {
-	if isCopy(c) {
+	if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 		return
 	}
-	if c.Verdict == string(eval.Acceptable) && c.TrainTimeMs > 0 && (e.record == nil || c.TrainTimeMs < e.record.TrainTimeMs) {
-		e.record = c
-	}
-	if c.Origin == OriginReference {
-		if valid(c.Verdict) {
-			e.bestLoss = c.ValLoss
-		}
-		return
-	}
-	e.counts[Class(c.Verdict)]++
-	if valid(c.Verdict) && c.ValLoss > 0 && (e.bestLoss == 0 || c.ValLoss < e.bestLoss) {
-		e.bestLoss = c.ValLoss
-	}
-	if Class(c.Verdict) == ClassBuggy && c.ParentID != 0 {
+	e.children.Add(c.Outcome())
+	if runs.ClassOf(c.Verdict) == runs.Buggy && c.ParentID != 0 {
 		if last := e.lastFail[c.ParentID]; last == nil || c.ID > last.ID {
 			e.lastFail[c.ParentID] = c
 		}
 	}
+}
+
+// record is the run's record (see recordOf).
+func (e *Engine) record() runs.Outcome { return recordOf(e.reference, e.children) }
+
+// recordOf is a run's record: the fastest acceptable program among the
+// reference and the settled children tallied in children; the reference,
+// which settles first, keeps a tie. ID 0 when there is none.
+func recordOf(reference *store.Child, children runs.Tally) runs.Outcome {
+	var rec runs.Outcome
+	if reference != nil && reference.State == runs.Done && reference.Outcome().Timed() {
+		rec = reference.Outcome()
+	}
+	if children.Record.Faster(rec) {
+		rec = children.Record
+	}
+	return rec
+}
+
+// bestLoss is the lowest validation loss of a valid program, the
+// reference's included; 0 when none.
+func (e *Engine) bestLoss() float64 {
+	best := e.children.Lowest.ValLoss
+	if ref := e.reference; ref != nil && ref.State == runs.Done && ref.Verdict.Valid() && (best == 0 || ref.ValLoss < best) {
+		best = ref.ValLoss
+	}
+	return best
 }
 
 func firstLine(s string) string {

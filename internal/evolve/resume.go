@@ -15,6 +15,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -33,13 +34,7 @@ func Load(ctx context.Context, st *store.Store, ref string) (*store.Run, Config,
 }
 
 // RunModels returns the ensemble a run was started with.
-func RunModels(run *store.Run) ([]ModelsRecord, error) {
-	var out []ModelsRecord
-	if err := json.Unmarshal(run.Models, &out); err != nil {
-		return nil, fmt.Errorf("run %s: its stored models are unreadable: %w", run.Name, err)
-	}
-	return out, nil
-}
+func RunModels(run *store.Run) ([]ModelsRecord, error) { return run.ModelList() }
 
 // Overrides are settings a resumed run may change; zero fields keep the
 // run's own.
@@ -106,6 +101,7 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if cfgJSON, err := json.Marshal(e.cfg); err == nil {
 		run.Config = cfgJSON
 	}
+	run.Objective, run.MetaStart = e.cfg.Objective, e.cfg.plannedMetaStart(opts.Models)
 	e.pcg = rand.NewPCG(run.Seed, run.Seed^0x9e3779b97f4a7c15)
 	if len(run.RNG) > 0 {
 		if err := e.pcg.UnmarshalBinary(run.RNG); err != nil {
@@ -154,18 +150,18 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	for _, c := range kids {
 		e.pop.add(c)
-		if c.Origin == OriginReference {
+		if c.Origin == runs.OriginReference {
 			e.reference = c
 		}
 	}
 	for _, c := range kids {
-		if !isCopy(c) && c.NormHash != "" && c.Verdict != VerdictDuplicate {
+		if !c.Origin.IsCopy() && c.NormHash != "" && c.Verdict != runs.Duplicate {
 			e.pop.claim(c.NormHash, c.ID)
 		}
-		if c.State == store.ChildDone {
+		if c.State == runs.Done {
 			e.pop.settle(c)
 			e.count(c)
-			if !isCopy(c) && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+			if !c.Origin.IsCopy() && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
 				e.fullStarted++
 			}
 		}
@@ -180,7 +176,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	norms := map[string]string{}
 	for _, a := range attempts {
 		c := byID[a.ChildID]
-		if a.ProgramHash == "" || c == nil || isCopy(c) || c.Verdict == VerdictDuplicate {
+		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() || c.Verdict == runs.Duplicate {
 			continue
 		}
 		norm, ok := norms[a.ProgramHash]
@@ -199,7 +195,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	pending := map[int]int{}
 	for _, c := range kids {
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			pending[c.Iteration]++
 		}
 	}
@@ -246,19 +242,19 @@ func (e *Engine) restore(ctx context.Context) error {
 	var requeued int
 	for _, c := range kids {
 		switch c.State {
-		case store.ChildDone:
+		case runs.Done:
 			continue
-		case store.ChildQueued:
+		case runs.Queued:
 			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kindPropose})
-		case store.ChildFix:
+		case runs.Fix:
 			kind := kindFixRun
 			if a := e.lastAttempt[c.ID]; a != nil && a.ProgramHash == "" {
 				kind = kindFixApply
 			}
 			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kind})
-		case store.ChildFast, store.ChildEvaluating:
+		case runs.Fast, runs.Evaluating:
 			kind := kindFast
-			if c.State == store.ChildEvaluating {
+			if c.State == runs.Evaluating {
 				kind = kindFull
 			}
 			adopted, err := e.adopt(ctx, c, kind)
@@ -271,10 +267,10 @@ func (e *Engine) restore(ctx context.Context) error {
 			if kind == kindFast {
 				e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
 			} else {
-				c.State = store.ChildReady
+				c.State = runs.Ready
 				e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 			}
-		case store.ChildReady:
+		case runs.Ready:
 			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 		default:
 			return fmt.Errorf("child %d is in an unknown state %q", c.ID, c.State)
@@ -291,7 +287,7 @@ func (e *Engine) restore(ctx context.Context) error {
 		}
 	}
 	e.proposalQ = append(fixes, firsts...)
-	if e.reference.State == store.ChildDone && !valid(e.reference.Verdict) {
+	if e.reference.State == runs.Done && !e.reference.Verdict.Valid() {
 		return fmt.Errorf("the reference program failed (%s: %s); there is nothing to evolve from", e.reference.Verdict, e.reference.Reason)
 	}
 	if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(e.run.ID, e.pop.archive) }); err != nil {

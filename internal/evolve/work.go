@@ -14,6 +14,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -94,7 +95,7 @@ func (e *Engine) doProposal(ctx context.Context, w *proposalWork) (r *proposalRe
 				d.PreviousAnswer = clip(answer, 4*e.cfg.Prompt.MaxDiffChars)
 			}
 		}
-	case w.child.Stage == StageMeta && m.ideas():
+	case w.child.Stage == runs.StageMeta && m.ideas():
 		ideaReq, err := e.prompts.request(promptIdea, m.Name, d, e.cfg.Prompt)
 		if err != nil {
 			r.err = err
@@ -306,12 +307,12 @@ func (e *Engine) diff(ctx context.Context, baseHash string, base []byte, c *stor
 // view describes a program in one line of metrics.
 func (e *Engine) view(c *store.Child) programView {
 	v := programView{ID: c.ID, Summary: c.Summary, Description: clip(c.Description, 300)}
-	if c.Origin == OriginReference {
+	if c.Origin == runs.OriginReference {
 		v.Description = "the track's reference program"
 	}
-	if valid(c.Verdict) {
+	if c.Verdict.Valid() {
 		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s, %.2f ms/step, score %.1f",
-			strings.ReplaceAll(c.Verdict, "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
+			strings.ReplaceAll(string(c.Verdict), "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
 	} else if c.Verdict != "" {
 		v.Metrics = fmt.Sprintf("%s: %s", c.Verdict, clip(firstLine(c.Reason), 300))
 	} else {

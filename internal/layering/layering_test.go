@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"internal/pyenv":          {},
 	"internal/runner":         {},
 	"internal/stats":          {},
-	"internal/store":          {},
+	"internal/runs":           {},
 	"internal/testdeps":       {},
 	"internal/yamlfile":       {},
 	"internal/verify/redteam": {},
@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
 	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/stats", "internal/store", "internal/track"},
-	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/propose", "internal/store", "internal/track"},
+	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/propose", "internal/runs", "internal/store", "internal/track"},
 	"internal/importer":          {"internal/edit", "internal/track"},
 	"internal/llm/anthropic":     {"internal/llm", "internal/llm/internal/wire"},
 	"internal/llm/gemini":        {"internal/llm", "internal/llm/internal/wire"},
@@ -48,11 +48,12 @@ var allowed = map[string][]string{
 	"internal/llm/openai":        {"internal/llm", "internal/llm/internal/wire"},
 	"internal/llm/provider":      {"internal/llm", "internal/llm/anthropic", "internal/llm/gemini", "internal/llm/openai"},
 	"internal/propose":           {"internal/edit", "internal/edit/pysrc", "internal/llm"},
-	"internal/report":            {"internal/edit", "internal/harness"},
-	"internal/report/fromstore":  {"internal/evolve", "internal/harness", "internal/propose", "internal/report", "internal/store"},
+	"internal/report":            {"internal/edit", "internal/harness", "internal/runs"},
+	"internal/report/fromstore":  {"internal/harness", "internal/report", "internal/runs", "internal/store"},
 	"internal/runner/runnertest": {"internal/runner"},
 	"internal/sandbox":           {"internal/runner"},
-	"internal/store/storetest":   {"internal/store"},
+	"internal/store":             {"internal/runs"},
+	"internal/store/storetest":   {"internal/runs", "internal/store"},
 	"internal/track":             {"internal/yamlfile"},
 	"internal/verify":            {"internal/edit", "internal/edit/pysrc", "internal/eval", "internal/track"},
 }
@@ -60,21 +61,24 @@ var allowed = map[string][]string{
 // never states the rules the table must keep, with their reasons, so that
 // a change to the table that breaks one is caught too. A prefix matches
 // the package and those under it.
-var never = []struct{ from, to, why string }{
-	{"internal/report", "internal/evolve", "reports read the store, not the engine: a report of a run must not depend on how the engine runs one"},
-	{"internal/store", "internal/", "the store is a boundary with several implementations; it holds rows, not the logic of their users"},
-	{"internal/llm", "internal/store", "model clients are decorators over a wire protocol; recording calls is the engine's job"},
-	{"internal/runner", "internal/eval", "a runner runs a process; judging it is the evaluator's job"},
-	{"internal/runner", "internal/sandbox", "the sandbox wraps a runner, not the other way round"},
-	{"internal/eval", "internal/evolve", "the evaluator judges one program; the search is above it"},
-	{"internal/propose", "internal/store", "proposers turn a parent into a child; the engine records what they did"},
+var never = []struct {
+	from, to, why string
+	except        []string
+}{
+	{"internal/report", "internal/evolve", "reports read the store, not the engine: a report of a run must not depend on how the engine runs one", nil},
+	{"internal/store", "internal/", "the store is a boundary with several implementations; it holds rows, not the logic of their users",
+		[]string{"internal/runs"}},
+	{"internal/runs", "internal/", "runs is the vocabulary every reader and writer of a run shares; it depends on nothing", nil},
+	{"internal/llm", "internal/store", "model clients are decorators over a wire protocol; recording calls is the engine's job", nil},
+	{"internal/runner", "internal/eval", "a runner runs a process; judging it is the evaluator's job", nil},
+	{"internal/runner", "internal/sandbox", "the sandbox wraps a runner, not the other way round", nil},
+	{"internal/eval", "internal/evolve", "the evaluator judges one program; the search is above it", nil},
+	{"internal/propose", "internal/store", "proposers turn a parent into a child; the engine records what they did", nil},
 }
 
 // debts are imports that break a rule of never today, each with the step
 // that removes it. The test fails once one is paid, so that the entry goes.
-var debts = map[[2]string]string{
-	{"internal/report/fromstore", "internal/evolve"}: "the run's facts the report needs become columns of the store (issue 10, item 1)",
-}
+var debts = map[[2]string]string{}
 
 // TestImports fails when a package imports a package of the module that
 // its row does not list, when a package has no row, or when the table
@@ -124,7 +128,7 @@ func TestImports(t *testing.T) {
 func reason(from, to string) string {
 	for _, r := range never {
 		// A package may import within its own subtree (storetest -> store).
-		if under(from, r.from) && under(to, r.to) && !under(to, r.from) {
+		if under(from, r.from) && under(to, r.to) && !under(to, r.from) && !slices.Contains(r.except, to) {
 			return ": " + r.why
 		}
 	}

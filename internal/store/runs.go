@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // This file holds the tables of evolution runs (migration 00002): runs,
@@ -23,16 +25,6 @@ const (
 	RunFailed  = "failed"  // it ended on an error (see StopDetail)
 )
 
-// Child states.
-const (
-	ChildQueued     = "queued"     // waits for a proposal (or a first evaluation for the reference)
-	ChildFast       = "fast"       // has a program that waits for (or is in) its fast check
-	ChildFix        = "fix"        // failed to apply or its fast check; waits for a fix from its model
-	ChildReady      = "ready"      // passed the fast check; waits for its full evaluation
-	ChildEvaluating = "evaluating" // in its full evaluation
-	ChildDone       = "done"       // has its final verdict
-)
-
 // Run is one evolution run.
 type Run struct {
 	ID            int64
@@ -41,20 +33,48 @@ type Run struct {
 	TrackHash     string
 	TargetValLoss float64
 	LossFloor     float64
-	Config        json.RawMessage
-	Models        json.RawMessage
-	Seed          uint64
-	State         string
-	StopReason    string
-	StopDetail    string
-	RNG           []byte
-	Bandit        json.RawMessage
-	Iterations    int
-	ActiveMs      int64
-	Sessions      int
-	StartedAt     time.Time
-	UpdatedAt     time.Time
-	FinishedAt    time.Time // zero while running
+	// Objective ranks the run's programs: "score", "time" or "loss".
+	Objective string
+	// MetaStart is the first iteration planned for meta-prompting; -1 when
+	// the run never meta-prompts. (The first that did is the first
+	// iteration whose stage is meta.)
+	MetaStart int
+	// Config is the engine's resolved configuration (JSON), for the engine.
+	Config json.RawMessage
+	// Models is the ensemble (JSON: []RunModel); see ModelList.
+	Models     json.RawMessage
+	Seed       uint64
+	State      string
+	StopReason string
+	StopDetail string
+	RNG        []byte
+	Bandit     json.RawMessage
+	Iterations int
+	ActiveMs   int64
+	Sessions   int
+	StartedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // zero while running
+}
+
+// RunModel is a member of a run's ensemble, as the run records it.
+type RunModel struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"` // llm, mutate or replay
+	Spec   string  `json:"spec,omitempty"`
+	Weight float64 `json:"weight"`
+}
+
+// ModelList decodes the run's ensemble.
+func (r *Run) ModelList() ([]RunModel, error) {
+	var out []RunModel
+	if len(r.Models) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(r.Models, &out); err != nil {
+		return nil, fmt.Errorf("run %s: its stored models are unreadable: %w", r.Name, err)
+	}
+	return out, nil
 }
 
 // Iteration is the sampled state the children of one iteration share.
@@ -65,7 +85,7 @@ type Iteration struct {
 	ParentID   int64 // 0 for the reference's iteration
 	TopIDs     []int64
 	DiverseIDs []int64
-	Stage      string
+	Stage      runs.Stage
 	CreatedAt  time.Time
 	DoneAt     time.Time
 }
@@ -78,19 +98,19 @@ type Child struct {
 	Slot             int
 	Island           int
 	ParentID         int64 // 0: none
-	Origin           string
+	Origin           runs.Origin
 	SourceID         int64 // 0: none
 	Model            string
-	Stage            string
+	Stage            runs.Stage
 	Template         string
 	Seed             uint64
-	State            string
+	State            runs.State
 	ProgramHash      string
 	NormHash         string
 	Description      string
 	Idea             string
 	FixAttempts      int
-	Verdict          string
+	Verdict          runs.Verdict
 	Reason           string
 	Error            string
 	FastEvaluationID int64
@@ -108,6 +128,13 @@ type Child struct {
 	FinishedAt       time.Time
 }
 
+// Outcome is what the run's aggregates (runs.Tally, the record, the
+// objective) read of the member.
+func (c *Child) Outcome() runs.Outcome {
+	return runs.Outcome{ID: c.ID, Verdict: c.Verdict, ValLoss: c.ValLoss, TrainTimeMs: c.TrainTimeMs, Score: c.Score,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.CostUSD}
+}
+
 // Attempt is one step of a child's life.
 type Attempt struct {
 	ID               int64
@@ -119,7 +146,7 @@ type Attempt struct {
 	Edit             string
 	Error            string
 	FastEvaluationID int64
-	FastVerdict      string
+	FastVerdict      runs.Verdict
 	FastReason       string
 	CreatedAt        time.Time
 }
@@ -182,9 +209,11 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 		r.State = RunRunning
 	}
 	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
-		seed, state, rng, bandit, started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
-		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli()).Scan(&r.ID)
+		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		r.Objective, r.MetaStart).Scan(&r.ID)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
@@ -195,7 +224,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 }
 
 const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
-	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at`
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start`
 
 func scanRun(r scanner) (*Run, error) {
 	var run Run
@@ -204,7 +233,7 @@ func scanRun(r scanner) (*Run, error) {
 	var cfg, models, bandit string
 	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
 		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
-		&started, &updated, &finished)
+		&started, &updated, &finished, &run.Objective, &run.MetaStart)
 	if err != nil {
 		return nil, err
 	}
@@ -284,8 +313,9 @@ func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 }
 
 // UpdateRun writes the run's mutable fields: name, state, stop reason and
-// detail, configuration and models, RNG and bandit state, iterations,
-// active time and sessions.
+// detail, configuration and models (with the objective and the planned
+// meta-prompting start), RNG and bandit state, iterations, active time and
+// sessions.
 func (t *RunTx) UpdateRun(r *Run) error {
 	r.UpdatedAt = t.now
 	var finished any
@@ -293,10 +323,10 @@ func (t *RunTx) UpdateRun(r *Run) error {
 		finished = r.FinishedAt.UnixMilli()
 	}
 	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
-		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13
-		WHERE id = $14`,
+		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13,
+		objective = $14, meta_start = $15 WHERE id = $16`,
 		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
-		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.ID)
+		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -390,7 +420,7 @@ func (t *RunTx) InsertAttempt(a *Attempt) error {
 }
 
 // SetAttemptFast records the fast check of an attempt's program.
-func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict, reason string) error {
+func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict runs.Verdict, reason string) error {
 	_, err := t.tx.Exec(`UPDATE run_attempts SET fast_evaluation_id = $1, fast_verdict = $2, fast_reason = $3 WHERE id = $4`,
 		nullID(evaluationID), verdict, reason, attemptID)
 	if err != nil {
