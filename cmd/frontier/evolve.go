@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,15 +180,8 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		applyEvolveFlags(&evCfg, o)
 	}
 	// The run's budget with the flags applied, for the model budget.
-	effective := evCfg
 	ov := o.budgetOverrides()
-	if ov.MaxUSD > 0 {
-		effective.Budget.MaxUSD = ov.MaxUSD
-	}
-	if ov.MaxTokens > 0 {
-		effective.Budget.MaxTokens = ov.MaxTokens
-	}
-	budget, err = evolve.NewBudget(ctx, st, runID, effective, cfg.LLM.Budget)
+	budget, err = evolve.NewBudget(ctx, st, runID, evCfg.Budget.With(ov), cfg.LLM.Budget)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +205,11 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
 		Redact: redactor.Redact, OnStatus: prog.show,
 	}
-	if spec.Hardware.Device == "cuda" {
-		opts.MachineGPUs = machineGPUs(ctx)
+	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
+	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the
+	// engine sizes its slots by the devices evaluations can have.
+	if spec.Hardware.Device == "cuda" && env.eval.GPUs != nil {
+		opts.MachineGPUs = env.eval.GPUs.Size()
 	}
 	var e *evolve.Engine
 	if resumed {
@@ -279,22 +273,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 
 // applyEvolveFlags puts the flags of a new run into its configuration.
 func applyEvolveFlags(c *evolve.Config, o evolveOptions) {
-	b := o.budgetOverrides()
-	if b.MaxIterations != 0 {
-		c.Budget.MaxIterations = b.MaxIterations
-	}
-	if b.MaxEvaluations != 0 {
-		c.Budget.MaxEvaluations = b.MaxEvaluations
-	}
-	if b.MaxDuration != 0 {
-		c.Budget.MaxDuration = b.MaxDuration
-	}
-	if b.MaxUSD != 0 {
-		c.Budget.MaxUSD = b.MaxUSD
-	}
-	if b.MaxTokens != 0 {
-		c.Budget.MaxTokens = b.MaxTokens
-	}
+	c.Budget = c.Budget.With(o.budgetOverrides())
 	if o.slots > 0 {
 		c.Slots = o.slots
 	}
@@ -431,49 +410,6 @@ func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Bu
 		return nil, usage(fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
 	}
 	return out, nil
-}
-
-// machineGPUs counts the GPUs this process may use: the entries of
-// CUDA_VISIBLE_DEVICES when it is set, else the GPUs nvidia-smi lists; 0
-// when neither says.
-func machineGPUs(ctx context.Context) int {
-	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
-		return countDevices(v)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
-	if err != nil {
-		return 0
-	}
-	return countGPULines(string(out))
-}
-
-// countDevices counts the entries of a CUDA_VISIBLE_DEVICES value.
-func countDevices(v string) int {
-	n := 0
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if i, err := strconv.Atoi(f); err == nil && i < 0 {
-			break // CUDA stops at the first invalid index
-		}
-		n++
-	}
-	return n
-}
-
-// countGPULines counts the "GPU 0: ..." lines of nvidia-smi -L.
-func countGPULines(out string) int {
-	n := 0
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "GPU ") {
-			n++
-		}
-	}
-	return n
 }
 
 // logLevel returns the level of the --log-level flag.

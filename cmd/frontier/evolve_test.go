@@ -123,18 +123,6 @@ func TestStatusLine(t *testing.T) {
 	}
 }
 
-func TestGPUCount(t *testing.T) {
-	for v, want := range map[string]int{"": 0, "0": 1, "0,1,2,3": 4, "0, 2": 2, "1,-1,3": 1, "GPU-8f1e,GPU-77aa": 2} {
-		if got := countDevices(v); got != want {
-			t.Errorf("CUDA_VISIBLE_DEVICES=%q: %d, want %d", v, got, want)
-		}
-	}
-	out := "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n"
-	if got := countGPULines(out); got != 2 {
-		t.Errorf("nvidia-smi -L: %d", got)
-	}
-}
-
 // syncBuffer is a bytes.Buffer safe for the engine's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

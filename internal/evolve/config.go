@@ -193,6 +193,28 @@ type BudgetConfig struct {
 	MaxTokens int64 `yaml:"max_tokens" json:"max_tokens"`
 }
 
+// With returns b with every limit that ov sets (non-zero) in place of
+// b's: the one place where a run's budget meets the command line's, for a
+// new run, a resumed one and the model budget alike.
+func (b BudgetConfig) With(ov BudgetConfig) BudgetConfig {
+	if ov.MaxIterations != 0 {
+		b.MaxIterations = ov.MaxIterations
+	}
+	if ov.MaxEvaluations != 0 {
+		b.MaxEvaluations = ov.MaxEvaluations
+	}
+	if ov.MaxDuration != 0 {
+		b.MaxDuration = ov.MaxDuration
+	}
+	if ov.MaxUSD != 0 {
+		b.MaxUSD = ov.MaxUSD
+	}
+	if ov.MaxTokens != 0 {
+		b.MaxTokens = ov.MaxTokens
+	}
+	return b
+}
+
 // Objectives (runs holds the vocabulary).
 const (
 	ObjectiveScore = runs.ObjectiveScore

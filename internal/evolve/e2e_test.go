@@ -48,7 +48,7 @@ func TestEndToEnd(t *testing.T) {
 		Slots:         1, LLMConcurrency: 3, Seed: 42,
 		Budget: BudgetConfig{MaxIterations: 2, MaxUSD: 5},
 	}
-	budget, err := NewBudget(ctx, st, 0, cfg, llmCfg.Budget)
+	budget, err := NewBudget(ctx, st, 0, cfg.Budget, llmCfg.Budget)
 	if err != nil {
 		t.Fatal(err)
 	}

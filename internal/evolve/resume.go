@@ -57,24 +57,7 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err := json.Unmarshal(run.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("run %s: its stored configuration is unreadable: %w", run.Name, err)
 	}
-	if ov.Budget != (BudgetConfig{}) {
-		b := &cfg.Budget
-		if ov.Budget.MaxIterations != 0 {
-			b.MaxIterations = ov.Budget.MaxIterations
-		}
-		if ov.Budget.MaxEvaluations != 0 {
-			b.MaxEvaluations = ov.Budget.MaxEvaluations
-		}
-		if ov.Budget.MaxDuration != 0 {
-			b.MaxDuration = ov.Budget.MaxDuration
-		}
-		if ov.Budget.MaxUSD != 0 {
-			b.MaxUSD = ov.Budget.MaxUSD
-		}
-		if ov.Budget.MaxTokens != 0 {
-			b.MaxTokens = ov.Budget.MaxTokens
-		}
-	}
+	cfg.Budget = cfg.Budget.With(ov.Budget)
 	if ov.Slots > 0 {
 		cfg.Slots = ov.Slots
 	}
@@ -332,16 +315,17 @@ func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, 
 }
 
 // NewBudget returns the model budget of a run: the evolve budget's dollar
-// and token limits where set, else llm.budget's, with what the run has
+// and token limits where set (budget, with the overrides of the command
+// line merged by BudgetConfig.With), else llm.budget's, with what the run has
 // spent so far. Pass it to the model clients so that every call of the run
 // draws from it.
-func NewBudget(ctx context.Context, st *store.Store, runID int64, cfg Config, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
+func NewBudget(ctx context.Context, st *store.Store, runID int64, budget BudgetConfig, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
 	limits := llmBudget
-	if cfg.Budget.MaxUSD > 0 {
-		limits.MaxUSD = cfg.Budget.MaxUSD
+	if budget.MaxUSD > 0 {
+		limits.MaxUSD = budget.MaxUSD
 	}
-	if cfg.Budget.MaxTokens > 0 {
-		limits.MaxTokens = cfg.Budget.MaxTokens
+	if budget.MaxTokens > 0 {
+		limits.MaxTokens = budget.MaxTokens
 	}
 	var spent llm.Spend
 	if runID != 0 {
