@@ -54,7 +54,7 @@ func (m *Model) ideas() bool { return m.Kind == propose.KindLLM && m.Client != n
 
 // Options are what an engine works with.
 type Options struct {
-	Store     *store.Store
+	Store     Store
 	Track     *track.Spec
 	Evaluator Evaluator
 	Models    []Model
@@ -120,7 +120,8 @@ const (
 // Run once.
 type Engine struct {
 	opts    Options
-	st      *store.Store
+	st      Store
+	j       *journal
 	cfg     Config
 	run     *store.Run
 	spec    *track.Spec
@@ -266,6 +267,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		ens:         newEnsemble(opts.Models, cfg.Bandit),
 		name:        filepath.Base(opts.Track.Reference),
 	}
+	e.j = &journal{st: opts.Store, snapshot: e.snapshotRun}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -342,36 +344,18 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
 		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
-	if err := e.st.CreateRun(ctx, run); err != nil {
+	hash, err := e.j.program(ctx, src, edit.NormalizedHash(src))
+	if err != nil {
+		return nil, err
+	}
+	ref := &store.Child{Iteration: 0, Island: 0, Origin: runs.OriginReference, Stage: runs.StageReference,
+		State: runs.Fast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
+	a := &store.Attempt{Kind: kindReference, ProgramHash: hash}
+	if err := e.j.begin(ctx, run, name, ref, a); err != nil {
 		return nil, err
 	}
 	e.run = run
-	hash, err := e.st.PutProgram(ctx, src, edit.NormalizedHash(src))
-	if err != nil {
-		return nil, err
-	}
-	ref := &store.Child{RunID: run.ID, Iteration: 0, Island: 0, Origin: runs.OriginReference, Stage: runs.StageReference,
-		State: runs.Fast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
-	err = e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if name == "" {
-			run.Name = fmt.Sprintf("run-%d", run.ID)
-		}
-		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: 0, Island: 0, Stage: runs.StageReference}); err != nil {
-			return err
-		}
-		if err := tx.InsertChild(ref); err != nil {
-			return err
-		}
-		a := &store.Attempt{ChildID: ref.ID, Kind: kindReference, ProgramHash: hash}
-		if err := tx.InsertAttempt(a); err != nil {
-			return err
-		}
-		e.lastAttempt[ref.ID] = a
-		return tx.UpdateRun(run)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
-	}
+	e.lastAttempt[ref.ID] = a
 	e.pop.add(ref)
 	e.pop.claim(ref.NormHash, ref.ID)
 	e.reference = ref

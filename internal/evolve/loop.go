@@ -37,7 +37,7 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 	e.activeBase = e.run.ActiveMs
 	e.run.Sessions++
 	e.run.State, e.run.StopReason, e.run.StopDetail, e.run.FinishedAt = store.RunRunning, "", "", time.Time{}
-	if err := e.persistRun(ctx, &store.RunEvent{RunID: e.run.ID, Kind: "session_start", Iteration: e.run.Iterations}); err != nil {
+	if err := e.j.sessionStarted(ctx); err != nil {
 		return nil, err
 	}
 	e.log.Info("evolve: run started", "run", e.run.Name, "id", e.run.ID, "track", e.spec.Name,
@@ -76,7 +76,7 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 			}
 			if time.Since(lastPersist) > 10*time.Second {
 				lastPersist = time.Now()
-				if err := e.persistRun(ctx, nil); err != nil {
+				if err := e.j.checkpoint(ctx); err != nil {
 					e.fail(err)
 				}
 			}
@@ -108,8 +108,7 @@ func (e *Engine) finish(ctx context.Context) (*Summary, error) {
 		e.run.State = store.RunFailed
 	}
 	e.run.StopReason, e.run.StopDetail, e.run.FinishedAt = e.stopReason, e.stopDetail, time.Now()
-	detail, _ := json.Marshal(map[string]string{"reason": e.stopReason, "detail": e.stopDetail})
-	err := e.persistRun(ctx, &store.RunEvent{RunID: e.run.ID, Kind: "session_end", Iteration: e.run.Iterations, Detail: detail})
+	err := e.j.sessionEnded(ctx)
 	e.publish()
 	e.log.Info("evolve: run stopped", "run", e.run.Name, "reason", e.stopReason, "detail", e.stopDetail)
 	sum := &Summary{RunID: e.run.ID, RunName: e.run.Name, StopReason: e.stopReason, StopDetail: e.stopDetail, Status: e.Status()}
@@ -150,20 +149,6 @@ func (e *Engine) fail(err error) {
 
 func (e *Engine) elapsed() time.Duration {
 	return time.Duration(e.activeBase)*time.Millisecond + time.Since(e.sessionStart)
-}
-
-// persistRun writes the run row (with RNG, bandit and active time) and an
-// optional event.
-func (e *Engine) persistRun(ctx context.Context, ev *store.RunEvent) error {
-	return e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if ev != nil {
-			if _, err := tx.AddEvent(ev); err != nil {
-				return err
-			}
-		}
-		e.snapshotRun()
-		return tx.UpdateRun(e.run)
-	})
 }
 
 // snapshotRun copies the engine's mutable state into the run row.
@@ -311,24 +296,7 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 		kids = append(kids, c)
 	}
 	e.run.Iterations = n
-	err := e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if err := tx.InsertIteration(it); err != nil {
-			return err
-		}
-		for _, c := range kids {
-			if err := tx.InsertChild(c); err != nil {
-				return err
-			}
-		}
-		if stage == runs.StageMeta {
-			if _, err := tx.AddEvent(&store.RunEvent{RunID: e.run.ID, Kind: "meta_prompting", Key: "start", Iteration: n}); err != nil {
-				return err
-			}
-		}
-		e.snapshotRun()
-		return tx.UpdateRun(e.run)
-	})
-	if err != nil {
+	if err := e.j.iterationSampled(ctx, it, kids); err != nil {
 		e.run.Iterations--
 		return fmt.Errorf("record iteration %d: %w", n, err)
 	}
@@ -435,7 +403,7 @@ func (e *Engine) startEval(ctx context.Context, j *job) {
 	c := j.child
 	if j.kind == kindFull {
 		c.State = runs.Evaluating
-		if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateChild(c) }); err != nil {
+		if err := e.j.childChanged(ctx, c, nil); err != nil {
 			e.fail(err)
 			return
 		}
@@ -613,7 +581,7 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		if ctx.Err() != nil {
 			// Aborted: the child keeps its state (fast or evaluating) and is
 			// evaluated again on resume; the evaluation row says so.
-			if err := e.st.InterruptEvaluations(context.WithoutCancel(ctx), c.ProgramHash, r.work.started.Add(-time.Second)); err != nil {
+			if err := e.j.evaluationsInterrupted(context.WithoutCancel(ctx), c.ProgramHash, r.work.started.Add(-time.Second)); err != nil {
 				e.log.Warn("evolve: could not mark an interrupted evaluation", "child", c.ID, "err", err)
 			}
 			return
@@ -683,15 +651,7 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 
 // persistChild records c and, when set, a new attempt.
 func (e *Engine) persistChild(ctx context.Context, c *store.Child, a *store.Attempt) {
-	err := e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if a != nil {
-			if err := tx.InsertAttempt(a); err != nil {
-				return err
-			}
-		}
-		return tx.UpdateChild(c)
-	})
-	if err != nil {
+	if err := e.j.childChanged(ctx, c, a); err != nil {
 		e.fail(err)
 		return
 	}
@@ -703,8 +663,7 @@ func (e *Engine) persistChild(ctx context.Context, c *store.Child, a *store.Atte
 // persistAttemptOnly records an attempt of a child that finishChild will
 // record next.
 func (e *Engine) persistAttemptOnly(ctx context.Context, c *store.Child, a *store.Attempt) {
-	err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertAttempt(a) })
-	if err != nil {
+	if err := e.j.attemptRecorded(ctx, a); err != nil {
 		e.fail(err)
 		return
 	}
@@ -712,15 +671,7 @@ func (e *Engine) persistAttemptOnly(ctx context.Context, c *store.Child, a *stor
 }
 
 func (e *Engine) persistFast(ctx context.Context, c *store.Child, a *store.Attempt) {
-	err := e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if a != nil && a.ID != 0 {
-			if err := tx.SetAttemptFast(a.ID, a.FastEvaluationID, a.FastVerdict, a.FastReason); err != nil {
-				return err
-			}
-		}
-		return tx.UpdateChild(c)
-	})
-	if err != nil {
+	if err := e.j.fastChecked(ctx, c, a); err != nil {
 		e.fail(err)
 	}
 }
@@ -755,43 +706,15 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 			migration, copies = e.migrate(c.Iteration, copies)
 		}
 	}
-	err := e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if err := tx.UpdateChild(c); err != nil {
-			return err
-		}
-		if migration != nil {
-			added, err := tx.AddEvent(migration)
-			if err != nil {
-				return err
+	err := e.j.childSettled(ctx, c, c.Iteration, settlement{migration: migration, copies: copies, iterationDone: iterDone,
+		settleCopies: func(copies []*store.Child) ([]int64, bool) {
+			for _, cp := range copies {
+				if e.pop.settle(cp) {
+					archiveChanged = true
+				}
 			}
-			if !added {
-				// Recorded before a restart: the copies exist already.
-				copies = slices.DeleteFunc(copies, func(x *store.Child) bool { return x.Origin == runs.OriginMigrant })
-			}
-		}
-		for _, cp := range copies {
-			if err := tx.InsertChild(cp); err != nil {
-				return err
-			}
-		}
-		if iterDone {
-			if err := tx.FinishIteration(e.run.ID, c.Iteration); err != nil {
-				return err
-			}
-		}
-		for _, cp := range copies {
-			if e.pop.settle(cp) {
-				archiveChanged = true
-			}
-		}
-		if archiveChanged {
-			if err := tx.SetArchive(e.run.ID, e.pop.archive); err != nil {
-				return err
-			}
-		}
-		e.snapshotRun()
-		return tx.UpdateRun(e.run)
-	})
+			return e.pop.archive, archiveChanged
+		}})
 	if err != nil {
 		e.fail(err)
 		return

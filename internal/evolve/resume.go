@@ -21,7 +21,7 @@ import (
 
 // Load returns a run and the configuration it runs with, for a caller that
 // must open the run's models (and check its track) before resuming it.
-func Load(ctx context.Context, st *store.Store, ref string) (*store.Run, Config, error) {
+func Load(ctx context.Context, st Store, ref string) (*store.Run, Config, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, Config{}, err
@@ -79,7 +79,7 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err != nil {
 		return nil, err
 	}
-	e.run = run
+	e.run, e.j.run = run, run
 	e.cfg.Seed = run.Seed
 	if cfgJSON, err := json.Marshal(e.cfg); err == nil {
 		run.Config = cfgJSON
@@ -95,7 +95,7 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err := e.ens.load(run.Bandit); err != nil {
 		return nil, fmt.Errorf("run %s: restore the bandit: %w", run.Name, err)
 	}
-	lost, err := e.st.MarkLostCalls(ctx, run.ID)
+	lost, err := e.j.callsLost(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (e *Engine) restore(ctx context.Context) error {
 		if st.pending == 0 {
 			// Its last child finished but the process died before the
 			// iteration was marked: mark it now.
-			if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.FinishIteration(e.run.ID, it.Iteration) }); err != nil {
+			if err := e.j.iterationClosed(ctx, it.Iteration); err != nil {
 				return err
 			}
 			if it.Iteration > 0 {
@@ -273,7 +273,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	if e.reference.State == runs.Done && !e.reference.Verdict.Valid() {
 		return fmt.Errorf("the reference program failed (%s: %s); there is nothing to evolve from", e.reference.Verdict, e.reference.Reason)
 	}
-	if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(e.run.ID, e.pop.archive) }); err != nil {
+	if err := e.j.archiveRebuilt(ctx, e.pop.archive); err != nil {
 		return err
 	}
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
@@ -289,7 +289,7 @@ func (e *Engine) restore(ctx context.Context) error {
 // running are marked interrupted.
 func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, error) {
 	since := c.UpdatedAt.Add(-time.Second)
-	if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, since); err != nil {
+	if err := e.j.evaluationsInterrupted(ctx, c.ProgramHash, since); err != nil {
 		return false, err
 	}
 	row, err := e.st.LatestEvaluation(ctx, c.ProgramHash, kind == kindFast, since)
@@ -304,9 +304,7 @@ func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, 
 		return false, nil // an unreadable result: evaluate again
 	}
 	res.EvaluationID = row.ID
-	detail, _ := json.Marshal(map[string]any{"child": c.ID, "evaluation": row.ID, "kind": kind})
-	if err := e.st.AddRunEvent(ctx, &store.RunEvent{RunID: e.run.ID, Kind: "adopted_evaluation", Key: fmt.Sprint(row.ID),
-		Iteration: c.Iteration, Detail: detail}); err != nil {
+	if err := e.j.evaluationAdopted(ctx, c, row.ID, kind); err != nil {
 		return false, err
 	}
 	e.adopted = append(e.adopted, &evalResult{work: &evalWork{child: *c, kind: kind, started: row.StartedAt}, res: &res})
@@ -319,7 +317,7 @@ func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, 
 // line merged by BudgetConfig.With), else llm.budget's, with what the run has
 // spent so far. Pass it to the model clients so that every call of the run
 // draws from it.
-func NewBudget(ctx context.Context, st *store.Store, runID int64, budget BudgetConfig, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
+func NewBudget(ctx context.Context, st Store, runID int64, budget BudgetConfig, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
 	limits := llmBudget
 	if budget.MaxUSD > 0 {
 		limits.MaxUSD = budget.MaxUSD

@@ -61,8 +61,17 @@ type GroupStats struct {
 	Fixed    int // passed the fast check after at least one fix
 }
 
+// Reader is what a run's summary reads. *store.Store is one.
+type Reader interface {
+	Children(ctx context.Context, runID int64) ([]*store.Child, error)
+	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
+	Archive(ctx context.Context, runID int64) ([]int64, error)
+	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
+	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
+}
+
 // Summarize reads a run's summary.
-func Summarize(ctx context.Context, st *store.Store, run *store.Run) (*RunSummary, error) {
+func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, error) {
 	s := &RunSummary{Run: run, MetaStart: -1,
 		Active: time.Duration(run.ActiveMs) * time.Millisecond}
 	if err := json.Unmarshal(run.Config, &s.Config); err != nil {

@@ -154,7 +154,7 @@ func (e *Engine) keep(ctx context.Context, r *proposalResult) *proposalResult {
 	}
 	child := r.prop.Child()
 	r.norm = edit.NormalizedHash(child)
-	h, err := e.st.PutProgram(ctx, child, r.norm)
+	h, err := e.j.program(ctx, child, r.norm)
 	if err != nil {
 		r.storeErr = err
 		return r
@@ -193,9 +193,8 @@ func (e *Engine) recorder(c llm.Client, child store.Child, purpose string) *reco
 
 func (r *recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	reqJSON, _ := json.Marshal(req)
-	call := &store.LLMCall{RunID: r.e.run.ID, ChildID: r.child.ID, Purpose: r.purpose, Model: req.Model,
-		Request: r.e.redact(string(reqJSON))}
-	if err := r.e.st.InsertLLMCall(ctx, call); err != nil {
+	call := &store.LLMCall{ChildID: r.child.ID, Purpose: r.purpose, Model: req.Model, Request: r.e.redact(string(reqJSON))}
+	if err := r.e.j.callStarted(ctx, call); err != nil {
 		return nil, &storeFailure{err}
 	}
 	r.calls = append(r.calls, call)
@@ -205,7 +204,7 @@ func (r *recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		call.State, call.Error = store.CallFailed, r.e.redact(err.Error())
 	}
-	if ferr := r.e.st.FinishLLMCall(context.WithoutCancel(ctx), call); ferr != nil {
+	if ferr := r.e.j.callFinished(ctx, call); ferr != nil {
 		return nil, &storeFailure{ferr}
 	}
 	return resp, err
@@ -226,13 +225,13 @@ func fillCall(call *store.LLMCall, resp *llm.Response, redact func(string) strin
 // recordAfter records a call whose answer came from a recording.
 func (e *Engine) recordAfter(ctx context.Context, child store.Child, purpose string, req llm.Request, resp *llm.Response) (*store.LLMCall, error) {
 	reqJSON, _ := json.Marshal(req)
-	call := &store.LLMCall{RunID: e.run.ID, ChildID: child.ID, Purpose: purpose, Model: req.Model, Request: e.redact(string(reqJSON))}
-	if err := e.st.InsertLLMCall(ctx, call); err != nil {
+	call := &store.LLMCall{ChildID: child.ID, Purpose: purpose, Model: req.Model, Request: e.redact(string(reqJSON))}
+	if err := e.j.callStarted(ctx, call); err != nil {
 		return nil, err
 	}
 	fillCall(call, resp, e.redact)
 	call.State = store.CallDone
-	return call, e.st.FinishLLMCall(ctx, call)
+	return call, e.j.callFinished(ctx, call)
 }
 
 // promptData assembles what the templates see. Programs other than the
