@@ -142,8 +142,7 @@ func (e *Engine) restore(ctx context.Context) error {
 			e.pop.claim(c.NormHash, c.ID)
 		}
 		if c.State == runs.Done {
-			e.pop.settle(c)
-			e.count(c)
+			e.admit(c)
 			if !c.Origin.IsCopy() && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
 				e.fullStarted++
 			}

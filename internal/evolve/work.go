@@ -102,15 +102,9 @@ func (e *Engine) doProposal(ctx context.Context, w *proposalWork) (r *proposalRe
 			return r
 		}
 		rec := e.recorder(m.Client, w.child, PurposeIdea)
-		resp, err := rec.Complete(ctx, ideaReq)
+		r.idea, r.err = propose.NewLLM(rec).Idea(ctx, ideaReq)
 		r.calls = append(r.calls, rec.calls...)
-		if err != nil {
-			r.err = &propose.Error{Kind: propose.FailCall, Proposer: propose.KindLLM, Model: m.Name, Err: err}
-			return r
-		}
-		r.idea = strings.TrimSpace(resp.Text)
-		if r.idea == "" {
-			r.err = &propose.Error{Kind: propose.FailNoAnswer, Proposer: propose.KindLLM, Model: m.Name}
+		if r.err != nil {
 			return r
 		}
 		d.Idea = clip(r.idea, 8000)
