@@ -7,20 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
-	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -185,13 +179,22 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if err != nil {
 		return nil, err
 	}
+	recs, ofRun := []evolve.ModelsRecord(nil), ""
 	if resumed {
-		models, err = resumeModels(g, cfg, run, budget)
+		if recs, err = run.ModelList(); err != nil {
+			return nil, err
+		}
+		ofRun = run.Name
 	} else {
-		models, err = openModels(g, cfg, evCfg, o, budget)
+		recs, err = evolve.ChooseModels(cfg.LLM, evolve.ModelChoice{Proposer: evCfg.Proposer, Models: evCfg.Models,
+			Named: len(o.models) > 0, Replay: o.replay}, os.LookupEnv, g.log)
+		if err != nil {
+			return nil, usage(err)
+		}
 	}
+	models, err = evolve.OpenModels(recs, cfg.LLM, provider.Options{Budget: budget, Log: g.log}, ofRun, g.log)
 	if err != nil {
-		return nil, err
+		return nil, usage(err)
 	}
 	var lw *liveWriter
 	logger := g.log
@@ -222,42 +225,8 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
-	// Signals: the first drains, the second aborts. main's context is
-	// canceled on the first signal too; that drains as well.
-	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	defer abort()
-	sigs := o.signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		n := 0
-		parent := ctx.Done()
-		for {
-			select {
-			case <-done:
-				return
-			case <-parent:
-				// Not counted: the same Ctrl-C also arrives on sigs.
-				parent = nil
-				e.Drain("Ctrl-C: no new work started; running evaluations finished")
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintln(lineStart(g.stderr, lw), "frontier: draining: no new work starts; running evaluations finish. Press Ctrl-C again to abort.")
-					e.Drain("Ctrl-C: no new work started; running evaluations finished")
-				} else {
-					fmt.Fprintln(lineStart(g.stderr, lw), "frontier: aborting: stopping every training process; the run can be resumed.")
-					abort()
-				}
-			}
-		}
-	}()
+	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, lineStart(g.stderr, lw))
+	defer stopSignals()
 	sum, err := e.Run(runCtx)
 	if lw != nil {
 		lw.finish()
@@ -292,266 +261,6 @@ func applyEvolveFlags(c *evolve.Config, o evolveOptions) {
 			c.Models = append(c.Models, evolve.ModelWeight{Name: m})
 		}
 	}
-}
-
-// openModels builds the ensemble of a new run: the replay file, the mutate
-// baseline, or the configured models (those whose key is available, in
-// auto mode).
-func openModels(g *globals, cfg *config.Config, ev evolve.Config, o evolveOptions, budget *llm.Budget) ([]evolve.Model, error) {
-	if o.replay != "" {
-		p, err := propose.OpenReplay(o.replay)
-		if err != nil {
-			return nil, usage(err)
-		}
-		return []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: p, Spec: o.replay}}, nil
-	}
-	mode := ev.Proposer
-	if mode == "" {
-		mode = evolve.ProposerAuto
-	}
-	switch mode {
-	case evolve.ProposerAuto, evolve.ProposerLLM, evolve.ProposerMutate:
-	default:
-		return nil, usage(fmt.Errorf("--proposer %q: use auto, llm or mutate", mode))
-	}
-	if mode == evolve.ProposerMutate {
-		return mutateModels(), nil
-	}
-	wanted := ev.Models
-	if len(wanted) == 0 {
-		for _, m := range cfg.LLM.Models {
-			wanted = append(wanted, evolve.ModelWeight{Name: m.Name, Weight: m.Weight})
-			if m.Name == "" {
-				wanted[len(wanted)-1].Name = m.Spec
-			}
-		}
-	}
-	if len(wanted) == 0 {
-		if mode == evolve.ProposerLLM {
-			return nil, usage(errors.New("evolve: proposer llm but no model is configured: add one under llm.models in frontier.yaml (docs/llm.md), or use --proposer mutate"))
-		}
-		g.log.Info("evolve: no model is configured (llm.models); the mutate baseline proposes")
-		return mutateModels(), nil
-	}
-	set, err := provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log})
-	if err != nil {
-		return nil, usage(err)
-	}
-	var out []evolve.Model
-	var skipped []string
-	for _, w := range wanted {
-		m, err := cfg.LLM.Model(w.Name)
-		if err != nil {
-			return nil, usage(fmt.Errorf("evolve.models: %w", err))
-		}
-		if _, err := m.APIKey(os.LookupEnv); err != nil {
-			if mode == evolve.ProposerLLM || len(o.models) > 0 {
-				return nil, usage(fmt.Errorf("model %s: %w", m.Name, err))
-			}
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", m.Name, err))
-			continue
-		}
-		weight := w.Weight
-		if weight == 0 {
-			weight = m.Config.Weight
-		}
-		out = append(out, evolve.Model{Name: m.Name, Kind: propose.KindLLM, Client: set, Weight: weight, Spec: m.Config.Spec})
-	}
-	if len(skipped) > 0 {
-		g.log.Warn("evolve: models left out for lack of an API key", "models", strings.Join(skipped, "; "))
-	}
-	if len(out) == 0 {
-		g.log.Warn("evolve: no configured model has its API key; the mutate baseline proposes")
-		return mutateModels(), nil
-	}
-	return out, nil
-}
-
-func mutateModels() []evolve.Model {
-	return []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate(), Weight: 1}}
-}
-
-// resumeModels reopens the ensemble a run was started with.
-func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Budget) ([]evolve.Model, error) {
-	recs, err := evolve.RunModels(run)
-	if err != nil {
-		return nil, err
-	}
-	var set *provider.Set
-	var out []evolve.Model
-	for _, r := range recs {
-		switch propose.Kind(r.Kind) {
-		case propose.KindMutate:
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindMutate, Proposer: propose.NewMutate(), Weight: r.Weight})
-		case propose.KindReplay:
-			p, err := propose.OpenReplay(r.Spec)
-			if err != nil {
-				return nil, usage(fmt.Errorf("run %s replays %s: %w", run.Name, r.Spec, err))
-			}
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindReplay, Proposer: p, Weight: r.Weight, Spec: r.Spec})
-		default:
-			if set == nil {
-				if set, err = provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log}); err != nil {
-					return nil, usage(err)
-				}
-			}
-			m, err := cfg.LLM.Model(r.Name)
-			if err != nil {
-				g.log.Warn("evolve: a model of the run is no longer configured; its children go to the others", "model", r.Name, "err", err)
-				continue
-			}
-			if _, err := m.APIKey(os.LookupEnv); err != nil {
-				return nil, usage(fmt.Errorf("model %s of run %s: %w", r.Name, run.Name, err))
-			}
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindLLM, Client: set, Weight: r.Weight, Spec: r.Spec})
-		}
-	}
-	if len(out) == 0 {
-		return nil, usage(fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
-	}
-	return out, nil
-}
-
-// logLevel returns the level of the --log-level flag.
-func logLevel(g *globals) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// liveWriter owns a terminal: one status line redrawn in place, with log
-// lines printed above it.
-type liveWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	status string
-}
-
-// Write prints a log line above the status line.
-func (l *liveWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprint(l.w, "\r\x1b[K")
-	n, err := l.w.Write(p)
-	if l.status != "" {
-		fmt.Fprint(l.w, l.status)
-	}
-	return n, err
-}
-
-func (l *liveWriter) set(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.status = s
-	fmt.Fprint(l.w, "\r\x1b[K"+s)
-}
-
-func (l *liveWriter) finish() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.status != "" {
-		fmt.Fprintln(l.w)
-		l.status = ""
-	}
-}
-
-// lineStart returns a writer for a message line: it clears the live status
-// line first when there is one.
-func lineStart(w io.Writer, lw *liveWriter) io.Writer {
-	if lw != nil {
-		return lw
-	}
-	return w
-}
-
-// evolveProgress shows the engine's status: a live line on a terminal,
-// else a log line when the counts change (at most every `every`).
-type evolveProgress struct {
-	mu       sync.Mutex
-	live     *liveWriter
-	log      *slog.Logger
-	quiet    bool
-	every    time.Duration
-	last     time.Time
-	lastLine string
-	lastKey  string
-	extra    func(evolve.Status)
-}
-
-func (p *evolveProgress) show(s evolve.Status) {
-	if p.extra != nil {
-		p.extra(s)
-	}
-	if p.quiet {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	line := statusLine(s)
-	if p.live != nil {
-		if line != p.lastLine || time.Since(p.last) > time.Second {
-			p.live.set(line)
-			p.lastLine, p.last = line, time.Now()
-		}
-		return
-	}
-	key := fmt.Sprintf("%d/%d/%d/%d/%d/%d", s.Iteration, s.Acceptable, s.LossTooHigh, s.Buggy, s.Duplicates, s.Evaluations)
-	if key == p.lastKey && time.Since(p.last) < 5*p.every {
-		return
-	}
-	if time.Since(p.last) < p.every && s.StopReason == "" {
-		return
-	}
-	p.last, p.lastKey = time.Now(), key
-	attrs := []any{"run", s.RunName, "iteration", iterText(s), "slots", fmt.Sprintf("%d/%d", s.SlotsBusy, s.Slots),
-		"proposing", s.ProposalsInFlight, "queued", s.Queued, "acceptable", s.Acceptable, "loss_too_high", s.LossTooHigh,
-		"buggy", s.Buggy, "duplicates", s.Duplicates}
-	if s.BestTimeMs > 0 {
-		attrs = append(attrs, "best_time", secsText(s.BestTimeMs), "reference_time", secsText(s.ReferenceTimeMs))
-	}
-	if s.BestLoss > 0 {
-		attrs = append(attrs, "best_loss", fmt.Sprintf("%.4f", s.BestLoss))
-	}
-	attrs = append(attrs, "usd", fmt.Sprintf("%.4f", s.USD), "elapsed", s.Elapsed.Round(time.Second).String())
-	p.log.Info("evolve: progress", attrs...)
-}
-
-func iterText(s evolve.Status) string {
-	if s.MaxIterations > 0 {
-		return fmt.Sprintf("%d/%d", s.Iteration, s.MaxIterations)
-	}
-	return fmt.Sprint(s.Iteration)
-}
-
-func secsText(ms float64) string { return fmt.Sprintf("%.2fs", ms/1000) }
-
-// statusLine is the live line: iteration, slots, proposals, counts, the
-// record against the reference, the best loss and the spend.
-func statusLine(s evolve.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  it %s  slots %d/%d  llm %d  queue %d  |  acc %d  high %d  bug %d  dup %d",
-		s.RunName, iterText(s), s.SlotsBusy, s.Slots, s.ProposalsInFlight, s.Queued, s.Acceptable, s.LossTooHigh, s.Buggy, s.Duplicates)
-	if s.BestTimeMs > 0 {
-		fmt.Fprintf(&b, "  |  best %s", secsText(s.BestTimeMs))
-		if s.ReferenceTimeMs > 0 {
-			fmt.Fprintf(&b, " (ref %s, %+.1f%%)", secsText(s.ReferenceTimeMs), 100*(s.BestTimeMs-s.ReferenceTimeMs)/s.ReferenceTimeMs)
-		}
-	}
-	if s.BestLoss > 0 {
-		fmt.Fprintf(&b, "  loss %.4f", s.BestLoss)
-	}
-	fmt.Fprintf(&b, "  |  $%.2f  %s", s.USD, s.Elapsed.Round(time.Second))
-	if s.Draining {
-		b.WriteString("  [draining]")
-	}
-	return b.String()
 }
 
 // printEvolveSummary prints how a session ended and where to look next.
