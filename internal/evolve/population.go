@@ -223,14 +223,14 @@ func softmaxUtilities(objective string, cands []*store.Child) []float64 {
 			sd = math.Sqrt(v)
 		}
 	}
-	top := cands[0].Verdict.Rank()
+	top := verdictRank(cands[0].Verdict)
 	maxU := math.Inf(-1)
 	for i, c := range cands {
 		z := -3.0
 		if !math.IsNaN(u[i]) {
 			z = (u[i] - mean) / sd
 		}
-		z -= 3 * float64(c.Verdict.Rank()-top)
+		z -= 3 * float64(verdictRank(c.Verdict)-top)
 		u[i] = z
 		maxU = math.Max(maxU, z)
 	}

@@ -1,9 +1,20 @@
 package evolve
 
 import (
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
+
+// verdictRank orders verdicts, lower is better: the evaluator's order
+// (failures never outrank valid programs), then programs that never ran.
+func verdictRank(v runs.Verdict) int {
+	switch v {
+	case runs.ApplyFailed, runs.Duplicate, runs.NoProposal, "":
+		return 10
+	}
+	return eval.Verdict(v).Rank()
+}
 
 // key is a program's position in the ranking: verdict first, then the
 // objective (lower is better), then age.
@@ -29,7 +40,7 @@ func objectiveValue(objective string, c *store.Child) float64 {
 }
 
 func rankKey(objective string, c *store.Child) key {
-	return key{rank: c.Verdict.Rank(), value: objectiveValue(objective, c), id: c.ID}
+	return key{rank: verdictRank(c.Verdict), value: objectiveValue(objective, c), id: c.ID}
 }
 
 // beats reports whether child improves on parent: a better verdict, or the

@@ -372,3 +372,16 @@ func TestPlannedMetaStart(t *testing.T) {
 		}
 	}
 }
+
+// The run's vocabulary spells the evaluator's verdicts as the evaluator
+// does: a child's verdict is the evaluator's, copied.
+func TestVerdictVocabulary(t *testing.T) {
+	for ev, v := range map[eval.Verdict]runs.Verdict{
+		eval.Acceptable: runs.Acceptable, eval.LossTooHigh: runs.LossTooHigh, eval.Invalid: runs.Invalid,
+		eval.Error: runs.Error, eval.Timeout: runs.Timeout, eval.NoResult: runs.NoResult, eval.FastOK: runs.FastOK,
+	} {
+		if string(ev) != string(v) {
+			t.Errorf("eval verdict %q is %q in internal/runs", ev, v)
+		}
+	}
+}

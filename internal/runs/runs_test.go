@@ -16,15 +16,6 @@ func TestClassOf(t *testing.T) {
 	}
 }
 
-func TestRank(t *testing.T) {
-	order := []Verdict{Acceptable, LossTooHigh, NoResult, Timeout, Error, Invalid, Duplicate}
-	for i := 1; i < len(order); i++ {
-		if order[i-1].Rank() >= order[i].Rank() {
-			t.Errorf("%s does not outrank %s", order[i-1], order[i])
-		}
-	}
-}
-
 func TestTally(t *testing.T) {
 	var tl Tally
 	for _, o := range []Outcome{
