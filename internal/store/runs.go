@@ -13,10 +13,12 @@ import (
 	"github.com/frontier-bench/frontier/internal/runs"
 )
 
-// This file holds the tables of evolution runs (migration 00002): runs,
-// their iterations and children (every member of the run's population),
-// the attempts of each child, model calls, the elite archive and events.
-// The evolve package decides what to write; these are its queries.
+// This file holds the tables of evolution runs (migrations 00002 and
+// 00003): runs, their iterations and children (every member of the run's
+// population), the attempts of each child, the elite archive and events;
+// model calls are in calls.go. The evolve package decides what to write
+// (its journal); these are its queries. The words of the rows (states,
+// origins, stages, verdicts) are internal/runs'.
 
 // Run states.
 const (
@@ -149,42 +151,6 @@ type Attempt struct {
 	FastVerdict      runs.Verdict
 	FastReason       string
 	CreatedAt        time.Time
-}
-
-// LLM call states.
-const (
-	CallPending = "pending"
-	CallDone    = "done"
-	CallFailed  = "failed"
-	CallLost    = "lost"
-)
-
-// LLMCall is one model call.
-type LLMCall struct {
-	ID              int64
-	RunID           int64
-	ChildID         int64
-	Purpose         string
-	Model           string
-	State           string
-	Request         string // JSON, redacted
-	Answer          string // redacted
-	Error           string
-	ServerModel     string
-	Provider        string
-	FinishReason    string
-	InputTokens     int64
-	OutputTokens    int64
-	ReasoningTokens int64
-	CachedTokens    int64
-	Estimated       bool
-	CostUSD         float64
-	PriceUnknown    bool
-	LatencyMs       float64
-	Attempts        int
-	RequestID       string
-	CreatedAt       time.Time
-	FinishedAt      time.Time
 }
 
 // RunEvent is something that happened to a run.
@@ -457,81 +423,6 @@ func (t *RunTx) AddEvent(e *RunEvent) (bool, error) {
 	return n > 0, nil
 }
 
-// InsertLLMCall records a call before it is sent and sets c.ID.
-func (s *Store) InsertLLMCall(ctx context.Context, c *LLMCall) error {
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = time.Now()
-	}
-	if c.State == "" {
-		c.State = CallPending
-	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
-	if err != nil {
-		return fmt.Errorf("record model call: %w", err)
-	}
-	return nil
-}
-
-// FinishLLMCall records a call's answer or failure.
-func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
-	if c.FinishedAt.IsZero() {
-		c.FinishedAt = time.Now()
-	}
-	_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
-		finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
-		cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
-		c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
-		c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
-	if err != nil {
-		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)
-	}
-	return nil
-}
-
-// MarkLostCalls marks the run's calls that never got an answer recorded
-// (the process died while they were in flight) as lost, and returns how
-// many there were.
-func (s *Store) MarkLostCalls(ctx context.Context, runID int64) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
-		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
-	if err != nil {
-		return 0, fmt.Errorf("mark lost model calls: %w", err)
-	}
-	return res.RowsAffected()
-}
-
-// InterruptEvaluations marks evaluations of a program that are still
-// "running" and started at or after since as interrupted: the process that
-// ran them is gone.
-func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
-		WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
-		StateInterrupted, "interrupted: the process that ran it ended", time.Now().UnixMilli(), programHash, StateRunning, since.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("mark interrupted evaluations: %w", err)
-	}
-	return nil
-}
-
-// LatestEvaluation returns the newest finished evaluation (state done) of
-// a program, fast-only or not, that started at or after since. A run that
-// was killed after an evaluation finished but before it recorded the
-// result adopts it instead of evaluating again.
-func (s *Store) LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*Evaluation, error) {
-	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations
-		WHERE program_hash = $1 AND fast_only = $2 AND state = $3 AND started_at >= $4 ORDER BY id DESC LIMIT 1`,
-		programHash, fastOnly, StateDone, since.UnixMilli()))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("finished evaluation of %.12s: %w", programHash, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find evaluation of %.12s: %w", programHash, err)
-	}
-	return e, nil
-}
-
 const childColumns = `id, run_id, iteration, slot, island, parent_id, origin, source_id, model, stage, template, seed, state,
 	program_hash, norm_hash, description, idea, fix_attempts, verdict, reason, error, fast_evaluation_id, evaluation_id,
 	val_loss, train_time_ms, step_avg_ms, score, summary, input_tokens, output_tokens, cost_usd, created_at, updated_at, finished_at`
@@ -646,63 +537,6 @@ func (s *Store) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
 		out = append(out, &a)
 	}
 	return out, rows.Err()
-}
-
-// LLMCalls returns a run's model calls in order. With text false the
-// request and answer are left empty (they can be large).
-func (s *Store) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLMCall, error) {
-	cols := `'', ''`
-	if text {
-		cols = `request, answer`
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, child_id, purpose, model, state, `+cols+`, error, server_model, provider,
-		finish_reason, input_tokens, output_tokens, reasoning_tokens, cached_tokens, estimated, cost_usd, price_unknown, latency_ms,
-		attempts, request_id, created_at, finished_at FROM llm_calls WHERE run_id = $1 ORDER BY id`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []*LLMCall
-	for rows.Next() {
-		var c LLMCall
-		var run, child, finished sql.NullInt64
-		var created int64
-		if err := rows.Scan(&c.ID, &run, &child, &c.Purpose, &c.Model, &c.State, &c.Request, &c.Answer, &c.Error, &c.ServerModel,
-			&c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens, &c.Estimated,
-			&c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
-			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
-		}
-		c.RunID, c.ChildID = run.Int64, child.Int64
-		c.CreatedAt = time.UnixMilli(created)
-		if finished.Valid {
-			c.FinishedAt = time.UnixMilli(finished.Int64)
-		}
-		out = append(out, &c)
-	}
-	return out, rows.Err()
-}
-
-// LLMCallText returns a call's stored (redacted) request and answer.
-func (s *Store) LLMCallText(ctx context.Context, id int64) (request, answer string, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT request, answer FROM llm_calls WHERE id = $1`, id).Scan(&request, &answer)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", fmt.Errorf("model call %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("read model call %d: %w", id, err)
-	}
-	return request, answer, nil
-}
-
-// RunSpend sums a run's model calls: cost, input plus output tokens, and
-// calls (lost calls count as calls; their cost is unknown).
-func (s *Store) RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*)
-		FROM llm_calls WHERE run_id = $1`, runID).Scan(&usd, &tokens, &calls)
-	if err != nil {
-		err = fmt.Errorf("sum spending of run %d: %w", runID, err)
-	}
-	return usd, tokens, calls, err
 }
 
 // Archive returns the ids of the run's elite archive, best first.
