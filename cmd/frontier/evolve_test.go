@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -85,8 +86,7 @@ func TestRunsCommands(t *testing.T) {
 	bestFile := filepath.Join(home, "best.py")
 	code, _, stderr = runCLI(t, "--home", home, "runs", "best", "1", "-o", bestFile)
 	got, _ := os.ReadFile(bestFile)
-	st2, _ := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	defer st2.Close()
+	st2 := storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	want, _ := st2.Program(ctx, s.Best().ProgramHash)
 	if code != 0 || string(got) != string(want) || !strings.Contains(stderr, fmt.Sprintf("#%d", s.Best().ID)) {
 		t.Errorf("runs best: exit %d, %s", code, stderr)
@@ -259,11 +259,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 func checkRun(t *testing.T, g *globals, name, state, reason string) {
 	t.Helper()
 	cfg, _ := g.loadConfig()
-	st, err := store.Open(context.Background(), cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.SQLite(t, cfg.DB)
 	run, err := st.Run(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
