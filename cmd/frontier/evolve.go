@@ -206,7 +206,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	redactor := cfg.LLM.Redactor(os.LookupEnv)
 	opts := evolve.Options{
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
-		Redact: redactor.Redact, OnStatus: prog.show,
+		Redact: redactor.Redact, OnStatus: prog.show, Budget: budget,
 	}
 	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
 	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the

@@ -61,6 +61,12 @@ type Options struct {
 	// Redact removes secrets from prompts and answers before they are
 	// stored; nil means llm.Redact.
 	Redact func(string) string
+	// Budget is the run's model budget (see NewBudget), the one authority
+	// on spending: the engine stops the run when it is spent, and the
+	// models' clients must draw from it (provider.Options.Budget). nil: the
+	// engine makes one from the run's budget and wraps the clients of its
+	// language models with it.
+	Budget *llm.Budget
 	// MachineGPUs is the number of GPUs of the machine, for the default
 	// number of slots of CUDA tracks.
 	MachineGPUs int
@@ -143,7 +149,8 @@ type Engine struct {
 	proposing       int
 	evaluating      int
 	fullStarted     int
-	spentUSD        float64
+	budget          *llm.Budget
+	spentUSD        float64 // for the status; budget decides
 	spentTokens     int64
 	failStreak      int
 	lastAttempt     map[int64]*store.Attempt
@@ -291,6 +298,21 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// useBudget makes b the run's model budget. A budget the engine made
+// itself wraps the clients of the language models, so that every call
+// draws from it as the command's clients draw from theirs.
+func (e *Engine) useBudget(b *llm.Budget, own bool) {
+	e.budget = b
+	if !own {
+		return
+	}
+	for _, m := range e.models {
+		if m.Kind == propose.KindLLM && m.Client != nil {
+			m.Client = b.Wrap(m.Client)
+		}
+	}
+}
+
 // ModelsRecord is how a run records its ensemble.
 type ModelsRecord = store.RunModel
 
@@ -313,6 +335,15 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 			seed = 1
 		}
 		e.cfg.Seed = seed
+	}
+	if opts.Budget != nil {
+		e.useBudget(opts.Budget, false)
+	} else {
+		b, err := NewBudget(ctx, e.st, 0, e.cfg.Budget, llm.BudgetConfig{})
+		if err != nil {
+			return nil, err
+		}
+		e.useBudget(b, true)
 	}
 	e.pcg = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
 	e.rng = rand.New(e.pcg)

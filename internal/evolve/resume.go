@@ -92,6 +92,15 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 		}
 	}
 	e.rng = rand.New(e.pcg)
+	if opts.Budget != nil {
+		e.useBudget(opts.Budget, false)
+	} else {
+		b, err := NewBudget(ctx, e.st, run.ID, e.cfg.Budget, llm.BudgetConfig{})
+		if err != nil {
+			return nil, err
+		}
+		e.useBudget(b, true)
+	}
 	if err := e.ens.load(run.Bandit); err != nil {
 		return nil, fmt.Errorf("run %s: restore the bandit: %w", run.Name, err)
 	}

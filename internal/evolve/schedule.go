@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -70,16 +71,32 @@ func (e *Engine) schedule(ctx context.Context) {
 	}
 }
 
-// spendLimit reports the dollar or token budget that is spent, if any.
+// spendLimit reports the budget that is spent, if any: the run's model
+// budget is the one authority, the same the model clients draw from.
 func (e *Engine) spendLimit() (string, string) {
-	b := e.cfg.Budget
-	if b.MaxUSD > 0 && e.spentUSD >= b.MaxUSD {
-		return StopUSD, fmt.Sprintf("the run spent $%.4f of budget.max_usd = $%.2f", e.spentUSD, b.MaxUSD)
+	var be *llm.BudgetError
+	if !errors.As(e.budget.Err(), &be) {
+		return "", ""
 	}
-	if b.MaxTokens > 0 && e.spentTokens >= b.MaxTokens {
-		return StopTokens, fmt.Sprintf("the run used %d tokens of budget.max_tokens = %d", e.spentTokens, b.MaxTokens)
+	switch reason := budgetStop(be); reason {
+	case StopUSD:
+		return reason, fmt.Sprintf("the run spent $%.4f of budget.max_usd = $%.2f", be.Spent, be.Limit)
+	case StopTokens:
+		return reason, fmt.Sprintf("the run used %.0f tokens of budget.max_tokens = %.0f", be.Spent, be.Limit)
+	default:
+		return reason, be.Error()
 	}
-	return "", ""
+}
+
+// budgetStop is the stop reason of a spent budget.
+func budgetStop(be *llm.BudgetError) string {
+	switch be.Budget {
+	case "tokens":
+		return StopTokens
+	case "calls":
+		return StopCalls
+	}
+	return StopUSD
 }
 
 // canSample reports whether a new iteration may be sampled now: when the

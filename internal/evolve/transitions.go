@@ -35,6 +35,11 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		c.CostUSD += call.CostUSD
 		e.spentUSD += call.CostUSD
 		e.spentTokens += call.InputTokens + call.OutputTokens
+		if r.work.model.Kind == propose.KindReplay {
+			// Recorded answers reach no client the budget wraps; their
+			// recorded cost counts all the same.
+			e.budget.Record(call.CostUSD, call.InputTokens+call.OutputTokens)
+		}
 	}
 	if r.storeErr != nil {
 		if ctx.Err() != nil {
@@ -69,12 +74,8 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 				c.FixAttempts--
 			}
 			e.proposalQ = slices.Insert(e.proposalQ, 0, &job{child: c, kind: r.work.kind})
-			reason := map[string]string{"usd": StopUSD, "tokens": StopTokens, "calls": StopCalls}[be.Budget]
-			if reason == "" {
-				reason = StopUSD
-			}
 			e.persistChild(ctx, c, nil)
-			e.stop(reason, be.Error())
+			e.stop(budgetStop(be), be.Error())
 			return
 		case ctx.Err() != nil:
 			// Aborting: the child keeps its state and is proposed again on resume.
