@@ -35,7 +35,7 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 	py, err := pyenv.Find(ctx, cfg.Python)
 	if err != nil {
 		if errors.Is(err, pyenv.ErrNoTorch) {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		return nil, err
 	}
@@ -46,17 +46,17 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 	mode, err := sandbox.ParseMode(cfg.Sandbox)
 	if err != nil {
 		st.Close()
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	sb, err := sandbox.Wrap(ctx, runner.NewLocal(g.log), mode, sandbox.Options{Log: g.log})
 	if err != nil {
 		st.Close()
-		return nil, withCode(exitUsage, fmt.Errorf("sandbox: %w", err))
+		return nil, usage(fmt.Errorf("sandbox: %w", err))
 	}
 	gpus, err := eval.NewNodeGPUPool(cfg.GPUs, len(py.GPUs))
 	if err != nil {
 		st.Close()
-		return nil, withCode(exitUsage, fmt.Errorf("gpus: %w", err))
+		return nil, usage(fmt.Errorf("gpus: %w", err))
 	}
 	ev := &eval.Evaluator{
 		GPUs:    gpus,

@@ -53,7 +53,7 @@ var errNothingToConfirm = errors.New("nothing to confirm")
 
 func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) error {
 	if o.repeats < 2 {
-		return withCode(exitUsage, fmt.Errorf("--repeats %d: a comparison needs at least 2 runs of each program", o.repeats))
+		return usage(fmt.Errorf("--repeats %d: a comparison needs at least 2 runs of each program", o.repeats))
 	}
 	cfg, err := g.loadConfig()
 	if err != nil {
@@ -64,11 +64,9 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 		return err
 	}
 	defer env.Close()
-	err = confirmRecord(ctx, g, cfg, env, ref, o)
-	if errors.Is(err, errNothingToConfirm) {
-		return withCode(exitFailure, err)
-	}
-	return err
+	// Nothing to confirm is a failure here (exit 1); evolve --confirm
+	// says so and exits 0.
+	return confirmRecord(ctx, g, cfg, env, ref, o)
 }
 
 // confirmRecord re-times run ref's record against its reference and
@@ -88,7 +86,7 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 	}
 	spec, err := registry(cfg).Get(run.Track)
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
+		return usage(fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
 	}
 	if h, err := eval.SpecHash(spec); err == nil && run.TrackHash != "" && h != run.TrackHash {
 		fmt.Fprintf(g.stderr, "warning: track %s changed since run %s; both programs are timed on the track as it is now\n", spec.Name, run.Name)
@@ -116,13 +114,13 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 	}
 	switch {
 	case res.Verdict != eval.Acceptable && res.Verdict != eval.LossTooHigh:
-		return withCode(verdictExitCode(res.Verdict), nil)
+		return verdictResult(res.Verdict)
 	case res.Repeats == nil || !res.Repeats.Record:
 		reason := "no record claim"
 		if res.Repeats != nil {
 			reason = res.Repeats.RecordReason
 		}
-		return withCode(exitNotConfirmed, errors.New("not confirmed: "+reason))
+		return &notConfirmedError{reason}
 	}
 	return nil
 }

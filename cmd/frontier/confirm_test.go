@@ -11,6 +11,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -88,11 +89,7 @@ func TestRunsConfirm(t *testing.T) {
 	if code == exitNotConfirmed && !strings.Contains(stderr, "not confirmed: ") {
 		t.Errorf("no reason given:\n%s", stderr)
 	}
-	st, err = store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	after, _ := st.Evaluations(ctx, store.Filter{Limit: 100})
 	if len(after)-len(before) != 4 { // two runs of each
 		t.Errorf("%d evaluations stored by confirm, want 4", len(after)-len(before))

@@ -52,7 +52,7 @@ machine; files that already hold them are left alone.`,
 		ValidArgs: []string{"tiny"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "tiny" {
-				return withCode(exitUsage, fmt.Errorf("data build %q: frontier generates only the synthetic corpus \"tiny\"; other tracks' data is downloaded or prepared", args[0]))
+				return usage(fmt.Errorf("data build %q: frontier generates only the synthetic corpus \"tiny\"; other tracks' data is downloaded or prepared", args[0]))
 			}
 			if o.out == "" {
 				cfg, err := g.loadConfig()
@@ -75,10 +75,10 @@ machine; files that already hold them are left alone.`,
 func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o dataBuildOptions) error {
 	p := data.DefaultTinyParams()
 	if o.valSeqLen < 1 || o.valTokens < int64(o.valSeqLen) || o.valTokens%int64(o.valSeqLen) != 0 {
-		return withCode(exitUsage, fmt.Errorf("--val-tokens %d must be a positive multiple of --val-seq-len %d", o.valTokens, o.valSeqLen))
+		return usage(fmt.Errorf("--val-tokens %d must be a positive multiple of --val-seq-len %d", o.valTokens, o.valSeqLen))
 	}
 	if o.valTokens >= int64(p.ValShardTokens) {
-		return withCode(exitUsage, fmt.Errorf("--val-tokens %d: the val shard holds %d tokens, and one more than val_tokens is needed", o.valTokens, p.ValShardTokens))
+		return usage(fmt.Errorf("--val-tokens %d: the val shard holds %d tokens, and one more than val_tokens is needed", o.valTokens, p.ValShardTokens))
 	}
 	shards, fl, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Log: log})
 	if err != nil {
@@ -145,12 +145,12 @@ against the pins of a manifest.json that fetch or prepare wrote.`,
 			var pinned []track.Shard
 			vocab := o.vocab
 			if o.track != "" && o.manifest != "" {
-				return withCode(exitUsage, errors.New("use --track or --manifest, not both"))
+				return usage(errors.New("use --track or --manifest, not both"))
 			}
 			if o.manifest != "" {
 				m, err := data.ReadManifest(o.manifest)
 				if err != nil {
-					return withCode(exitUsage, err)
+					return usage(err)
 				}
 				pinned = m.Pins()
 				if vocab == 0 {
@@ -164,11 +164,11 @@ against the pins of a manifest.json that fetch or prepare wrote.`,
 				}
 				spec, err := registry(cfg).Get(o.track)
 				if err != nil {
-					return withCode(exitUsage, err)
+					return usage(err)
 				}
 				pinned = spec.Data.Shards
 				if len(pinned) == 0 {
-					return withCode(exitUsage, fmt.Errorf("track %s pins no shards: there is nothing to verify against", spec.Name))
+					return usage(fmt.Errorf("track %s pins no shards: there is nothing to verify against", spec.Name))
 				}
 				if vocab == 0 {
 					vocab = spec.Data.VocabSize
@@ -195,7 +195,7 @@ func runDataVerify(ctx context.Context, w io.Writer, dir string, pinned []track.
 			if ctx.Err() != nil {
 				return err
 			}
-			return withCode(exitFailure, fmt.Errorf("%d of %d pinned shards in %s failed verification", countFailed(rep), len(pinned), dir))
+			return fmt.Errorf("%d of %d pinned shards in %s failed verification", countFailed(rep), len(pinned), dir)
 		}
 		fmt.Fprintf(w, "all %d pinned shards in %s verified\n", len(pinned), dir)
 		return nil
@@ -208,7 +208,7 @@ func runDataVerify(ctx context.Context, w io.Writer, dir string, pinned []track.
 		if ctx.Err() != nil || len(shards) == 0 && !hasShardError(err) {
 			return err
 		}
-		return withCode(exitFailure, fmt.Errorf("shards in %s failed verification:\n%w", dir, err))
+		return fmt.Errorf("shards in %s failed verification:\n%w", dir, err)
 	}
 	var tokens int64
 	for _, s := range shards {
@@ -270,10 +270,10 @@ is sent as a bearer token (it is never printed).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ds, err := data.LookupDataset(args[0])
 			if err != nil {
-				return withCode(exitUsage, err)
+				return usage(err)
 			}
 			if o.trainShards < 0 || o.trainShards > ds.TrainShards {
-				return withCode(exitUsage, fmt.Errorf("--train-shards %d: %s has 0 to %d training shards", o.trainShards, ds.Name, ds.TrainShards))
+				return usage(fmt.Errorf("--train-shards %d: %s has 0 to %d training shards", o.trainShards, ds.Name, ds.TrainShards))
 			}
 			if o.dir == "" {
 				cfg, err := g.loadConfig()
@@ -295,7 +295,7 @@ is sent as a bearer token (it is never printed).`,
 
 func runDataFetch(ctx context.Context, g *globals, ds data.Dataset, o dataFetchOptions, getenv func(string) string) error {
 	if o.jobs < 1 {
-		return withCode(exitUsage, fmt.Errorf("--jobs %d: use 1 or more", o.jobs))
+		return usage(fmt.Errorf("--jobs %d: use 1 or more", o.jobs))
 	}
 	prog := newProgressPrinter(g.stderr, g.log)
 	g.log.Info("fetching", "dataset", ds.Name, "repo", ds.Repo, "train_shards", o.trainShards, "dir", o.dir)
@@ -356,7 +356,7 @@ track spec pins is printed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.inputs = append(o.inputs, args...)
 			if len(o.inputs) == 0 {
-				return withCode(exitUsage, errors.New("no input: name files, folders or patterns with --input"))
+				return usage(errors.New("no input: name files, folders or patterns with --input"))
 			}
 			if o.out == "" {
 				cfg, err := g.loadConfig()
@@ -386,18 +386,18 @@ track spec pins is printed.`,
 func runDataPrepare(ctx context.Context, g *globals, o dataPrepareOptions) error {
 	split, err := data.ParseTextSplit(o.split)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	if o.valTokens < 0 || o.shardTokens < 1 {
-		return withCode(exitUsage, fmt.Errorf("--val-tokens %d and --shard-tokens %d must be positive", o.valTokens, o.shardTokens))
+		return usage(fmt.Errorf("--val-tokens %d and --shard-tokens %d must be positive", o.valTokens, o.shardTokens))
 	}
 	inputs, err := data.ExpandInputs(o.inputs)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	tok, err := data.NewTokenizer(o.tokenizer)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	prog := newProgressPrinter(g.stderr, g.log)
 	res, err := data.Prepare(ctx, data.PrepareOptions{

@@ -148,9 +148,9 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	}
 	switch sum.StopReason {
 	case evolve.StopInterrupted, evolve.StopAborted:
-		return withCode(exitInterrupted, nil)
+		return interruptedError{}
 	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
-		return withCode(exitFailure, fmt.Errorf("the demo's run stopped: %s", sum.StopDetail))
+		return fmt.Errorf("the demo's run stopped: %s", sum.StopDetail)
 	}
 	return nil
 }

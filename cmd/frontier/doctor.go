@@ -70,7 +70,7 @@ func runDoctor(ctx context.Context, w io.Writer, cfg *config.Config) error {
 	}
 	fmt.Fprintf(w, "              configured: sandbox: %s\n", nonEmpty(cfg.Sandbox, "auto"))
 	if perr != nil {
-		return withCode(exitFailure, fmt.Errorf("training programs cannot run: %w", perr))
+		return fmt.Errorf("training programs cannot run: %w", perr)
 	}
 	return nil
 }

@@ -61,23 +61,23 @@ func runEditApply(ctx context.Context, g *globals, o editApplyOptions) error {
 	}
 	parent, err := os.ReadFile(o.program)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("read program: %w", err))
+		return fmt.Errorf("read program: %w", err)
 	}
 	answer, err := os.ReadFile(o.answer)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("read answer: %w", err))
+		return fmt.Errorf("read answer: %w", err)
 	}
 	e, err := edit.Parse(string(answer), o.finishReason)
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("the answer in %s cannot be read as an edit (%s):\n%w", o.answer, edit.KindOf(err), err))
+		return fmt.Errorf("the answer in %s cannot be read as an edit (%s):\n%w", o.answer, edit.KindOf(err), err)
 	}
 	res, err := edit.Apply(parent, e)
 	if err != nil {
 		kind := edit.KindOf(err)
 		if kind == "" {
-			return withCode(exitFailure, fmt.Errorf("%s: %w", o.program, err))
+			return fmt.Errorf("%s: %w", o.program, err)
 		}
-		return withCode(exitFailure, fmt.Errorf("the answer in %s does not apply to %s (%s):\n%w", o.answer, o.program, kind, err))
+		return fmt.Errorf("the answer in %s does not apply to %s (%s):\n%w", o.answer, o.program, kind, err)
 	}
 
 	name := filepath.Base(o.program)
@@ -91,7 +91,7 @@ func runEditApply(ctx context.Context, g *globals, o editApplyOptions) error {
 		fmt.Fprint(g.stdout, diff)
 		if o.output != "" {
 			if err := writeEditChild(o.output, res.Child); err != nil {
-				return withCode(exitFailure, err)
+				return err
 			}
 		}
 	}

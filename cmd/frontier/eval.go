@@ -37,8 +37,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 then the full run, verified and timed by frontier's harness. Without PROGRAM the
 track's reference program is evaluated; "-" reads the program from stdin.
 
-Exit codes: 0 acceptable, 3 loss_too_high, 4 error, 5 timeout, 6 invalid,
-7 no_result, 2 bad input, 1 any other failure.`,
+Exit codes: 0 acceptable (or fast_ok with --fast), 3 loss_too_high, 4 error,
+5 timeout, 6 invalid, 7 no_result, 2 bad input, 1 any other failure
+(docs/cli.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -67,7 +68,7 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	}
 	spec, err := registry(cfg).Get(o.track)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	var src []byte
 	name := o.program
@@ -81,11 +82,11 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	default:
 		src, err = os.ReadFile(o.program)
 		if errors.Is(err, os.ErrNotExist) {
-			return withCode(exitUsage, fmt.Errorf("program %s does not exist", o.program))
+			return usage(fmt.Errorf("program %s does not exist", o.program))
 		}
 	}
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("read program: %w", err))
+		return usage(fmt.Errorf("read program: %w", err))
 	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
@@ -98,7 +99,7 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	req := eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep}
 	var res *eval.Result
 	if o.interleave && (o.repeats < 2 || o.fast || o.baseline == "none" || o.baseline == "") {
-		return withCode(exitUsage, errors.New("--interleave needs --repeats 2 or more and a --baseline, and no --fast"))
+		return usage(errors.New("--interleave needs --repeats 2 or more and a --baseline, and no --fast"))
 	}
 	if o.repeats > 1 && !o.fast {
 		rr := eval.RepeatRequest{Request: req, N: o.repeats}
@@ -106,7 +107,7 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 		case o.interleave:
 			rr.Baseline, err = baselineSource(ctx, env.store, spec, o.baseline)
 			if err != nil {
-				return withCode(exitUsage, err)
+				return usage(err)
 			}
 		case o.baseline == "none" || o.baseline == "":
 		case o.baseline == "reference":
@@ -124,14 +125,14 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	}
 	if err != nil {
 		if errors.Is(err, eval.ErrBadProgram) {
-			return withCode(exitUsage, err)
+			return usage(err)
 		}
 		return err
 	}
 	if err := printResult(g.stdout, res, o.asJSON); err != nil {
 		return err
 	}
-	return withCode(verdictExitCode(res.Verdict), nil)
+	return verdictResult(res.Verdict)
 }
 
 // printResult writes res as the text report, or as JSON.
@@ -161,23 +162,4 @@ func baselineSource(ctx context.Context, st *store.Store, spec *track.Spec, base
 		return nil, fmt.Errorf("baseline %q is neither a file nor a stored program's sha256: %w", baseline, err)
 	}
 	return src, nil
-}
-
-// verdictExitCode maps a verdict to the process exit code.
-func verdictExitCode(v eval.Verdict) int {
-	switch v {
-	case eval.Acceptable, eval.FastOK:
-		return exitOK
-	case eval.LossTooHigh:
-		return exitTooHigh
-	case eval.Error:
-		return exitError
-	case eval.Timeout:
-		return exitTimeout
-	case eval.Invalid:
-		return exitInvalid
-	case eval.NoResult:
-		return exitNoResult
-	}
-	return exitFailure
 }

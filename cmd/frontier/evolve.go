@@ -7,28 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
-	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
-
-// exitInterrupted is the exit code of a run stopped by Ctrl-C.
-const exitInterrupted = 130
 
 // evolveOptions are the inputs of "frontier evolve".
 type evolveOptions struct {
@@ -116,10 +105,10 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 		return err
 	}
 	if o.confirm == 1 || o.confirm < 0 {
-		return withCode(exitUsage, fmt.Errorf("--confirm %d: a comparison needs at least 2 runs of each program", o.confirm))
+		return usage(fmt.Errorf("--confirm %d: a comparison needs at least 2 runs of each program", o.confirm))
 	}
 	if o.resume != "" && (o.name != "" || o.seed != 0 || o.proposer != "" || len(o.models) > 0 || o.replay != "") {
-		return withCode(exitUsage, errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
+		return usage(errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
 	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
@@ -133,9 +122,9 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	printEvolveSummary(g.stdout, sum)
 	switch sum.StopReason {
 	case evolve.StopInterrupted, evolve.StopAborted:
-		return withCode(exitInterrupted, nil)
+		return interruptedError{}
 	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
-		return withCode(exitFailure, fmt.Errorf("the run stopped: %s", sum.StopDetail))
+		return fmt.Errorf("the run stopped: %s", sum.StopDetail)
 	}
 	if o.confirm > 0 {
 		fmt.Fprintln(g.stdout)
@@ -166,44 +155,46 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if resumed {
 		run, evCfg, err = evolve.Load(ctx, st, o.resume)
 		if err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		spec, err = registry(cfg).Get(run.Track)
 		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
+			return nil, usage(fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
 		}
 		runID = run.ID
 	} else {
 		evCfg = cfg.Evolve
 		if err := evCfg.Validate(); err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("config %s: %w", cfg.Path, err))
+			return nil, usage(fmt.Errorf("config %s: %w", cfg.Path, err))
 		}
 		spec, err = registry(cfg).Get(o.track)
 		if err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, usage(err)
 		}
 		applyEvolveFlags(&evCfg, o)
 	}
 	// The run's budget with the flags applied, for the model budget.
-	effective := evCfg
 	ov := o.budgetOverrides()
-	if ov.MaxUSD > 0 {
-		effective.Budget.MaxUSD = ov.MaxUSD
-	}
-	if ov.MaxTokens > 0 {
-		effective.Budget.MaxTokens = ov.MaxTokens
-	}
-	budget, err = evolve.NewBudget(ctx, st, runID, effective, cfg.LLM.Budget)
+	budget, err = evolve.NewBudget(ctx, st, runID, evCfg.Budget.With(ov), cfg.LLM.Budget)
 	if err != nil {
 		return nil, err
 	}
+	recs, ofRun := []evolve.ModelsRecord(nil), ""
 	if resumed {
-		models, err = resumeModels(g, cfg, run, budget)
+		if recs, err = run.ModelList(); err != nil {
+			return nil, err
+		}
+		ofRun = run.Name
 	} else {
-		models, err = openModels(g, cfg, evCfg, o, budget)
+		recs, err = evolve.ChooseModels(cfg.LLM, evolve.ModelChoice{Proposer: evCfg.Proposer, Models: evCfg.Models,
+			Named: len(o.models) > 0, Replay: o.replay}, os.LookupEnv, g.log)
+		if err != nil {
+			return nil, usage(err)
+		}
 	}
+	models, err = evolve.OpenModels(recs, cfg.LLM, provider.Options{Budget: budget, Log: g.log}, ofRun, g.log)
 	if err != nil {
-		return nil, err
+		return nil, usage(err)
 	}
 	var lw *liveWriter
 	logger := g.log
@@ -215,10 +206,13 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	redactor := cfg.LLM.Redactor(os.LookupEnv)
 	opts := evolve.Options{
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
-		Redact: redactor.Redact, OnStatus: prog.show,
+		Redact: redactor.Redact, OnStatus: prog.show, Budget: budget,
 	}
-	if spec.Hardware.Device == "cuda" {
-		opts.MachineGPUs = machineGPUs(ctx)
+	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
+	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the
+	// engine sizes its slots by the devices evaluations can have.
+	if spec.Hardware.Device == "cuda" && env.eval.GPUs != nil {
+		opts.MachineGPUs = env.eval.GPUs.Size()
 	}
 	var e *evolve.Engine
 	if resumed {
@@ -227,46 +221,12 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		e, err = evolve.New(ctx, opts, evCfg, o.name)
 	}
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
-	// Signals: the first drains, the second aborts. main's context is
-	// canceled on the first signal too; that drains as well.
-	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	defer abort()
-	sigs := o.signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		n := 0
-		parent := ctx.Done()
-		for {
-			select {
-			case <-done:
-				return
-			case <-parent:
-				// Not counted: the same Ctrl-C also arrives on sigs.
-				parent = nil
-				e.Drain("Ctrl-C: no new work started; running evaluations finished")
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintln(lineStart(g.stderr, lw), "frontier: draining: no new work starts; running evaluations finish. Press Ctrl-C again to abort.")
-					e.Drain("Ctrl-C: no new work started; running evaluations finished")
-				} else {
-					fmt.Fprintln(lineStart(g.stderr, lw), "frontier: aborting: stopping every training process; the run can be resumed.")
-					abort()
-				}
-			}
-		}
-	}()
+	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, lineStart(g.stderr, lw))
+	defer stopSignals()
 	sum, err := e.Run(runCtx)
 	if lw != nil {
 		lw.finish()
@@ -282,22 +242,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 
 // applyEvolveFlags puts the flags of a new run into its configuration.
 func applyEvolveFlags(c *evolve.Config, o evolveOptions) {
-	b := o.budgetOverrides()
-	if b.MaxIterations != 0 {
-		c.Budget.MaxIterations = b.MaxIterations
-	}
-	if b.MaxEvaluations != 0 {
-		c.Budget.MaxEvaluations = b.MaxEvaluations
-	}
-	if b.MaxDuration != 0 {
-		c.Budget.MaxDuration = b.MaxDuration
-	}
-	if b.MaxUSD != 0 {
-		c.Budget.MaxUSD = b.MaxUSD
-	}
-	if b.MaxTokens != 0 {
-		c.Budget.MaxTokens = b.MaxTokens
-	}
+	c.Budget = c.Budget.With(o.budgetOverrides())
 	if o.slots > 0 {
 		c.Slots = o.slots
 	}
@@ -316,309 +261,6 @@ func applyEvolveFlags(c *evolve.Config, o evolveOptions) {
 			c.Models = append(c.Models, evolve.ModelWeight{Name: m})
 		}
 	}
-}
-
-// openModels builds the ensemble of a new run: the replay file, the mutate
-// baseline, or the configured models (those whose key is available, in
-// auto mode).
-func openModels(g *globals, cfg *config.Config, ev evolve.Config, o evolveOptions, budget *llm.Budget) ([]evolve.Model, error) {
-	if o.replay != "" {
-		p, err := propose.OpenReplay(o.replay)
-		if err != nil {
-			return nil, withCode(exitUsage, err)
-		}
-		return []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: p, Spec: o.replay}}, nil
-	}
-	mode := ev.Proposer
-	if mode == "" {
-		mode = evolve.ProposerAuto
-	}
-	switch mode {
-	case evolve.ProposerAuto, evolve.ProposerLLM, evolve.ProposerMutate:
-	default:
-		return nil, withCode(exitUsage, fmt.Errorf("--proposer %q: use auto, llm or mutate", mode))
-	}
-	if mode == evolve.ProposerMutate {
-		return mutateModels(), nil
-	}
-	wanted := ev.Models
-	if len(wanted) == 0 {
-		for _, m := range cfg.LLM.Models {
-			wanted = append(wanted, evolve.ModelWeight{Name: m.Name, Weight: m.Weight})
-			if m.Name == "" {
-				wanted[len(wanted)-1].Name = m.Spec
-			}
-		}
-	}
-	if len(wanted) == 0 {
-		if mode == evolve.ProposerLLM {
-			return nil, withCode(exitUsage, errors.New("evolve: proposer llm but no model is configured: add one under llm.models in frontier.yaml (docs/llm.md), or use --proposer mutate"))
-		}
-		g.log.Info("evolve: no model is configured (llm.models); the mutate baseline proposes")
-		return mutateModels(), nil
-	}
-	set, err := provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log})
-	if err != nil {
-		return nil, withCode(exitUsage, err)
-	}
-	var out []evolve.Model
-	var skipped []string
-	for _, w := range wanted {
-		m, err := cfg.LLM.Model(w.Name)
-		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("evolve.models: %w", err))
-		}
-		if _, err := m.APIKey(os.LookupEnv); err != nil {
-			if mode == evolve.ProposerLLM || len(o.models) > 0 {
-				return nil, withCode(exitUsage, fmt.Errorf("model %s: %w", m.Name, err))
-			}
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", m.Name, err))
-			continue
-		}
-		weight := w.Weight
-		if weight == 0 {
-			weight = m.Config.Weight
-		}
-		out = append(out, evolve.Model{Name: m.Name, Kind: propose.KindLLM, Client: set, Weight: weight, Spec: m.Config.Spec})
-	}
-	if len(skipped) > 0 {
-		g.log.Warn("evolve: models left out for lack of an API key", "models", strings.Join(skipped, "; "))
-	}
-	if len(out) == 0 {
-		g.log.Warn("evolve: no configured model has its API key; the mutate baseline proposes")
-		return mutateModels(), nil
-	}
-	return out, nil
-}
-
-func mutateModels() []evolve.Model {
-	return []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate(), Weight: 1}}
-}
-
-// resumeModels reopens the ensemble a run was started with.
-func resumeModels(g *globals, cfg *config.Config, run *store.Run, budget *llm.Budget) ([]evolve.Model, error) {
-	recs, err := evolve.RunModels(run)
-	if err != nil {
-		return nil, err
-	}
-	var set *provider.Set
-	var out []evolve.Model
-	for _, r := range recs {
-		switch propose.Kind(r.Kind) {
-		case propose.KindMutate:
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindMutate, Proposer: propose.NewMutate(), Weight: r.Weight})
-		case propose.KindReplay:
-			p, err := propose.OpenReplay(r.Spec)
-			if err != nil {
-				return nil, withCode(exitUsage, fmt.Errorf("run %s replays %s: %w", run.Name, r.Spec, err))
-			}
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindReplay, Proposer: p, Weight: r.Weight, Spec: r.Spec})
-		default:
-			if set == nil {
-				if set, err = provider.New(cfg.LLM, provider.Options{Budget: budget, Log: g.log}); err != nil {
-					return nil, withCode(exitUsage, err)
-				}
-			}
-			m, err := cfg.LLM.Model(r.Name)
-			if err != nil {
-				g.log.Warn("evolve: a model of the run is no longer configured; its children go to the others", "model", r.Name, "err", err)
-				continue
-			}
-			if _, err := m.APIKey(os.LookupEnv); err != nil {
-				return nil, withCode(exitUsage, fmt.Errorf("model %s of run %s: %w", r.Name, run.Name, err))
-			}
-			out = append(out, evolve.Model{Name: r.Name, Kind: propose.KindLLM, Client: set, Weight: r.Weight, Spec: r.Spec})
-		}
-	}
-	if len(out) == 0 {
-		return nil, withCode(exitUsage, fmt.Errorf("run %s: none of its models (%d) is configured any more", run.Name, len(recs)))
-	}
-	return out, nil
-}
-
-// machineGPUs counts the GPUs this process may use: the entries of
-// CUDA_VISIBLE_DEVICES when it is set, else the GPUs nvidia-smi lists; 0
-// when neither says.
-func machineGPUs(ctx context.Context) int {
-	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
-		return countDevices(v)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
-	if err != nil {
-		return 0
-	}
-	return countGPULines(string(out))
-}
-
-// countDevices counts the entries of a CUDA_VISIBLE_DEVICES value.
-func countDevices(v string) int {
-	n := 0
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if i, err := strconv.Atoi(f); err == nil && i < 0 {
-			break // CUDA stops at the first invalid index
-		}
-		n++
-	}
-	return n
-}
-
-// countGPULines counts the "GPU 0: ..." lines of nvidia-smi -L.
-func countGPULines(out string) int {
-	n := 0
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "GPU ") {
-			n++
-		}
-	}
-	return n
-}
-
-// logLevel returns the level of the --log-level flag.
-func logLevel(g *globals) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// liveWriter owns a terminal: one status line redrawn in place, with log
-// lines printed above it.
-type liveWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	status string
-}
-
-// Write prints a log line above the status line.
-func (l *liveWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprint(l.w, "\r\x1b[K")
-	n, err := l.w.Write(p)
-	if l.status != "" {
-		fmt.Fprint(l.w, l.status)
-	}
-	return n, err
-}
-
-func (l *liveWriter) set(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.status = s
-	fmt.Fprint(l.w, "\r\x1b[K"+s)
-}
-
-func (l *liveWriter) finish() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.status != "" {
-		fmt.Fprintln(l.w)
-		l.status = ""
-	}
-}
-
-// lineStart returns a writer for a message line: it clears the live status
-// line first when there is one.
-func lineStart(w io.Writer, lw *liveWriter) io.Writer {
-	if lw != nil {
-		return lw
-	}
-	return w
-}
-
-// evolveProgress shows the engine's status: a live line on a terminal,
-// else a log line when the counts change (at most every `every`).
-type evolveProgress struct {
-	mu       sync.Mutex
-	live     *liveWriter
-	log      *slog.Logger
-	quiet    bool
-	every    time.Duration
-	last     time.Time
-	lastLine string
-	lastKey  string
-	extra    func(evolve.Status)
-}
-
-func (p *evolveProgress) show(s evolve.Status) {
-	if p.extra != nil {
-		p.extra(s)
-	}
-	if p.quiet {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	line := statusLine(s)
-	if p.live != nil {
-		if line != p.lastLine || time.Since(p.last) > time.Second {
-			p.live.set(line)
-			p.lastLine, p.last = line, time.Now()
-		}
-		return
-	}
-	key := fmt.Sprintf("%d/%d/%d/%d/%d/%d", s.Iteration, s.Acceptable, s.LossTooHigh, s.Buggy, s.Duplicates, s.Evaluations)
-	if key == p.lastKey && time.Since(p.last) < 5*p.every {
-		return
-	}
-	if time.Since(p.last) < p.every && s.StopReason == "" {
-		return
-	}
-	p.last, p.lastKey = time.Now(), key
-	attrs := []any{"run", s.RunName, "iteration", iterText(s), "slots", fmt.Sprintf("%d/%d", s.SlotsBusy, s.Slots),
-		"proposing", s.ProposalsInFlight, "queued", s.Queued, "acceptable", s.Acceptable, "loss_too_high", s.LossTooHigh,
-		"buggy", s.Buggy, "duplicates", s.Duplicates}
-	if s.BestTimeMs > 0 {
-		attrs = append(attrs, "best_time", secsText(s.BestTimeMs), "reference_time", secsText(s.ReferenceTimeMs))
-	}
-	if s.BestLoss > 0 {
-		attrs = append(attrs, "best_loss", fmt.Sprintf("%.4f", s.BestLoss))
-	}
-	attrs = append(attrs, "usd", fmt.Sprintf("%.4f", s.USD), "elapsed", s.Elapsed.Round(time.Second).String())
-	p.log.Info("evolve: progress", attrs...)
-}
-
-func iterText(s evolve.Status) string {
-	if s.MaxIterations > 0 {
-		return fmt.Sprintf("%d/%d", s.Iteration, s.MaxIterations)
-	}
-	return fmt.Sprint(s.Iteration)
-}
-
-func secsText(ms float64) string { return fmt.Sprintf("%.2fs", ms/1000) }
-
-// statusLine is the live line: iteration, slots, proposals, counts, the
-// record against the reference, the best loss and the spend.
-func statusLine(s evolve.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  it %s  slots %d/%d  llm %d  queue %d  |  acc %d  high %d  bug %d  dup %d",
-		s.RunName, iterText(s), s.SlotsBusy, s.Slots, s.ProposalsInFlight, s.Queued, s.Acceptable, s.LossTooHigh, s.Buggy, s.Duplicates)
-	if s.BestTimeMs > 0 {
-		fmt.Fprintf(&b, "  |  best %s", secsText(s.BestTimeMs))
-		if s.ReferenceTimeMs > 0 {
-			fmt.Fprintf(&b, " (ref %s, %+.1f%%)", secsText(s.ReferenceTimeMs), 100*(s.BestTimeMs-s.ReferenceTimeMs)/s.ReferenceTimeMs)
-		}
-	}
-	if s.BestLoss > 0 {
-		fmt.Fprintf(&b, "  loss %.4f", s.BestLoss)
-	}
-	fmt.Fprintf(&b, "  |  $%.2f  %s", s.USD, s.Elapsed.Round(time.Second))
-	if s.Draining {
-		b.WriteString("  [draining]")
-	}
-	return b.String()
 }
 
 // printEvolveSummary prints how a session ended and where to look next.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -86,8 +86,7 @@ func TestRunsCommands(t *testing.T) {
 	bestFile := filepath.Join(home, "best.py")
 	code, _, stderr = runCLI(t, "--home", home, "runs", "best", "1", "-o", bestFile)
 	got, _ := os.ReadFile(bestFile)
-	st2, _ := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	defer st2.Close()
+	st2 := storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	want, _ := st2.Program(ctx, s.Best().ProgramHash)
 	if code != 0 || string(got) != string(want) || !strings.Contains(stderr, fmt.Sprintf("#%d", s.Best().ID)) {
 		t.Errorf("runs best: exit %d, %s", code, stderr)
@@ -121,18 +120,6 @@ func TestStatusLine(t *testing.T) {
 	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  best 41.20s (ref 52.30s, -21.2%)  loss 2.6810  |  $1.23  14m2s  [draining]"
 	if got := statusLine(s); got != want {
 		t.Errorf("status line\n got %s\nwant %s", got, want)
-	}
-}
-
-func TestGPUCount(t *testing.T) {
-	for v, want := range map[string]int{"": 0, "0": 1, "0,1,2,3": 4, "0, 2": 2, "1,-1,3": 1, "GPU-8f1e,GPU-77aa": 2} {
-		if got := countDevices(v); got != want {
-			t.Errorf("CUDA_VISIBLE_DEVICES=%q: %d, want %d", v, got, want)
-		}
-	}
-	out := "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n"
-	if got := countGPULines(out); got != 2 {
-		t.Errorf("nvidia-smi -L: %d", got)
 	}
 }
 
@@ -200,8 +187,7 @@ evolve:
 	}
 	sigs <- syscall.SIGINT
 	err := <-done
-	var ce *exitCodeError
-	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+	if exitCode(err) != exitInterrupted {
 		t.Fatalf("first session: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "draining") || !strings.Contains(stdout.String(), "stopped: interrupted") {
@@ -224,7 +210,7 @@ evolve:
 	sigs <- syscall.SIGINT
 	sigs <- syscall.SIGINT
 	err = <-done
-	if !errors.As(err, &ce) || ce.code != exitInterrupted {
+	if exitCode(err) != exitInterrupted {
 		t.Fatalf("aborted session: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "aborting") {
@@ -273,11 +259,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 func checkRun(t *testing.T, g *globals, name, state, reason string) {
 	t.Helper()
 	cfg, _ := g.loadConfig()
-	st, err := store.Open(context.Background(), cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.SQLite(t, cfg.DB)
 	run, err := st.Run(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)

@@ -85,22 +85,22 @@ type llmPingOptions struct {
 // runLLMPing sends one small request to a model and reports how it went.
 func runLLMPing(ctx context.Context, w io.Writer, log *slog.Logger, cfg llm.Config, model string, o llmPingOptions) error {
 	if err := cfg.Validate(); err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	m, err := cfg.Model(model)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	retry := cfg.Retry
 	retry.MaxAttempts = max(o.attempts, 1)
 	set, err := provider.New(cfg, provider.Options{Log: log, LookupEnv: o.lookupEnv, Retry: &retry})
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	c, err := set.Client(model)
 	if err != nil {
 		if errors.Is(err, llm.ErrAuth) {
-			return withCode(exitUsage, err)
+			return usage(err)
 		}
 		return err
 	}
@@ -179,11 +179,11 @@ type llmModelInfo struct {
 // runLLMModels lists the configured models.
 func runLLMModels(w io.Writer, cfg llm.Config, lookup llm.LookupEnv, asJSON bool) error {
 	if err := cfg.Validate(); err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	models, err := cfg.ModelList()
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	prices, err := llm.NewPriceTable(cfg.Prices)
 	if err != nil {

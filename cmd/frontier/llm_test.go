@@ -73,8 +73,7 @@ func TestLLMPingFailures(t *testing.T) {
 	var out bytes.Buffer
 	// A missing key is a setup problem: exit code 2 and the variable to set.
 	err := runLLMPing(ctx, &out, log, llm.Config{}, "openai/gpt-5", pingOpts())
-	var ce *exitCodeError
-	if !errors.As(err, &ce) || ce.code != exitUsage || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("missing key: %v", err)
 	}
 	// An unknown name lists the configured ones.
@@ -147,8 +146,7 @@ func TestLLMModels(t *testing.T) {
 		t.Errorf("empty: %v %s", err, out.String())
 	}
 	bad := llm.Config{Models: []llm.ModelConfig{{Spec: "nope"}}}
-	var ce *exitCodeError
-	if err := runLLMModels(&out, bad, env, false); !errors.As(err, &ce) || ce.code != exitUsage {
+	if err := runLLMModels(&out, bad, env, false); exitCode(err) != exitUsage {
 		t.Errorf("bad config: %v", err)
 	}
 }

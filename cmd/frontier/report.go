@@ -71,9 +71,9 @@ What each part shows and how to read it: docs/report.md.`,
 func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoader) error {
 	switch {
 	case o.run == "" && o.data == "":
-		return withCode(exitUsage, errors.New("report: name the run (frontier report RUN; frontier runs lists them) or pass --data FILE"))
+		return usage(errors.New("report: name the run (frontier report RUN; frontier runs lists them) or pass --data FILE"))
 	case o.run != "" && o.data != "":
-		return withCode(exitUsage, errors.New("report: give either RUN or --data, not both"))
+		return usage(errors.New("report: give either RUN or --data, not both"))
 	}
 	var d *report.Data
 	var err error
@@ -81,7 +81,7 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 	if o.data != "" {
 		d, err = readReportData(o.data)
 		if err != nil {
-			return withCode(exitUsage, err)
+			return usage(err)
 		}
 		if out == "" {
 			out = strings.TrimSuffix(o.data, filepath.Ext(o.data)) + "-report"
@@ -92,19 +92,19 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 			return err
 		}
 		if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-			return withCode(exitFailure, fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB))
+			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
 		}
 		st, err := store.Open(ctx, cfg.DB)
 		if err != nil {
-			return withCode(exitFailure, err)
+			return err
 		}
 		defer st.Close()
 		d, err = load(ctx, st, o.run)
 		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("report: run %s: %w", o.run, err))
+			return fmt.Errorf("report: run %s: %w", o.run, err)
 		}
 		if d == nil {
-			return withCode(exitFailure, fmt.Errorf("report: run %s: the loader returned no data", o.run))
+			return fmt.Errorf("report: run %s: the loader returned no data", o.run)
 		}
 		if out == "" {
 			out = filepath.Join(cfg.Home, "reports", safeName(o.run))
@@ -115,7 +115,7 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 	}
 	index, err := report.Write(ctx, out, d)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return err
 	}
 	g.log.Debug("report written", "run", d.Run.ID, "programs", len(d.Programs), "path", index)
 	fmt.Fprintln(g.stdout, index)

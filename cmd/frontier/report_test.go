@@ -15,6 +15,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -183,13 +184,13 @@ func TestReportRunFromDatabase(t *testing.T) {
 	refHash, _ := st.PutProgram(ctx, []byte("x = 1\n"), "")
 	childHash, _ := st.PutProgram(ctx, []byte("x = 2\n"), "")
 	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
-		ref := &store.Child{RunID: run.ID, Origin: evolve.OriginReference, Stage: evolve.StageReference, State: store.ChildDone,
+		ref := &store.Child{RunID: run.ID, Origin: runs.OriginReference, Stage: runs.StageReference, State: runs.Done,
 			ProgramHash: refHash, Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000}
 		if err := tx.InsertChild(ref); err != nil {
 			return err
 		}
 		return tx.InsertChild(&store.Child{RunID: run.ID, Iteration: 1, ParentID: ref.ID, Origin: "mutate", Model: "mutate",
-			Stage: evolve.StageMutate, State: store.ChildDone, ProgramHash: childHash, Verdict: "acceptable", ValLoss: 3.98,
+			Stage: runs.StageMutate, State: runs.Done, ProgramHash: childHash, Verdict: "acceptable", ValLoss: 3.98,
 			TrainTimeMs: 16_000, StepAvgMs: 80, Score: 318.4})
 	})
 	st.Close()

@@ -6,43 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
 )
-
-// Exit codes. Verdict codes are documented in docs/cli.md.
-const (
-	exitOK       = 0
-	exitFailure  = 1 // an error that is not a verdict
-	exitUsage    = 2 // bad flags, bad config, bad track
-	exitTooHigh  = 3 // verdict loss_too_high
-	exitError    = 4 // verdict error
-	exitTimeout  = 5 // verdict timeout
-	exitInvalid  = 6 // verdict invalid
-	exitNoResult = 7 // verdict no_result
-	// exitNotConfirmed: runs confirm found no significant speedup.
-	exitNotConfirmed = 8
-)
-
-// exitError carries an exit code through cobra's error return.
-type exitCodeError struct {
-	code int
-	err  error
-}
-
-func (e *exitCodeError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-func (e *exitCodeError) Unwrap() error { return e.err }
-
-// withCode attaches an exit code to err.
-func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }
 
 // globals are the flags every command shares, and what they resolve to.
 type globals struct {
@@ -60,7 +28,7 @@ type globals struct {
 func (g *globals) loadConfig() (*config.Config, error) {
 	cfg, err := config.Load(g.configPath)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	if g.home != "" {
 		cfg.SetHome(g.home)
@@ -84,7 +52,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-				return withCode(exitUsage, fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel))
+				return usage(fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel))
 			}
 			g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
@@ -111,6 +79,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newReportCmd(g),
 		newSandboxCmd(g),
 	)
+	markUsageErrors(root)
 	return root
 }
 
@@ -119,31 +88,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &globals{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
 	root := newRootCmd(g)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := checkCommand(root, args)
 	if err == nil {
-		return exitOK
+		err = root.ExecuteContext(ctx)
 	}
-	var ce *exitCodeError
-	if errors.As(err, &ce) {
-		if ce.err != nil {
-			fmt.Fprintln(stderr, "frontier:", ce.err)
-		}
-		return ce.code
+	var r reporter
+	if err != nil && !errors.As(err, &r) {
+		fmt.Fprintln(stderr, "frontier:", err)
 	}
-	fmt.Fprintln(stderr, "frontier:", err)
-	if isUsageError(err) {
-		return exitUsage
-	}
-	return exitFailure
+	return exitCode(err)
 }
 
-// isUsageError reports whether cobra rejected the command line itself.
-func isUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
+// checkCommand rejects an unknown command as a usage error before cobra
+// runs, which would return it as text only. cobra adds its help and
+// completion commands on Execute; they are added first so that they are
+// found. Shell completion requests go to cobra untouched.
+func checkCommand(root *cobra.Command, args []string) error {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return nil
 	}
-	return false
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	if _, _, err := root.Find(args); err != nil {
+		return usage(err)
+	}
+	return nil
 }

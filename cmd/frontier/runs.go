@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -65,7 +66,7 @@ run's id or name.`,
 func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.RunSummary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, usage(err)
 	}
 	return evolve.Summarize(ctx, st, run)
 }
@@ -77,7 +78,7 @@ func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) e
 		return err
 	}
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return withCode(exitFailure, fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB))
+		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -88,17 +89,17 @@ func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) e
 }
 
 func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
-	runs, err := st.Runs(ctx)
+	list, err := st.Runs(ctx)
 	if err != nil {
 		return err
 	}
-	if len(runs) == 0 {
+	if len(list) == 0 {
 		fmt.Fprintln(w, "no runs yet: start one with frontier evolve --track tiny (or frontier demo)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTRACK\tSTATE\tSTOP\tITER\tCHILDREN\tACCEPT\tRECORD\tVS REF\tCOST\tSTARTED")
-	for _, r := range runs {
+	for _, r := range list {
 		s, err := evolve.Summarize(ctx, st, r)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.Name, err)
@@ -115,7 +116,7 @@ func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
 			state = "running?" // no session has written for a while: it may have been killed
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t$%.2f\t%s\n", r.ID, r.Name, r.Track, state, orDash(r.StopReason),
-			r.Iterations, len(s.Children), s.Classes[evolve.ClassAcceptable], record, vs, s.USD, r.StartedAt.Format("2006-01-02 15:04"))
+			r.Iterations, len(s.Children), s.Settled.Classes[runs.ClassAcceptable], record, vs, s.USD, r.StartedAt.Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }
@@ -186,11 +187,11 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 
 	fmt.Fprintln(w, "\nverdicts")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, cl := range []string{evolve.ClassAcceptable, evolve.ClassLossTooHigh, evolve.ClassBuggy, evolve.ClassDuplicate, evolve.ClassNone} {
-		if n := s.Classes[cl]; n > 0 || cl == evolve.ClassAcceptable {
+	for _, cl := range []runs.Class{runs.ClassAcceptable, runs.TooHigh, runs.Buggy, runs.ClassDuplicate, runs.ClassNone} {
+		if n := s.Settled.Classes[cl]; n > 0 || cl == runs.ClassAcceptable {
 			var parts []string
-			for v, k := range s.Verdicts {
-				if evolve.Class(v) == cl && v != cl {
+			for v, k := range s.Settled.Verdicts {
+				if runs.ClassOf(v) == cl && string(v) != string(cl) {
 					parts = append(parts, fmt.Sprintf("%s %d", v, k))
 				}
 			}
@@ -202,7 +203,7 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 			fmt.Fprintf(tw, "  %s\t%d\t%s\n", cl, n, detail)
 		}
 	}
-	if pending := len(s.Children) - sumClasses(s.Classes); pending > 0 {
+	if pending := len(s.Children) - s.Settled.Members; pending > 0 {
 		fmt.Fprintf(tw, "  pending\t%d\t(queued or in flight; resume the run to finish them)\n", pending)
 	}
 	tw.Flush()
@@ -227,7 +228,7 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 			vs = fmt.Sprintf("%+.1f%%", 100*(x.TrainTimeMs-s.Reference.TrainTimeMs)/s.Reference.TrainTimeMs)
 		}
 		desc := x.Description
-		if x.Origin == evolve.OriginReference {
+		if x.Origin == runs.OriginReference {
 			desc = "(the reference)"
 		}
 		fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%s\t%s\t%s\t%.4f\t%s\t%s\t%.1f\t%s\n", x.ID, mark, x.Iteration, x.Island, orDash(x.Model),
@@ -247,11 +248,12 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 		fmt.Fprintln(tw, "  NAME\tCHILDREN\tACCEPT\tRATE\tHIGH\tBUGGY\tDUP\tIMPROVED\tFIXED\tBEST TIME\tTOKENS IN/OUT\tCOST")
 		for _, m := range grp.rows {
 			best := "-"
-			if m.BestTimeMs > 0 {
-				best = secsText(m.BestTimeMs)
+			if m.Record.ID != 0 {
+				best = secsText(m.Record.TrainTimeMs)
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%.0f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t$%.4f\n", orDash(m.Name), m.Children, m.Acceptable,
-				100*m.AcceptableRate(), m.LossTooHigh, m.Buggy, m.Duplicates, m.Improved, m.Fixed, best, m.InputTokens, m.OutputTokens, m.CostUSD)
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%.0f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t$%.4f\n", orDash(m.Name), m.Members,
+				m.Classes[runs.ClassAcceptable], 100*m.AcceptableRate(), m.Classes[runs.TooHigh], m.Classes[runs.Buggy],
+				m.Classes[runs.ClassDuplicate], m.Improved, m.Fixed, best, m.InputTokens, m.OutputTokens, m.CostUSD)
 		}
 		tw.Flush()
 	}
@@ -287,14 +289,6 @@ func budgetText(b evolve.BudgetConfig) string {
 	return strings.Join(parts, ", ")
 }
 
-func sumClasses(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 func containsChild(cs []*store.Child, id int64) bool {
 	for _, c := range cs {
 		if c.ID == id {
@@ -320,7 +314,7 @@ func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string)
 	run := s.Run
 	b := s.Best()
 	if b == nil {
-		return withCode(exitFailure, fmt.Errorf("run %s has no evaluated program yet", run.Name))
+		return fmt.Errorf("run %s has no evaluated program yet", run.Name)
 	}
 	src, err := st.Program(ctx, b.ProgramHash)
 	if err != nil {

@@ -25,7 +25,7 @@ func newSandboxCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Helper returns only when it could not execute the program,
 			// having said why on stderr.
-			return withCode(sandbox.Helper(args, g.stderr), nil)
+			return exitStatus(sandbox.Helper(args, g.stderr))
 		},
 	}
 }

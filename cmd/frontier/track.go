@@ -86,7 +86,7 @@ func runTrackList(w io.Writer, reg *track.Registry) error {
 	}
 	tw.Flush()
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("some tracks could not be loaded:\n%w", err))
+		return usage(fmt.Errorf("some tracks could not be loaded:\n%w", err))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func runTrackList(w io.Writer, reg *track.Registry) error {
 func runTrackShow(w io.Writer, reg *track.Registry, name string, program, asYAML bool) error {
 	s, err := reg.Get(name)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	if program {
 		src, err := s.ReferenceSource()
@@ -171,7 +171,7 @@ func runTrackCheck(ctx context.Context, w io.Writer, path string) error {
 	}
 	s, err := track.LoadDir(dir)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	fmt.Fprintf(w, "track %s in %s is valid (target %.4g, reference %s)\n", s.Name, dir, s.TargetValLoss, s.Reference)
 	return nil

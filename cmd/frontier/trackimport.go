@@ -53,7 +53,8 @@ the step:N/N val_loss:... train_time:...ms lines it prints (verification level "
 	f.IntVar(&o.gpus, "gpus", importer.DefaultGPUs, "GPUs the record runs on: processes launched, one per GPU")
 	f.Int64Var(&o.valTokens, "val-tokens", importer.DefaultValTokens, "validation tokens injected")
 	f.StringVar(&o.dataDir, "data-dir", importer.DefaultDataDir, "data folder, relative to the data root (or absolute)")
-	_ = cmd.MarkFlagRequired("from")
+	// --from is required; runTrackImport says so as a usage error (a
+	// cobra required flag would fail as text only, before it).
 	return cmd
 }
 
@@ -62,18 +63,18 @@ func runTrackImport(ctx context.Context, w io.Writer, o trackImportOptions) erro
 		return err
 	}
 	if o.from == "" {
-		return withCode(exitUsage, errors.New("--from is required: the record's train_gpt.py or its log"))
+		return usage(errors.New("--from is required: the record's train_gpt.py or its log"))
 	}
 	src, err := os.ReadFile(o.from)
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("read the record: %w", err))
+		return usage(fmt.Errorf("read the record: %w", err))
 	}
 	im, err := importer.Import(importer.Options{
 		From: o.from, Source: src, Name: o.name, Out: o.out, Target: o.target,
 		GPUs: o.gpus, ValTokens: o.valTokens, DataDir: o.dataDir,
 	})
 	if err != nil {
-		return withCode(exitUsage, err)
+		return usage(err)
 	}
 	s := im.Spec
 	kind := "training script"

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,8 +66,7 @@ func TestTrackImport(t *testing.T) {
 	}{trackImportOptions{from: notSpeedrun, out: filepath.Join(dir, "x")}, "no Hyperparameters block"})
 	for _, c := range cases {
 		err := runTrackImport(context.Background(), &bytes.Buffer{}, c.o)
-		var ec *exitCodeError
-		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ec) || ec.code != exitUsage {
+		if err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != exitUsage {
 			t.Errorf("%+v: err = %v, want a usage error with %q", c.o, err, c.want)
 		}
 	}

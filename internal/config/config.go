@@ -10,11 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Config is frontier.yaml.
@@ -109,9 +111,14 @@ func Parse(path string, b []byte) (*Config, error) {
 	if err := yaml.UnmarshalWithOptions(b, &raw); err == nil && raw.Home != "" {
 		c.SetHome(resolve(path, raw.Home))
 	}
+	// Every unknown key, first to last, before the decoder would stop at
+	// the first one.
+	if err := yamlfile.Join(yamlfile.UnknownKeys(path, b, c)); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config %s:\n%s", path, yaml.FormatError(err, false, true))
+		return nil, yamlfile.DecodeError(path, b, err)
 	}
 	c.Path = path
 	c.Home = resolve(path, c.Home)
@@ -124,18 +131,42 @@ func Parse(path string, b []byte) (*Config, error) {
 	for k, v := range c.Data {
 		c.Data[k] = resolve(path, v)
 	}
-	if err := c.LLM.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: llm: %w", path, err)
-	}
-	if err := c.Evolve.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: evolve: %w", path, err)
+	var errs []*yamlfile.Error
+	for _, err := range []error{c.LLM.Validate(), c.Evolve.Validate()} {
+		errs = append(errs, keyErrors(err)...)
 	}
 	switch c.Sandbox {
 	case "", "auto", "bwrap", "landlock", "none":
 	default:
-		return nil, fmt.Errorf("config %s: sandbox %q: use auto, bwrap, landlock or none", path, c.Sandbox)
+		errs = append(errs, &yamlfile.Error{Path: "sandbox", Msg: fmt.Sprintf("%q: use auto, bwrap, landlock or none", c.Sandbox)})
+	}
+	yamlfile.Locate(path, b, errs)
+	if err := yamlfile.Join(errs); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// keyErrors splits the errors of a section's Validate, each of which starts
+// with the key it is about ("evolve.islands: ..."), into errors that
+// Locate can place.
+func keyErrors(err error) []*yamlfile.Error {
+	if err == nil {
+		return nil
+	}
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	out := make([]*yamlfile.Error, 0, len(list))
+	for _, e := range list {
+		path, msg, ok := strings.Cut(e.Error(), ": ")
+		if !ok || strings.ContainsAny(path, "\n") {
+			path, msg = "", e.Error()
+		}
+		out = append(out, &yamlfile.Error{Path: path, Msg: msg})
+	}
+	return out
 }
 
 func resolve(file, p string) string {

@@ -45,10 +45,47 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("%q: error %v, want it to mention %q", src, err, want)
 		}
 	}
-	// Unknown keys are located.
-	_, err := Parse("frontier.yaml", []byte("home: x\n\ndatabase: y\n"))
-	if err == nil || !strings.Contains(err.Error(), "[3:1]") {
-		t.Errorf("unknown key not located: %v", err)
+}
+
+// Every problem is reported, each as file:line:col: key: message, in the
+// order of the file: unknown keys (all of them, at every depth), values of
+// the wrong type, invalid values.
+func TestParseErrorsLocated(t *testing.T) {
+	cases := []struct {
+		src  string
+		want []string
+	}{
+		{"home: x\n\ndatabase: y\nllm:\n  nonsense: 1\nevolve:\n  budget:\n    max_usdd: 3\n", []string{
+			"frontier.yaml:3:1: database: unknown key (the keys here: home, db,",
+			"frontier.yaml:5:3: llm.nonsense: unknown key",
+			"frontier.yaml:8:5: evolve.budget.max_usdd: unknown key (the keys under evolve.budget: max_iterations,",
+		}},
+		{"python: [1, 2]\n", []string{"frontier.yaml:1:9: python: cannot unmarshal"}},
+		{"sandbox: docker\n", []string{`frontier.yaml:1:10: sandbox: "docker": use auto, bwrap, landlock or none`}},
+		{"evolve:\n  islands: -1\n  objective: speed\n", []string{
+			"frontier.yaml:2:12: evolve.islands: -1 is negative",
+			`frontier.yaml:3:14: evolve.objective: "speed": use score`,
+		}},
+		{"llm:\n  models:\n    - spec: openai/gpt-5\n    - name: b\n", []string{
+			"frontier.yaml:4:11: llm.models[1] (b): spec is missing",
+		}},
+	}
+	for _, c := range cases {
+		_, err := Parse("frontier.yaml", []byte(c.src))
+		if err == nil {
+			t.Errorf("%q: no error", c.src)
+			continue
+		}
+		lines := strings.Split(err.Error(), "\n")
+		if len(lines) != len(c.want) {
+			t.Errorf("%q: %d errors, want %d:\n%v", c.src, len(lines), len(c.want), err)
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("%q: error %d is %q, want it to start with %q", c.src, i+1, lines[i], w)
+			}
+		}
 	}
 }
 

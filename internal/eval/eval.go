@@ -34,7 +34,7 @@ type Evaluator struct {
 	Runner runner.Runner
 	// Store, when set, records the program, the evaluation and its
 	// telemetry. The evaluation row exists before the process starts.
-	Store *store.Store
+	Store Store
 	// Python is the interpreter that runs programs (see pyenv.Find).
 	Python string
 	// Torch is its PyTorch version, for the report.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // Config is the evolve section of frontier.yaml. Every field has a default
@@ -191,11 +193,33 @@ type BudgetConfig struct {
 	MaxTokens int64 `yaml:"max_tokens" json:"max_tokens"`
 }
 
-// Objectives.
+// With returns b with every limit that ov sets (non-zero) in place of
+// b's: the one place where a run's budget meets the command line's, for a
+// new run, a resumed one and the model budget alike.
+func (b BudgetConfig) With(ov BudgetConfig) BudgetConfig {
+	if ov.MaxIterations != 0 {
+		b.MaxIterations = ov.MaxIterations
+	}
+	if ov.MaxEvaluations != 0 {
+		b.MaxEvaluations = ov.MaxEvaluations
+	}
+	if ov.MaxDuration != 0 {
+		b.MaxDuration = ov.MaxDuration
+	}
+	if ov.MaxUSD != 0 {
+		b.MaxUSD = ov.MaxUSD
+	}
+	if ov.MaxTokens != 0 {
+		b.MaxTokens = ov.MaxTokens
+	}
+	return b
+}
+
+// Objectives (runs holds the vocabulary).
 const (
-	ObjectiveScore = "score"
-	ObjectiveTime  = "time"
-	ObjectiveLoss  = "loss"
+	ObjectiveScore = runs.ObjectiveScore
+	ObjectiveTime  = runs.ObjectiveTime
+	ObjectiveLoss  = runs.ObjectiveLoss
 )
 
 // Proposer settings.
@@ -404,6 +428,22 @@ func (c Config) slotsFor(device string, machineGPUs, trackGPUs int) int {
 		return max(1, machineGPUs/max(1, trackGPUs))
 	}
 	return 1
+}
+
+// plannedMetaStart is the first iteration planned for meta-prompting, as
+// the run records it for its readers: -1 when it is off, never drawn
+// (probability 0), or no model of the ensemble writes ideas.
+func (c Config) plannedMetaStart(models []Model) int {
+	start := c.metaStart()
+	if p := c.MetaPrompting.Probability; p != nil && *p <= 0 {
+		return -1
+	}
+	for _, m := range models {
+		if m.Kind == propose.KindLLM {
+			return start
+		}
+	}
+	return -1
 }
 
 // metaStart is the first meta-prompted iteration, or -1 when off.

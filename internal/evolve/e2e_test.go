@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -47,7 +48,7 @@ func TestEndToEnd(t *testing.T) {
 		Slots:         1, LLMConcurrency: 3, Seed: 42,
 		Budget: BudgetConfig{MaxIterations: 2, MaxUSD: 5},
 	}
-	budget, err := NewBudget(ctx, st, 0, cfg, llmCfg.Budget)
+	budget, err := NewBudget(ctx, st, 0, cfg.Budget, llmCfg.Budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +105,13 @@ func TestEndToEnd(t *testing.T) {
 	var ref *store.Child
 	var children []*store.Child
 	for _, c := range kids {
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			t.Errorf("child %d is %s, want done", c.ID, c.State)
 		}
 		switch c.Origin {
-		case OriginReference:
+		case runs.OriginReference:
 			ref = c
-		case OriginSeed, OriginMigrant:
+		case runs.OriginSeed, runs.OriginMigrant:
 			src := byID[c.SourceID]
 			if src == nil || src.ProgramHash != c.ProgramHash || src.Verdict != c.Verdict || src.ValLoss != c.ValLoss {
 				t.Errorf("copy %d (%s) does not match its source %d", c.ID, c.Origin, c.SourceID)
@@ -126,7 +127,7 @@ func TestEndToEnd(t *testing.T) {
 				continue
 			}
 			p := byID[c.ParentID]
-			if p == nil || p.State != store.ChildDone || p.Island != c.Island || p.FinishedAt.After(it.CreatedAt) {
+			if p == nil || p.State != runs.Done || p.Island != c.Island || p.FinishedAt.After(it.CreatedAt) {
 				t.Errorf("child %d: parent %d was not a settled member of island %d when iteration %d was sampled", c.ID, c.ParentID, c.Island, c.Iteration)
 			}
 			if it.Island != (c.Iteration-1)%2 {
@@ -142,7 +143,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Verdicts: the scripted answers produce every kind.
-	counts := map[string]int{}
+	counts := map[runs.Class]int{}
 	var repairedRun, repairedApply bool
 	attempts, err := st.Attempts(ctx, run.ID)
 	if err != nil {
@@ -153,9 +154,9 @@ func TestEndToEnd(t *testing.T) {
 		attemptsOf[a.ChildID] = append(attemptsOf[a.ChildID], a)
 	}
 	for _, c := range children {
-		counts[Class(c.Verdict)]++
+		counts[runs.ClassOf(c.Verdict)]++
 		as := attemptsOf[c.ID]
-		if c.Verdict == VerdictDuplicate {
+		if c.Verdict == runs.Duplicate {
 			orig := byID[c.SourceID]
 			same := orig != nil && orig.NormHash == c.NormHash
 			for _, a := range attemptsOf[c.SourceID] {
@@ -166,7 +167,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 			continue
 		}
-		if c.FixAttempts > 0 && valid(c.Verdict) && len(as) >= 2 {
+		if c.FixAttempts > 0 && c.Verdict.Valid() && len(as) >= 2 {
 			first, last := as[0], as[len(as)-1]
 			if first.FastVerdict == "error" && strings.Contains(first.FastReason, "NameError") && last.Kind == kindFixRun && last.FastVerdict == "fast_ok" {
 				repairedRun = true
@@ -183,7 +184,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("classes %v", counts)
-	if counts[ClassDuplicate] < 1 || counts[ClassLossTooHigh] < 1 || counts[ClassAcceptable] < 3 {
+	if counts[runs.ClassDuplicate] < 1 || counts[runs.TooHigh] < 1 || counts[runs.ClassAcceptable] < 3 {
 		t.Errorf("classes %v: want duplicates, loss_too_high and several acceptable", counts)
 	}
 	if !repairedRun {
@@ -221,14 +222,14 @@ func TestEndToEnd(t *testing.T) {
 	if purposes[1][PurposeIdea] != 0 || purposes[1][PurposeTemplate] != 4 || purposes[2][PurposeIdea] != 4 || purposes[2][PurposeImplement] != 4 || purposes[2][PurposeTemplate] != 0 {
 		t.Errorf("calls by iteration and purpose: %v", purposes)
 	}
-	if iterByN[1].Stage != StageTemplate || iterByN[2].Stage != StageMeta {
+	if iterByN[1].Stage != runs.StageTemplate || iterByN[2].Stage != runs.StageMeta {
 		t.Errorf("stages %s %s", iterByN[1].Stage, iterByN[2].Stage)
 	}
 	for _, c := range children {
 		if want := iterByN[c.Iteration].Stage; c.Stage != want {
 			t.Errorf("child %d: stage %s, want %s", c.ID, c.Stage, want)
 		}
-		if c.Stage == StageMeta && c.Idea == "" {
+		if c.Stage == runs.StageMeta && c.Idea == "" {
 			t.Errorf("child %d: meta-prompted but no idea recorded", c.ID)
 		}
 	}
@@ -263,7 +264,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	migrants := 0
 	for _, c := range kids {
-		if c.Origin == OriginMigrant {
+		if c.Origin == runs.OriginMigrant {
 			migrants++
 			if src := byID[c.SourceID]; src == nil || c.Island != (src.Island+1)%2 {
 				t.Errorf("migrant %d did not move along the ring", c.ID)
@@ -284,7 +285,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	for i, id := range arch {
 		c := byID[id]
-		if !valid(c.Verdict) || isCopy(c) {
+		if !c.Verdict.Valid() || c.Origin.IsCopy() {
 			t.Errorf("archive member %d: %s %s", id, c.Origin, c.Verdict)
 		}
 		if i > 0 && rankKey(ObjectiveScore, c).less(rankKey(ObjectiveScore, byID[arch[i-1]])) {
@@ -293,7 +294,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	best := byID[arch[0]]
 	for _, c := range append(children, ref) {
-		if valid(c.Verdict) && rankKey(ObjectiveScore, c).less(rankKey(ObjectiveScore, best)) {
+		if c.Verdict.Valid() && rankKey(ObjectiveScore, c).less(rankKey(ObjectiveScore, best)) {
 			t.Errorf("child %d ranks above the archive's best %d", c.ID, best.ID)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -53,13 +54,19 @@ func (m *Model) ideas() bool { return m.Kind == propose.KindLLM && m.Client != n
 
 // Options are what an engine works with.
 type Options struct {
-	Store     *store.Store
+	Store     Store
 	Track     *track.Spec
 	Evaluator Evaluator
 	Models    []Model
 	// Redact removes secrets from prompts and answers before they are
 	// stored; nil means llm.Redact.
 	Redact func(string) string
+	// Budget is the run's model budget (see NewBudget), the one authority
+	// on spending: the engine stops the run when it is spent, and the
+	// models' clients must draw from it (provider.Options.Budget). nil: the
+	// engine makes one from the run's budget and wraps the clients of its
+	// language models with it.
+	Budget *llm.Budget
 	// MachineGPUs is the number of GPUs of the machine, for the default
 	// number of slots of CUDA tracks.
 	MachineGPUs int
@@ -119,7 +126,8 @@ const (
 // Run once.
 type Engine struct {
 	opts    Options
-	st      *store.Store
+	st      Store
+	j       *journal
 	cfg     Config
 	run     *store.Run
 	spec    *track.Spec
@@ -141,18 +149,18 @@ type Engine struct {
 	proposing       int
 	evaluating      int
 	fullStarted     int
-	spentUSD        float64
+	budget          *llm.Budget
+	spentUSD        float64 // for the status; budget decides
 	spentTokens     int64
 	failStreak      int
 	lastAttempt     map[int64]*store.Attempt
 	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
-	counts          map[string]int         // settled originals by class
-	bestLoss        float64
-	// record is the acceptable original with the shortest train time,
-	// tracked apart from the archive, which ranks by the run's objective
-	// and may drop the fastest program (one that trains fewer steps at the
-	// same step time scores no better).
-	record    *store.Child
+	// children tallies the settled children (originals, not the
+	// reference): the status's counts, the record and the lowest loss
+	// among them. The record is tracked apart from the archive, which
+	// ranks by the run's objective and may drop the fastest program (one
+	// that trains fewer steps at the same step time scores no better).
+	children  runs.Tally
 	reference *store.Child
 
 	noMoreIterations bool
@@ -202,14 +210,6 @@ const (
 	kindFixRun    = "fix_run"
 	kindFast      = "fast"
 	kindFull      = "full"
-)
-
-// Stages of children and iterations.
-const (
-	StageReference = "reference"
-	StageTemplate  = "template"
-	StageMeta      = "meta"
-	StageMutate    = "mutate"
 )
 
 func (o *Options) check() error {
@@ -266,7 +266,6 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		iters:       map[int]*iterState{},
 		lastAttempt: map[int64]*store.Attempt{},
 		lastFail:    map[int64]*store.Child{},
-		counts:      map[string]int{},
 		diffs:       map[string]string{},
 		drainCh:     make(chan string, 4),
 		propDone:    make(chan *proposalResult),
@@ -275,6 +274,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		ens:         newEnsemble(opts.Models, cfg.Bandit),
 		name:        filepath.Base(opts.Track.Reference),
 	}
+	e.j = &journal{st: opts.Store, snapshot: e.snapshotRun}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -298,13 +298,23 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// ModelsRecord is how a run records its ensemble.
-type ModelsRecord struct {
-	Name   string  `json:"name"`
-	Kind   string  `json:"kind"`
-	Spec   string  `json:"spec,omitempty"`
-	Weight float64 `json:"weight"`
+// useBudget makes b the run's model budget. A budget the engine made
+// itself wraps the clients of the language models, so that every call
+// draws from it as the command's clients draw from theirs.
+func (e *Engine) useBudget(b *llm.Budget, own bool) {
+	e.budget = b
+	if !own {
+		return
+	}
+	for _, m := range e.models {
+		if m.Kind == propose.KindLLM && m.Client != nil {
+			m.Client = b.Wrap(m.Client)
+		}
+	}
 }
+
+// ModelsRecord is how a run records its ensemble.
+type ModelsRecord = store.RunModel
 
 // New records a new run named name (empty: "run-<id>") and returns its
 // engine. The reference program is the run's first member; Run evaluates
@@ -325,6 +335,15 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 			seed = 1
 		}
 		e.cfg.Seed = seed
+	}
+	if opts.Budget != nil {
+		e.useBudget(opts.Budget, false)
+	} else {
+		b, err := NewBudget(ctx, e.st, 0, e.cfg.Budget, llm.BudgetConfig{})
+		if err != nil {
+			return nil, err
+		}
+		e.useBudget(b, true)
 	}
 	e.pcg = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
 	e.rng = rand.New(e.pcg)
@@ -354,42 +373,24 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	run := &store.Run{
 		Name: tmpName, Track: e.spec.Name, TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
 		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
-		Bandit: e.ens.save(),
+		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
-	if err := e.st.CreateRun(ctx, run); err != nil {
+	hash, err := e.j.program(ctx, src, edit.NormalizedHash(src))
+	if err != nil {
+		return nil, err
+	}
+	ref := &store.Child{Iteration: 0, Island: 0, Origin: runs.OriginReference, Stage: runs.StageReference,
+		State: runs.Fast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
+	a := &store.Attempt{Kind: kindReference, ProgramHash: hash}
+	if err := e.j.begin(ctx, run, name, ref, a); err != nil {
 		return nil, err
 	}
 	e.run = run
-	hash, err := e.st.PutProgram(ctx, src, edit.NormalizedHash(src))
-	if err != nil {
-		return nil, err
-	}
-	ref := &store.Child{RunID: run.ID, Iteration: 0, Island: 0, Origin: OriginReference, Stage: StageReference,
-		State: store.ChildFast, ProgramHash: hash, NormHash: edit.NormalizedHash(src), Description: "the track's reference program"}
-	err = e.st.RunInTx(ctx, func(tx *store.RunTx) error {
-		if name == "" {
-			run.Name = fmt.Sprintf("run-%d", run.ID)
-		}
-		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: 0, Island: 0, Stage: StageReference}); err != nil {
-			return err
-		}
-		if err := tx.InsertChild(ref); err != nil {
-			return err
-		}
-		a := &store.Attempt{ChildID: ref.ID, Kind: kindReference, ProgramHash: hash}
-		if err := tx.InsertAttempt(a); err != nil {
-			return err
-		}
-		e.lastAttempt[ref.ID] = a
-		return tx.UpdateRun(run)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
-	}
+	e.lastAttempt[ref.ID] = a
 	e.pop.add(ref)
 	e.pop.claim(ref.NormHash, ref.ID)
 	e.reference = ref
-	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: StageReference}, pending: 1}
+	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1}
 	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
 	return e, nil
 }

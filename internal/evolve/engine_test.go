@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -53,7 +54,7 @@ func TestBudgetIterations(t *testing.T) {
 	kids, _ := st.Children(context.Background(), e.RunID())
 	n := 0
 	for _, c := range kids {
-		if c.Origin == string(propose.KindMutate) {
+		if c.Origin == runs.OriginMutate {
 			n++
 		}
 	}
@@ -125,10 +126,10 @@ func TestBudgetFromClient(t *testing.T) {
 	kids, _ := st.Children(context.Background(), e.RunID())
 	queued := 0
 	for _, c := range kids {
-		if c.State == store.ChildQueued {
+		if c.State == runs.Queued {
 			queued++
 		}
-		if c.Verdict == VerdictNoProposal {
+		if c.Verdict == runs.NoProposal {
 			t.Errorf("child %d was failed for a budget: %s", c.ID, c.Reason)
 		}
 	}
@@ -250,7 +251,7 @@ func TestDrain(t *testing.T) {
 	kids, _ := st.Children(context.Background(), e.RunID())
 	doneKids := 0
 	for _, c := range kids {
-		if c.Origin == string(propose.KindMutate) && c.State == store.ChildDone && c.EvaluationID != 0 {
+		if c.Origin == runs.OriginMutate && c.State == runs.Done && c.EvaluationID != 0 {
 			doneKids++
 		}
 	}
@@ -287,7 +288,7 @@ func TestAbortAndResume(t *testing.T) {
 	kids, _ := st.Children(context.Background(), e.RunID())
 	evaluating := 0
 	for _, c := range kids {
-		if c.State == store.ChildEvaluating {
+		if c.State == runs.Evaluating {
 			evaluating++
 		}
 	}
@@ -328,10 +329,10 @@ func TestAbortAndResume(t *testing.T) {
 	kids, _ = st.Children(context.Background(), e.RunID())
 	n := 0
 	for _, c := range kids {
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			t.Errorf("child %d is %s", c.ID, c.State)
 		}
-		if c.Origin == string(propose.KindMutate) {
+		if c.Origin == runs.OriginMutate {
 			n++
 		}
 	}
@@ -402,16 +403,16 @@ func TestResumeWithoutAModel(t *testing.T) {
 	kids, _ := st.Children(context.Background(), e.RunID())
 	proposedAfter := 0
 	for _, c := range kids {
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			t.Errorf("child %d is %s", c.ID, c.State)
 		}
-		if c.Origin == string(propose.KindLLM) && c.CreatedAt.After(resumed) {
+		if c.Origin == runs.OriginLLM && c.CreatedAt.After(resumed) {
 			proposedAfter++
 			if c.Model != "a" {
 				t.Errorf("child %d, sampled after the resume, has model %s", c.ID, c.Model)
 			}
 		}
-		if c.Origin == string(propose.KindLLM) && c.Model == "b" && c.InputTokens == 0 && c.Verdict != VerdictDuplicate {
+		if c.Origin == runs.OriginLLM && c.Model == "b" && c.InputTokens == 0 && c.Verdict != runs.Duplicate {
 			t.Errorf("child %d kept model b but was never proposed by it", c.ID)
 		}
 	}
@@ -491,10 +492,10 @@ func TestFixLoopEnds(t *testing.T) {
 	for _, c := range kids {
 		switch c.Slot {
 		case 0:
-			if c.Origin == OriginReference {
+			if c.Origin == runs.OriginReference {
 				continue
 			}
-			if c.Verdict != VerdictApplyFailed || c.FixAttempts != 2 || per[c.ID] != 3 || !strings.Contains(c.Error, "was not found") {
+			if c.Verdict != runs.ApplyFailed || c.FixAttempts != 2 || per[c.ID] != 3 || !strings.Contains(c.Error, "was not found") {
 				t.Errorf("child %d: %s after %d fixes (%d attempts): %s", c.ID, c.Verdict, c.FixAttempts, per[c.ID], c.Reason)
 			}
 		case 1:

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -58,7 +59,7 @@ func realEvaluator(t testing.TB, st *store.Store) *eval.Evaluator {
 		shared.python, shared.pyErr = pyenv.Find(context.Background(), "")
 	}
 	if shared.pyErr != nil {
-		t.Skipf("no Python with PyTorch: %v", shared.pyErr)
+		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.pyErr)
 	}
 	return &eval.Evaluator{
 		Runner:  runner.NewLocal(nil),
@@ -70,18 +71,7 @@ func realEvaluator(t testing.TB, st *store.Store) *eval.Evaluator {
 	}
 }
 
-func openStore(t testing.TB, path string) *store.Store {
-	t.Helper()
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "f.db")
-	}
-	st, err := store.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func openStore(t testing.TB, path string) *store.Store { return storetest.SQLite(t, path) }
 
 // testLog writes the engine's log to the test's log.
 func testLog(t testing.TB) *slog.Logger {

@@ -5,14 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
-)
-
-// Origins of run members.
-const (
-	OriginReference = "reference" // the track's reference program
-	OriginSeed      = "seed"      // a copy of the reference that seeds another island
-	OriginMigrant   = "migrant"   // a copy that migrated from another island
 )
 
 // population is the in-memory index of a run's members: metadata only,
@@ -69,7 +63,7 @@ func (p *population) claim(norm string, id int64) int64 {
 
 // original follows copies (seed, migrant) to the member they copy.
 func (p *population) original(c *store.Child) *store.Child {
-	for i := 0; i < 8 && (c.Origin == OriginSeed || c.Origin == OriginMigrant) && c.SourceID != 0; i++ {
+	for i := 0; i < 8 && (c.Origin == runs.OriginSeed || c.Origin == runs.OriginMigrant) && c.SourceID != 0; i++ {
 		src, ok := p.members[c.SourceID]
 		if !ok {
 			break
@@ -79,13 +73,11 @@ func (p *population) original(c *store.Child) *store.Child {
 	return c
 }
 
-func isCopy(c *store.Child) bool { return c.Origin == OriginSeed || c.Origin == OriginMigrant }
-
 // holdsProgram reports whether a settled member stands for a program of
 // its own in the population (not a duplicate, and a program exists).
 func holdsProgram(c *store.Child) bool {
-	return c.State == store.ChildDone && c.ProgramHash != "" &&
-		c.Verdict != VerdictDuplicate && c.Verdict != VerdictNoProposal && c.Verdict != VerdictApplyFailed
+	return c.State == runs.Done && c.ProgramHash != "" &&
+		c.Verdict != runs.Duplicate && c.Verdict != runs.NoProposal && c.Verdict != runs.ApplyFailed
 }
 
 // settle adds a member that reached its final verdict to its island and
@@ -98,7 +90,7 @@ func (p *population) settle(c *store.Child) bool {
 	if c.Island >= 0 && c.Island < p.islands {
 		p.onIsland[c.Island] = append(p.onIsland[c.Island], c.ID)
 	}
-	if isCopy(c) {
+	if c.Origin.IsCopy() {
 		return false
 	}
 	p.programs = append(p.programs, c.ID)
@@ -107,7 +99,7 @@ func (p *population) settle(c *store.Child) bool {
 
 // offerArchive inserts c into the archive if it is among the best.
 func (p *population) offerArchive(c *store.Child) bool {
-	if !valid(c.Verdict) || p.archiveSize <= 0 || p.inArch[c.ID] {
+	if !c.Verdict.Valid() || p.archiveSize <= 0 || p.inArch[c.ID] {
 		return false
 	}
 	k := rankKey(p.objective, c)
@@ -150,7 +142,7 @@ func (p *population) ranked(island int) []*store.Child {
 	for _, id := range p.onIsland[island] {
 		c := p.members[id]
 		all = append(all, c)
-		if valid(c.Verdict) {
+		if c.Verdict.Valid() {
 			good = append(good, c)
 		}
 	}
@@ -340,7 +332,7 @@ func (p *population) emigrants(from, to, count int) []*store.Child {
 		if len(out) == count {
 			break
 		}
-		if !valid(c.Verdict) || isCopy(c) || have[c.NormHash] {
+		if !c.Verdict.Valid() || c.Origin.IsCopy() || have[c.NormHash] {
 			continue
 		}
 		out = append(out, c)

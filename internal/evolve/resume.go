@@ -15,12 +15,13 @@ import (
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // Load returns a run and the configuration it runs with, for a caller that
 // must open the run's models (and check its track) before resuming it.
-func Load(ctx context.Context, st *store.Store, ref string) (*store.Run, Config, error) {
+func Load(ctx context.Context, st Store, ref string) (*store.Run, Config, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, Config{}, err
@@ -33,13 +34,7 @@ func Load(ctx context.Context, st *store.Store, ref string) (*store.Run, Config,
 }
 
 // RunModels returns the ensemble a run was started with.
-func RunModels(run *store.Run) ([]ModelsRecord, error) {
-	var out []ModelsRecord
-	if err := json.Unmarshal(run.Models, &out); err != nil {
-		return nil, fmt.Errorf("run %s: its stored models are unreadable: %w", run.Name, err)
-	}
-	return out, nil
-}
+func RunModels(run *store.Run) ([]ModelsRecord, error) { return run.ModelList() }
 
 // Overrides are settings a resumed run may change; zero fields keep the
 // run's own.
@@ -62,24 +57,7 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err := json.Unmarshal(run.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("run %s: its stored configuration is unreadable: %w", run.Name, err)
 	}
-	if ov.Budget != (BudgetConfig{}) {
-		b := &cfg.Budget
-		if ov.Budget.MaxIterations != 0 {
-			b.MaxIterations = ov.Budget.MaxIterations
-		}
-		if ov.Budget.MaxEvaluations != 0 {
-			b.MaxEvaluations = ov.Budget.MaxEvaluations
-		}
-		if ov.Budget.MaxDuration != 0 {
-			b.MaxDuration = ov.Budget.MaxDuration
-		}
-		if ov.Budget.MaxUSD != 0 {
-			b.MaxUSD = ov.Budget.MaxUSD
-		}
-		if ov.Budget.MaxTokens != 0 {
-			b.MaxTokens = ov.Budget.MaxTokens
-		}
-	}
+	cfg.Budget = cfg.Budget.With(ov.Budget)
 	if ov.Slots > 0 {
 		cfg.Slots = ov.Slots
 	}
@@ -101,11 +79,12 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err != nil {
 		return nil, err
 	}
-	e.run = run
+	e.run, e.j.run = run, run
 	e.cfg.Seed = run.Seed
 	if cfgJSON, err := json.Marshal(e.cfg); err == nil {
 		run.Config = cfgJSON
 	}
+	run.Objective, run.MetaStart = e.cfg.Objective, e.cfg.plannedMetaStart(opts.Models)
 	e.pcg = rand.NewPCG(run.Seed, run.Seed^0x9e3779b97f4a7c15)
 	if len(run.RNG) > 0 {
 		if err := e.pcg.UnmarshalBinary(run.RNG); err != nil {
@@ -113,10 +92,19 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 		}
 	}
 	e.rng = rand.New(e.pcg)
+	if opts.Budget != nil {
+		e.useBudget(opts.Budget, false)
+	} else {
+		b, err := NewBudget(ctx, e.st, run.ID, e.cfg.Budget, llm.BudgetConfig{})
+		if err != nil {
+			return nil, err
+		}
+		e.useBudget(b, true)
+	}
 	if err := e.ens.load(run.Bandit); err != nil {
 		return nil, fmt.Errorf("run %s: restore the bandit: %w", run.Name, err)
 	}
-	lost, err := e.st.MarkLostCalls(ctx, run.ID)
+	lost, err := e.j.callsLost(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -154,18 +142,17 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	for _, c := range kids {
 		e.pop.add(c)
-		if c.Origin == OriginReference {
+		if c.Origin == runs.OriginReference {
 			e.reference = c
 		}
 	}
 	for _, c := range kids {
-		if !isCopy(c) && c.NormHash != "" && c.Verdict != VerdictDuplicate {
+		if !c.Origin.IsCopy() && c.NormHash != "" && c.Verdict != runs.Duplicate {
 			e.pop.claim(c.NormHash, c.ID)
 		}
-		if c.State == store.ChildDone {
-			e.pop.settle(c)
-			e.count(c)
-			if !isCopy(c) && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+		if c.State == runs.Done {
+			e.admit(c)
+			if !c.Origin.IsCopy() && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
 				e.fullStarted++
 			}
 		}
@@ -180,7 +167,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	norms := map[string]string{}
 	for _, a := range attempts {
 		c := byID[a.ChildID]
-		if a.ProgramHash == "" || c == nil || isCopy(c) || c.Verdict == VerdictDuplicate {
+		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() || c.Verdict == runs.Duplicate {
 			continue
 		}
 		norm, ok := norms[a.ProgramHash]
@@ -199,7 +186,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	pending := map[int]int{}
 	for _, c := range kids {
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			pending[c.Iteration]++
 		}
 	}
@@ -224,7 +211,7 @@ func (e *Engine) restore(ctx context.Context) error {
 		if st.pending == 0 {
 			// Its last child finished but the process died before the
 			// iteration was marked: mark it now.
-			if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.FinishIteration(e.run.ID, it.Iteration) }); err != nil {
+			if err := e.j.iterationClosed(ctx, it.Iteration); err != nil {
 				return err
 			}
 			if it.Iteration > 0 {
@@ -246,19 +233,19 @@ func (e *Engine) restore(ctx context.Context) error {
 	var requeued int
 	for _, c := range kids {
 		switch c.State {
-		case store.ChildDone:
+		case runs.Done:
 			continue
-		case store.ChildQueued:
+		case runs.Queued:
 			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kindPropose})
-		case store.ChildFix:
+		case runs.Fix:
 			kind := kindFixRun
 			if a := e.lastAttempt[c.ID]; a != nil && a.ProgramHash == "" {
 				kind = kindFixApply
 			}
 			e.proposalQ = append(e.proposalQ, &job{child: c, kind: kind})
-		case store.ChildFast, store.ChildEvaluating:
+		case runs.Fast, runs.Evaluating:
 			kind := kindFast
-			if c.State == store.ChildEvaluating {
+			if c.State == runs.Evaluating {
 				kind = kindFull
 			}
 			adopted, err := e.adopt(ctx, c, kind)
@@ -271,10 +258,10 @@ func (e *Engine) restore(ctx context.Context) error {
 			if kind == kindFast {
 				e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
 			} else {
-				c.State = store.ChildReady
+				c.State = runs.Ready
 				e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 			}
-		case store.ChildReady:
+		case runs.Ready:
 			e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
 		default:
 			return fmt.Errorf("child %d is in an unknown state %q", c.ID, c.State)
@@ -291,10 +278,10 @@ func (e *Engine) restore(ctx context.Context) error {
 		}
 	}
 	e.proposalQ = append(fixes, firsts...)
-	if e.reference.State == store.ChildDone && !valid(e.reference.Verdict) {
+	if e.reference.State == runs.Done && !e.reference.Verdict.Valid() {
 		return fmt.Errorf("the reference program failed (%s: %s); there is nothing to evolve from", e.reference.Verdict, e.reference.Reason)
 	}
-	if err := e.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(e.run.ID, e.pop.archive) }); err != nil {
+	if err := e.j.archiveRebuilt(ctx, e.pop.archive); err != nil {
 		return err
 	}
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
@@ -310,7 +297,7 @@ func (e *Engine) restore(ctx context.Context) error {
 // running are marked interrupted.
 func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, error) {
 	since := c.UpdatedAt.Add(-time.Second)
-	if err := e.st.InterruptEvaluations(ctx, c.ProgramHash, since); err != nil {
+	if err := e.j.evaluationsInterrupted(ctx, c.ProgramHash, since); err != nil {
 		return false, err
 	}
 	row, err := e.st.LatestEvaluation(ctx, c.ProgramHash, kind == kindFast, since)
@@ -325,9 +312,7 @@ func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, 
 		return false, nil // an unreadable result: evaluate again
 	}
 	res.EvaluationID = row.ID
-	detail, _ := json.Marshal(map[string]any{"child": c.ID, "evaluation": row.ID, "kind": kind})
-	if err := e.st.AddRunEvent(ctx, &store.RunEvent{RunID: e.run.ID, Kind: "adopted_evaluation", Key: fmt.Sprint(row.ID),
-		Iteration: c.Iteration, Detail: detail}); err != nil {
+	if err := e.j.evaluationAdopted(ctx, c, row.ID, kind); err != nil {
 		return false, err
 	}
 	e.adopted = append(e.adopted, &evalResult{work: &evalWork{child: *c, kind: kind, started: row.StartedAt}, res: &res})
@@ -336,16 +321,17 @@ func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, 
 }
 
 // NewBudget returns the model budget of a run: the evolve budget's dollar
-// and token limits where set, else llm.budget's, with what the run has
+// and token limits where set (budget, with the overrides of the command
+// line merged by BudgetConfig.With), else llm.budget's, with what the run has
 // spent so far. Pass it to the model clients so that every call of the run
 // draws from it.
-func NewBudget(ctx context.Context, st *store.Store, runID int64, cfg Config, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
+func NewBudget(ctx context.Context, st Store, runID int64, budget BudgetConfig, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
 	limits := llmBudget
-	if cfg.Budget.MaxUSD > 0 {
-		limits.MaxUSD = cfg.Budget.MaxUSD
+	if budget.MaxUSD > 0 {
+		limits.MaxUSD = budget.MaxUSD
 	}
-	if cfg.Budget.MaxTokens > 0 {
-		limits.MaxTokens = cfg.Budget.MaxTokens
+	if budget.MaxTokens > 0 {
+		limits.MaxTokens = budget.MaxTokens
 	}
 	var spent llm.Spend
 	if runID != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
@@ -157,10 +158,10 @@ func checkFinishedRun(t *testing.T, db string, cfg Config) {
 	n := 0
 	for _, c := range kids {
 		byID[c.ID] = c
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			t.Errorf("child %d is %s", c.ID, c.State)
 		}
-		if c.Origin != OriginReference && !isCopy(c) {
+		if c.Origin != runs.OriginReference && !c.Origin.IsCopy() {
 			n++
 		}
 	}
@@ -203,13 +204,13 @@ func checkFinishedRun(t *testing.T, db string, cfg Config) {
 	}
 	fullRuns := 0
 	for _, c := range kids {
-		if isCopy(c) || c.Verdict == VerdictDuplicate {
+		if c.Origin.IsCopy() || c.Verdict == runs.Duplicate {
 			continue
 		}
-		if valid(c.Verdict) {
+		if c.Verdict.Valid() {
 			fullRuns++
 			e := evalByID[c.EvaluationID]
-			if e == nil || e.ProgramHash != c.ProgramHash || e.Verdict != c.Verdict || e.FastOnly {
+			if e == nil || e.ProgramHash != c.ProgramHash || runs.Verdict(e.Verdict) != c.Verdict || e.FastOnly {
 				t.Errorf("child %d (%s): its evaluation %d does not back it: %+v", c.ID, c.Verdict, c.EvaluationID, e)
 			}
 		}

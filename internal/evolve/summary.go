@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -22,9 +22,8 @@ type RunSummary struct {
 	// the proposed children (not the reference, not copies).
 	Members  []*store.Child
 	Children []*store.Child
-	// Classes counts children by Class; Verdicts by verdict.
-	Classes  map[string]int
-	Verdicts map[string]int
+	// Settled tallies the settled children: counts by class and verdict.
+	Settled runs.Tally
 	// Evaluations is the number of full evaluations (the reference's
 	// included); FastChecks the number of fast checks.
 	Evaluations int
@@ -53,37 +52,27 @@ type RunSummary struct {
 
 // GroupStats are the outcomes of the children of one model or stage.
 type GroupStats struct {
-	Name        string
-	Children    int
-	Acceptable  int
-	LossTooHigh int
-	Buggy       int
-	Duplicates  int
-	NoProposal  int
+	Name string
+	// Tally counts the group's settled children by class and verdict, with
+	// their record (the fastest acceptable), tokens and cost.
+	runs.Tally
 	// Improved counts children that beat their parent.
-	Improved     int
-	Fixed        int // passed the fast check after at least one fix
-	InputTokens  int64
-	OutputTokens int64
-	CostUSD      float64
-	// BestTimeMs is the shortest train time of an acceptable child; 0 if
-	// none.
-	BestTimeMs float64
+	Improved int
+	Fixed    int // passed the fast check after at least one fix
 }
 
-// AcceptableRate is the share of evaluated children (not duplicates, not
-// failed proposals) that are acceptable.
-func (g GroupStats) AcceptableRate() float64 {
-	n := g.Acceptable + g.LossTooHigh + g.Buggy
-	if n == 0 {
-		return 0
-	}
-	return float64(g.Acceptable) / float64(n)
+// Reader is what a run's summary reads. *store.Store is one.
+type Reader interface {
+	Children(ctx context.Context, runID int64) ([]*store.Child, error)
+	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
+	Archive(ctx context.Context, runID int64) ([]int64, error)
+	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
+	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
 }
 
 // Summarize reads a run's summary.
-func Summarize(ctx context.Context, st *store.Store, run *store.Run) (*RunSummary, error) {
-	s := &RunSummary{Run: run, Classes: map[string]int{}, Verdicts: map[string]int{}, MetaStart: -1,
+func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, error) {
+	s := &RunSummary{Run: run, MetaStart: -1,
 		Active: time.Duration(run.ActiveMs) * time.Millisecond}
 	if err := json.Unmarshal(run.Config, &s.Config); err != nil {
 		return nil, err
@@ -111,59 +100,40 @@ func Summarize(ctx context.Context, st *store.Store, run *store.Run) (*RunSummar
 	}
 	var valids []*store.Child
 	for _, c := range members {
-		if c.FastEvaluationID != 0 && !isCopy(c) {
+		if c.FastEvaluationID != 0 && !c.Origin.IsCopy() {
 			s.FastChecks++
 		}
-		if isCopy(c) {
+		if c.Origin.IsCopy() {
 			continue
 		}
 		if c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
 			s.Evaluations++
 		}
-		if valid(c.Verdict) && c.State == store.ChildDone {
+		if c.Verdict.Valid() && c.State == runs.Done {
 			valids = append(valids, c)
-			if c.Verdict == string(eval.Acceptable) && (s.Record == nil || c.TrainTimeMs < s.Record.TrainTimeMs) {
-				s.Record = c
-			}
 		}
-		if c.Origin == OriginReference {
+		if c.Origin == runs.OriginReference {
 			s.Reference = c
 			continue
 		}
 		s.Children = append(s.Children, c)
-		if c.State != store.ChildDone {
+		if c.State != runs.Done {
 			continue
 		}
-		cl := Class(c.Verdict)
-		s.Classes[cl]++
-		s.Verdicts[c.Verdict]++
-		for _, g := range []*GroupStats{group(models, c.Model), group(stages, c.Stage)} {
-			g.Children++
-			switch cl {
-			case ClassAcceptable:
-				g.Acceptable++
-				if g.BestTimeMs == 0 || c.TrainTimeMs < g.BestTimeMs {
-					g.BestTimeMs = c.TrainTimeMs
-				}
-			case ClassLossTooHigh:
-				g.LossTooHigh++
-			case ClassBuggy:
-				g.Buggy++
-			case ClassDuplicate:
-				g.Duplicates++
-			case ClassNone:
-				g.NoProposal++
-			}
+		o := c.Outcome()
+		s.Settled.Add(o)
+		for _, g := range []*GroupStats{group(models, c.Model), group(stages, string(c.Stage))} {
+			g.Add(o)
 			if p := byID[c.ParentID]; p != nil && beats(s.Config.Objective, c, p) {
 				g.Improved++
 			}
 			if c.FixAttempts > 0 && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
 				g.Fixed++
 			}
-			g.InputTokens += c.InputTokens
-			g.OutputTokens += c.OutputTokens
-			g.CostUSD += c.CostUSD
 		}
+	}
+	if rec := recordOf(s.Reference, s.Settled); rec.ID != 0 {
+		s.Record = byID[rec.ID]
 	}
 	sort.Slice(valids, func(i, j int) bool {
 		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
@@ -211,7 +181,7 @@ func Summarize(ctx context.Context, st *store.Store, run *store.Run) (*RunSummar
 		return nil, err
 	}
 	for _, it := range its {
-		if it.Stage == StageMeta {
+		if it.Stage == runs.StageMeta {
 			s.MetaStart = it.Iteration
 			break
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -59,9 +61,9 @@ func TestParseConfigStrict(t *testing.T) {
 	}
 }
 
-func child(id int64, island int, verdict string, score, ms float64) *store.Child {
+func child(id int64, island int, verdict runs.Verdict, score, ms float64) *store.Child {
 	return &store.Child{ID: id, Island: island, Verdict: verdict, Score: score, TrainTimeMs: ms, ValLoss: 3,
-		State: store.ChildDone, ProgramHash: "h", NormHash: "n" + string(rune('a'+id)), Origin: "llm"}
+		State: runs.Done, ProgramHash: "h", NormHash: "n" + string(rune('a'+id)), Origin: "llm"}
 }
 
 func TestRankingAndArchive(t *testing.T) {
@@ -98,7 +100,7 @@ func TestRankingAndArchive(t *testing.T) {
 		t.Errorf("island 1 ranked %v", ids(r))
 	}
 	// Copies are on islands but not in the archive, and do not migrate.
-	cp := copyOf(members[4], OriginMigrant, 1, 3)
+	cp := copyOf(members[4], runs.OriginMigrant, 1, 3)
 	cp.ID = 7
 	p.add(cp)
 	if p.settle(cp) || len(p.onIsland[1]) != 4 {
@@ -342,7 +344,44 @@ func TestClip(t *testing.T) {
 	if clipTail(s, 10) != "[... 90 bytes cut ...]\nbbbbbbbbbb" || clip("short", 30) != "short" {
 		t.Error("clipTail")
 	}
-	if Class(VerdictApplyFailed) != ClassBuggy || Class("timeout") != ClassBuggy || Class(VerdictNoProposal) != ClassNone || Class("acceptable") != ClassAcceptable {
+	if runs.ClassOf(runs.ApplyFailed) != runs.Buggy || runs.ClassOf("timeout") != runs.Buggy || runs.ClassOf(runs.NoProposal) != runs.ClassNone || runs.ClassOf("acceptable") != runs.ClassAcceptable {
 		t.Error("classes")
+	}
+}
+
+// The run records the first iteration planned for meta-prompting, -1 when
+// it never meta-prompts: off, never drawn, or no model that writes ideas.
+func TestPlannedMetaStart(t *testing.T) {
+	no, zero, start := false, 0.0, 7
+	llm := []Model{{Name: "m", Kind: propose.KindLLM}}
+	mutate := []Model{{Name: "mutate", Kind: propose.KindMutate}}
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		models []Model
+		want   int
+	}{
+		{"default", Config{}, llm, 20},
+		{"start", Config{MetaPrompting: MetaConfig{StartIteration: &start}}, llm, 7},
+		{"off", Config{MetaPrompting: MetaConfig{Enabled: &no}}, llm, -1},
+		{"never drawn", Config{MetaPrompting: MetaConfig{Probability: &zero}}, llm, -1},
+		{"mutate only", Config{}, mutate, -1},
+	} {
+		if got := c.cfg.Resolved().plannedMetaStart(c.models); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// The run's vocabulary spells the evaluator's verdicts as the evaluator
+// does: a child's verdict is the evaluator's, copied.
+func TestVerdictVocabulary(t *testing.T) {
+	for ev, v := range map[eval.Verdict]runs.Verdict{
+		eval.Acceptable: runs.Acceptable, eval.LossTooHigh: runs.LossTooHigh, eval.Invalid: runs.Invalid,
+		eval.Error: runs.Error, eval.Timeout: runs.Timeout, eval.NoResult: runs.NoResult, eval.FastOK: runs.FastOK,
+	} {
+		if string(ev) != string(v) {
+			t.Errorf("eval verdict %q is %q in internal/runs", ev, v)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -94,22 +95,16 @@ func (e *Engine) doProposal(ctx context.Context, w *proposalWork) (r *proposalRe
 				d.PreviousAnswer = clip(answer, 4*e.cfg.Prompt.MaxDiffChars)
 			}
 		}
-	case w.child.Stage == StageMeta && m.ideas():
+	case w.child.Stage == runs.StageMeta && m.ideas():
 		ideaReq, err := e.prompts.request(promptIdea, m.Name, d, e.cfg.Prompt)
 		if err != nil {
 			r.err = err
 			return r
 		}
 		rec := e.recorder(m.Client, w.child, PurposeIdea)
-		resp, err := rec.Complete(ctx, ideaReq)
+		r.idea, r.err = propose.NewLLM(rec).Idea(ctx, ideaReq)
 		r.calls = append(r.calls, rec.calls...)
-		if err != nil {
-			r.err = &propose.Error{Kind: propose.FailCall, Proposer: propose.KindLLM, Model: m.Name, Err: err}
-			return r
-		}
-		r.idea = strings.TrimSpace(resp.Text)
-		if r.idea == "" {
-			r.err = &propose.Error{Kind: propose.FailNoAnswer, Proposer: propose.KindLLM, Model: m.Name}
+		if r.err != nil {
 			return r
 		}
 		d.Idea = clip(r.idea, 8000)
@@ -153,7 +148,7 @@ func (e *Engine) keep(ctx context.Context, r *proposalResult) *proposalResult {
 	}
 	child := r.prop.Child()
 	r.norm = edit.NormalizedHash(child)
-	h, err := e.st.PutProgram(ctx, child, r.norm)
+	h, err := e.j.program(ctx, child, r.norm)
 	if err != nil {
 		r.storeErr = err
 		return r
@@ -192,9 +187,8 @@ func (e *Engine) recorder(c llm.Client, child store.Child, purpose string) *reco
 
 func (r *recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	reqJSON, _ := json.Marshal(req)
-	call := &store.LLMCall{RunID: r.e.run.ID, ChildID: r.child.ID, Purpose: r.purpose, Model: req.Model,
-		Request: r.e.redact(string(reqJSON))}
-	if err := r.e.st.InsertLLMCall(ctx, call); err != nil {
+	call := &store.LLMCall{ChildID: r.child.ID, Purpose: r.purpose, Model: req.Model, Request: r.e.redact(string(reqJSON))}
+	if err := r.e.j.callStarted(ctx, call); err != nil {
 		return nil, &storeFailure{err}
 	}
 	r.calls = append(r.calls, call)
@@ -204,7 +198,7 @@ func (r *recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		call.State, call.Error = store.CallFailed, r.e.redact(err.Error())
 	}
-	if ferr := r.e.st.FinishLLMCall(context.WithoutCancel(ctx), call); ferr != nil {
+	if ferr := r.e.j.callFinished(ctx, call); ferr != nil {
 		return nil, &storeFailure{ferr}
 	}
 	return resp, err
@@ -225,13 +219,13 @@ func fillCall(call *store.LLMCall, resp *llm.Response, redact func(string) strin
 // recordAfter records a call whose answer came from a recording.
 func (e *Engine) recordAfter(ctx context.Context, child store.Child, purpose string, req llm.Request, resp *llm.Response) (*store.LLMCall, error) {
 	reqJSON, _ := json.Marshal(req)
-	call := &store.LLMCall{RunID: e.run.ID, ChildID: child.ID, Purpose: purpose, Model: req.Model, Request: e.redact(string(reqJSON))}
-	if err := e.st.InsertLLMCall(ctx, call); err != nil {
+	call := &store.LLMCall{ChildID: child.ID, Purpose: purpose, Model: req.Model, Request: e.redact(string(reqJSON))}
+	if err := e.j.callStarted(ctx, call); err != nil {
 		return nil, err
 	}
 	fillCall(call, resp, e.redact)
 	call.State = store.CallDone
-	return call, e.st.FinishLLMCall(ctx, call)
+	return call, e.j.callFinished(ctx, call)
 }
 
 // promptData assembles what the templates see. Programs other than the
@@ -306,12 +300,12 @@ func (e *Engine) diff(ctx context.Context, baseHash string, base []byte, c *stor
 // view describes a program in one line of metrics.
 func (e *Engine) view(c *store.Child) programView {
 	v := programView{ID: c.ID, Summary: c.Summary, Description: clip(c.Description, 300)}
-	if c.Origin == OriginReference {
+	if c.Origin == runs.OriginReference {
 		v.Description = "the track's reference program"
 	}
-	if valid(c.Verdict) {
+	if c.Verdict.Valid() {
 		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s, %.2f ms/step, score %.1f",
-			strings.ReplaceAll(c.Verdict, "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
+			strings.ReplaceAll(string(c.Verdict), "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
 	} else if c.Verdict != "" {
 		v.Metrics = fmt.Sprintf("%s: %s", c.Verdict, clip(firstLine(c.Reason), 300))
 	} else {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -218,7 +219,7 @@ func TestInjectKeepsEverythingElse(t *testing.T) {
 func TestInjectRunsInPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		testdeps.Missing(t, "python3", "no python3 on PATH")
 	}
 	for _, name := range []string{"record_2024.txt", "record_2025.txt", "script_2026.py"} {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 func readProgram(t testing.TB, name string) []byte {
@@ -186,7 +187,7 @@ func checkChange(b, a param) string {
 func TestMutateChildrenAreValidPython(t *testing.T) {
 	py := "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
+		testdeps.Missing(t, "python3", "no /usr/bin/python3")
 	}
 	dir := t.TempDir()
 	var files []string

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 func TestFindWithTorch(t *testing.T) {
 	info, err := Find(context.Background(), "")
 	if errors.Is(err, ErrNoTorch) {
-		t.Skipf("no PyTorch on this machine: %v", err)
+		testdeps.Missing(t, "torch", "no PyTorch on this machine: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

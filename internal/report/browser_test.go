@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 // findChromium returns a headless-capable Chromium, or "" if none is
@@ -31,7 +33,7 @@ func TestBrowserScreenshot(t *testing.T) {
 	}
 	chromium := findChromium()
 	if chromium == "" {
-		t.Skip("chromium not found on PATH: install it (scripts/install-deps.sh) to run the browser check")
+		testdeps.Missing(t, "chromium", "chromium not found on PATH: install it (scripts/install-deps.sh) to run the browser check")
 	}
 	dir := t.TempDir()
 	index, err := Write(context.Background(), filepath.Join(dir, "report"), synthetic())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // Data is everything a run report shows. It is plain data: the engine
@@ -174,20 +175,21 @@ func (c Category) String() string {
 	return "unknown"
 }
 
-// Classify maps a verdict to its category. Verdicts it does not know count
-// as buggy: they are not a completed, valid run. A fast-check-only verdict
-// ("fast_ok") is not a final result.
+// Classify maps a verdict to its category: runs.ClassOf, the one
+// classification of a run's verdicts, in the report's order. Verdicts it
+// does not know count as buggy: they are not a completed, valid run. A
+// fast-check-only verdict ("fast_ok") is not a final result.
 func Classify(verdict string) Category {
-	switch strings.TrimSpace(strings.ToLower(verdict)) {
-	case "", "pending", "running", "fast_ok":
+	switch runs.ClassOf(runs.Verdict(strings.TrimSpace(strings.ToLower(verdict)))) {
+	case runs.Pending:
 		return Pending
-	case "no_proposal":
+	case runs.ClassNone:
 		return NoProposal
-	case "duplicate":
+	case runs.ClassDuplicate:
 		return Duplicate
-	case "acceptable":
+	case runs.ClassAcceptable:
 		return Acceptable
-	case "loss_too_high":
+	case runs.TooHigh:
 		return TooHigh
 	}
 	return Buggy
@@ -202,9 +204,8 @@ func (p *Program) Category() Category {
 	return Classify(p.Verdict)
 }
 
-// measured reports whether x is a measurement: finite and positive. Losses
-// and times are never zero or negative when measured.
-func measured(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+// measured reports whether x is a measurement (runs.Measured).
+func measured(x float64) bool { return runs.Measured(x) }
 
 // finite reports whether x is an ordinary number (costs may be zero).
 func finite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }

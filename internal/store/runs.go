@@ -9,28 +9,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
-// This file holds the tables of evolution runs (migration 00002): runs,
-// their iterations and children (every member of the run's population),
-// the attempts of each child, model calls, the elite archive and events.
-// The evolve package decides what to write; these are its queries.
+// This file holds the tables of evolution runs (migrations 00002 and
+// 00003): runs, their iterations and children (every member of the run's
+// population), the attempts of each child, the elite archive and events;
+// model calls are in calls.go. The evolve package decides what to write
+// (its journal); these are its queries. The words of the rows (states,
+// origins, stages, verdicts) are internal/runs'.
 
 // Run states.
 const (
 	RunRunning = "running" // a session is running it, or one was killed
 	RunStopped = "stopped" // it ended cleanly (see StopReason)
 	RunFailed  = "failed"  // it ended on an error (see StopDetail)
-)
-
-// Child states.
-const (
-	ChildQueued     = "queued"     // waits for a proposal (or a first evaluation for the reference)
-	ChildFast       = "fast"       // has a program that waits for (or is in) its fast check
-	ChildFix        = "fix"        // failed to apply or its fast check; waits for a fix from its model
-	ChildReady      = "ready"      // passed the fast check; waits for its full evaluation
-	ChildEvaluating = "evaluating" // in its full evaluation
-	ChildDone       = "done"       // has its final verdict
 )
 
 // Run is one evolution run.
@@ -41,20 +35,48 @@ type Run struct {
 	TrackHash     string
 	TargetValLoss float64
 	LossFloor     float64
-	Config        json.RawMessage
-	Models        json.RawMessage
-	Seed          uint64
-	State         string
-	StopReason    string
-	StopDetail    string
-	RNG           []byte
-	Bandit        json.RawMessage
-	Iterations    int
-	ActiveMs      int64
-	Sessions      int
-	StartedAt     time.Time
-	UpdatedAt     time.Time
-	FinishedAt    time.Time // zero while running
+	// Objective ranks the run's programs: "score", "time" or "loss".
+	Objective string
+	// MetaStart is the first iteration planned for meta-prompting; -1 when
+	// the run never meta-prompts. (The first that did is the first
+	// iteration whose stage is meta.)
+	MetaStart int
+	// Config is the engine's resolved configuration (JSON), for the engine.
+	Config json.RawMessage
+	// Models is the ensemble (JSON: []RunModel); see ModelList.
+	Models     json.RawMessage
+	Seed       uint64
+	State      string
+	StopReason string
+	StopDetail string
+	RNG        []byte
+	Bandit     json.RawMessage
+	Iterations int
+	ActiveMs   int64
+	Sessions   int
+	StartedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // zero while running
+}
+
+// RunModel is a member of a run's ensemble, as the run records it.
+type RunModel struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"` // llm, mutate or replay
+	Spec   string  `json:"spec,omitempty"`
+	Weight float64 `json:"weight"`
+}
+
+// ModelList decodes the run's ensemble.
+func (r *Run) ModelList() ([]RunModel, error) {
+	var out []RunModel
+	if len(r.Models) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(r.Models, &out); err != nil {
+		return nil, fmt.Errorf("run %s: its stored models are unreadable: %w", r.Name, err)
+	}
+	return out, nil
 }
 
 // Iteration is the sampled state the children of one iteration share.
@@ -65,7 +87,7 @@ type Iteration struct {
 	ParentID   int64 // 0 for the reference's iteration
 	TopIDs     []int64
 	DiverseIDs []int64
-	Stage      string
+	Stage      runs.Stage
 	CreatedAt  time.Time
 	DoneAt     time.Time
 }
@@ -78,19 +100,19 @@ type Child struct {
 	Slot             int
 	Island           int
 	ParentID         int64 // 0: none
-	Origin           string
+	Origin           runs.Origin
 	SourceID         int64 // 0: none
 	Model            string
-	Stage            string
+	Stage            runs.Stage
 	Template         string
 	Seed             uint64
-	State            string
+	State            runs.State
 	ProgramHash      string
 	NormHash         string
 	Description      string
 	Idea             string
 	FixAttempts      int
-	Verdict          string
+	Verdict          runs.Verdict
 	Reason           string
 	Error            string
 	FastEvaluationID int64
@@ -108,6 +130,13 @@ type Child struct {
 	FinishedAt       time.Time
 }
 
+// Outcome is what the run's aggregates (runs.Tally, the record, the
+// objective) read of the member.
+func (c *Child) Outcome() runs.Outcome {
+	return runs.Outcome{ID: c.ID, Verdict: c.Verdict, ValLoss: c.ValLoss, TrainTimeMs: c.TrainTimeMs, Score: c.Score,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.CostUSD}
+}
+
 // Attempt is one step of a child's life.
 type Attempt struct {
 	ID               int64
@@ -119,45 +148,9 @@ type Attempt struct {
 	Edit             string
 	Error            string
 	FastEvaluationID int64
-	FastVerdict      string
+	FastVerdict      runs.Verdict
 	FastReason       string
 	CreatedAt        time.Time
-}
-
-// LLM call states.
-const (
-	CallPending = "pending"
-	CallDone    = "done"
-	CallFailed  = "failed"
-	CallLost    = "lost"
-)
-
-// LLMCall is one model call.
-type LLMCall struct {
-	ID              int64
-	RunID           int64
-	ChildID         int64
-	Purpose         string
-	Model           string
-	State           string
-	Request         string // JSON, redacted
-	Answer          string // redacted
-	Error           string
-	ServerModel     string
-	Provider        string
-	FinishReason    string
-	InputTokens     int64
-	OutputTokens    int64
-	ReasoningTokens int64
-	CachedTokens    int64
-	Estimated       bool
-	CostUSD         float64
-	PriceUnknown    bool
-	LatencyMs       float64
-	Attempts        int
-	RequestID       string
-	CreatedAt       time.Time
-	FinishedAt      time.Time
 }
 
 // RunEvent is something that happened to a run.
@@ -182,9 +175,11 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 		r.State = RunRunning
 	}
 	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
-		seed, state, rng, bandit, started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
-		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli()).Scan(&r.ID)
+		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		r.Objective, r.MetaStart).Scan(&r.ID)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
@@ -195,7 +190,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 }
 
 const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
-	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at`
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start`
 
 func scanRun(r scanner) (*Run, error) {
 	var run Run
@@ -204,7 +199,7 @@ func scanRun(r scanner) (*Run, error) {
 	var cfg, models, bandit string
 	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
 		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
-		&started, &updated, &finished)
+		&started, &updated, &finished, &run.Objective, &run.MetaStart)
 	if err != nil {
 		return nil, err
 	}
@@ -284,8 +279,9 @@ func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 }
 
 // UpdateRun writes the run's mutable fields: name, state, stop reason and
-// detail, configuration and models, RNG and bandit state, iterations,
-// active time and sessions.
+// detail, configuration and models (with the objective and the planned
+// meta-prompting start), RNG and bandit state, iterations, active time and
+// sessions.
 func (t *RunTx) UpdateRun(r *Run) error {
 	r.UpdatedAt = t.now
 	var finished any
@@ -293,10 +289,10 @@ func (t *RunTx) UpdateRun(r *Run) error {
 		finished = r.FinishedAt.UnixMilli()
 	}
 	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
-		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13
-		WHERE id = $14`,
+		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13,
+		objective = $14, meta_start = $15 WHERE id = $16`,
 		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
-		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.ID)
+		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -390,7 +386,7 @@ func (t *RunTx) InsertAttempt(a *Attempt) error {
 }
 
 // SetAttemptFast records the fast check of an attempt's program.
-func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict, reason string) error {
+func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict runs.Verdict, reason string) error {
 	_, err := t.tx.Exec(`UPDATE run_attempts SET fast_evaluation_id = $1, fast_verdict = $2, fast_reason = $3 WHERE id = $4`,
 		nullID(evaluationID), verdict, reason, attemptID)
 	if err != nil {
@@ -425,81 +421,6 @@ func (t *RunTx) AddEvent(e *RunEvent) (bool, error) {
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
-}
-
-// InsertLLMCall records a call before it is sent and sets c.ID.
-func (s *Store) InsertLLMCall(ctx context.Context, c *LLMCall) error {
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = time.Now()
-	}
-	if c.State == "" {
-		c.State = CallPending
-	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
-	if err != nil {
-		return fmt.Errorf("record model call: %w", err)
-	}
-	return nil
-}
-
-// FinishLLMCall records a call's answer or failure.
-func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
-	if c.FinishedAt.IsZero() {
-		c.FinishedAt = time.Now()
-	}
-	_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
-		finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
-		cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
-		c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
-		c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
-	if err != nil {
-		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)
-	}
-	return nil
-}
-
-// MarkLostCalls marks the run's calls that never got an answer recorded
-// (the process died while they were in flight) as lost, and returns how
-// many there were.
-func (s *Store) MarkLostCalls(ctx context.Context, runID int64) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
-		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
-	if err != nil {
-		return 0, fmt.Errorf("mark lost model calls: %w", err)
-	}
-	return res.RowsAffected()
-}
-
-// InterruptEvaluations marks evaluations of a program that are still
-// "running" and started at or after since as interrupted: the process that
-// ran them is gone.
-func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
-		WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
-		StateInterrupted, "interrupted: the process that ran it ended", time.Now().UnixMilli(), programHash, StateRunning, since.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("mark interrupted evaluations: %w", err)
-	}
-	return nil
-}
-
-// LatestEvaluation returns the newest finished evaluation (state done) of
-// a program, fast-only or not, that started at or after since. A run that
-// was killed after an evaluation finished but before it recorded the
-// result adopts it instead of evaluating again.
-func (s *Store) LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*Evaluation, error) {
-	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations
-		WHERE program_hash = $1 AND fast_only = $2 AND state = $3 AND started_at >= $4 ORDER BY id DESC LIMIT 1`,
-		programHash, fastOnly, StateDone, since.UnixMilli()))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("finished evaluation of %.12s: %w", programHash, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find evaluation of %.12s: %w", programHash, err)
-	}
-	return e, nil
 }
 
 const childColumns = `id, run_id, iteration, slot, island, parent_id, origin, source_id, model, stage, template, seed, state,
@@ -616,63 +537,6 @@ func (s *Store) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
 		out = append(out, &a)
 	}
 	return out, rows.Err()
-}
-
-// LLMCalls returns a run's model calls in order. With text false the
-// request and answer are left empty (they can be large).
-func (s *Store) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLMCall, error) {
-	cols := `'', ''`
-	if text {
-		cols = `request, answer`
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, child_id, purpose, model, state, `+cols+`, error, server_model, provider,
-		finish_reason, input_tokens, output_tokens, reasoning_tokens, cached_tokens, estimated, cost_usd, price_unknown, latency_ms,
-		attempts, request_id, created_at, finished_at FROM llm_calls WHERE run_id = $1 ORDER BY id`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []*LLMCall
-	for rows.Next() {
-		var c LLMCall
-		var run, child, finished sql.NullInt64
-		var created int64
-		if err := rows.Scan(&c.ID, &run, &child, &c.Purpose, &c.Model, &c.State, &c.Request, &c.Answer, &c.Error, &c.ServerModel,
-			&c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens, &c.Estimated,
-			&c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
-			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
-		}
-		c.RunID, c.ChildID = run.Int64, child.Int64
-		c.CreatedAt = time.UnixMilli(created)
-		if finished.Valid {
-			c.FinishedAt = time.UnixMilli(finished.Int64)
-		}
-		out = append(out, &c)
-	}
-	return out, rows.Err()
-}
-
-// LLMCallText returns a call's stored (redacted) request and answer.
-func (s *Store) LLMCallText(ctx context.Context, id int64) (request, answer string, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT request, answer FROM llm_calls WHERE id = $1`, id).Scan(&request, &answer)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", fmt.Errorf("model call %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("read model call %d: %w", id, err)
-	}
-	return request, answer, nil
-}
-
-// RunSpend sums a run's model calls: cost, input plus output tokens, and
-// calls (lost calls count as calls; their cost is unknown).
-func (s *Store) RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*)
-		FROM llm_calls WHERE run_id = $1`, runID).Scan(&usd, &tokens, &calls)
-	if err != nil {
-		err = fmt.Errorf("sum spending of run %d: %w", runID, err)
-	}
-	return usd, tokens, calls, err
 }
 
 // Archive returns the ids of the run's elite archive, best first.

@@ -1,7 +1,9 @@
-// Package store keeps programs, evaluations and their telemetry in a SQLite
-// database (modernc.org/sqlite, no cgo). Every write happens before the
-// caller acts on it, so a process killed at any moment loses nothing that
-// was reported as done.
+// Package store keeps programs, evaluations and their telemetry, and the
+// records of evolution runs, in a SQLite database (modernc.org/sqlite, no
+// cgo). Every write happens before the caller acts on it, so a process
+// killed at any moment loses nothing that was reported as done. Its
+// contract, which every implementation passes, is internal/store/storetest;
+// each consumer declares the few methods it uses.
 package store
 
 import (
@@ -10,7 +12,6 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -143,185 +144,7 @@ func (s *Store) ProgramsByNormHash(ctx context.Context, normHash string) ([]stri
 	return out, rows.Err()
 }
 
-// Evaluation states.
-const (
-	StateRunning     = "running"
-	StateDone        = "done"
-	StateInterrupted = "interrupted"
-)
-
-// Evaluation is one evaluation of a program on a track.
-type Evaluation struct {
-	ID               int64
-	ProgramHash      string
-	Track            string
-	TrackHash        string
-	Seed             int
-	FastOnly         bool
-	State            string
-	Verdict          string
-	Reason           string
-	ValLoss          float64 // 0 when there is none
-	TrainTimeMs      float64
-	StepAvgMs        float64
-	Steps            int
-	TokensPerS       float64
-	PeakRSSMB        float64
-	WallMs           float64
-	FingerprintClass string
-	Result           json.RawMessage // the evaluator's full result document
-	RunDir           string
-	StartedAt        time.Time
-	FinishedAt       time.Time // zero while running
-}
-
-// CreateEvaluation records an evaluation that is about to start and sets
-// e.ID. The program must be stored already.
-func (s *Store) CreateEvaluation(ctx context.Context, e *Evaluation) error {
-	if e.StartedAt.IsZero() {
-		e.StartedAt = time.Now()
-	}
-	if e.State == "" {
-		e.State = StateRunning
-	}
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO evaluations (program_hash, track, track_hash, seed, fast_only, state, run_dir, started_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		e.ProgramHash, e.Track, e.TrackHash, e.Seed, e.FastOnly, e.State, e.RunDir, e.StartedAt.UnixMilli(),
-	).Scan(&e.ID)
-	if err != nil {
-		return fmt.Errorf("record evaluation: %w", err)
-	}
-	return nil
-}
-
-// FinishEvaluation stores the outcome of evaluation e.ID and, when not nil,
-// its telemetry, in one transaction.
-func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
-	if e.FinishedAt.IsZero() {
-		e.FinishedAt = time.Now()
-	}
-	if e.State == "" || e.State == StateRunning {
-		e.State = StateDone
-	}
-	if len(e.Result) == 0 {
-		e.Result = json.RawMessage("{}")
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
-		`UPDATE evaluations SET state = $1, verdict = $2, reason = $3, val_loss = $4, train_time_ms = $5,
-		 step_avg_ms = $6, steps = $7, tokens_per_s = $8, peak_rss_mb = $9, wall_ms = $10,
-		 fingerprint_class = $11, result = $12, finished_at = $13 WHERE id = $14`,
-		e.State, e.Verdict, e.Reason, nullZero(e.ValLoss), nullZero(e.TrainTimeMs), nullZero(e.StepAvgMs),
-		e.Steps, nullZero(e.TokensPerS), nullZero(e.PeakRSSMB), nullZero(e.WallMs),
-		e.FingerprintClass, string(e.Result), e.FinishedAt.UnixMilli(), e.ID)
-	if err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, ErrNotFound)
-	}
-	if telemetry != nil {
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO telemetry (evaluation_id, jsonl) VALUES ($1, $2)
-			 ON CONFLICT (evaluation_id) DO UPDATE SET jsonl = excluded.jsonl`, e.ID, telemetry); err != nil {
-			return fmt.Errorf("store telemetry of evaluation %d: %w", e.ID, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
-	}
-	return nil
-}
-
-const evalColumns = `id, program_hash, track, track_hash, seed, fast_only, state, verdict, reason,
-	val_loss, train_time_ms, step_avg_ms, steps, tokens_per_s, peak_rss_mb, wall_ms,
-	fingerprint_class, result, run_dir, started_at, finished_at`
-
 type scanner interface{ Scan(dest ...any) error }
-
-func scanEvaluation(r scanner) (*Evaluation, error) {
-	var e Evaluation
-	var valLoss, trainMs, stepAvg, tps, rss, wall sql.NullFloat64
-	var steps sql.NullInt64
-	var started int64
-	var finished sql.NullInt64
-	var result string
-	err := r.Scan(&e.ID, &e.ProgramHash, &e.Track, &e.TrackHash, &e.Seed, &e.FastOnly, &e.State, &e.Verdict, &e.Reason,
-		&valLoss, &trainMs, &stepAvg, &steps, &tps, &rss, &wall, &e.FingerprintClass, &result, &e.RunDir, &started, &finished)
-	if err != nil {
-		return nil, err
-	}
-	e.ValLoss, e.TrainTimeMs, e.StepAvgMs = valLoss.Float64, trainMs.Float64, stepAvg.Float64
-	e.TokensPerS, e.PeakRSSMB, e.WallMs = tps.Float64, rss.Float64, wall.Float64
-	e.Steps = int(steps.Int64)
-	e.Result = json.RawMessage(result)
-	e.StartedAt = time.UnixMilli(started)
-	if finished.Valid {
-		e.FinishedAt = time.UnixMilli(finished.Int64)
-	}
-	return &e, nil
-}
-
-// Evaluation returns evaluation id.
-func (s *Store) Evaluation(ctx context.Context, id int64) (*Evaluation, error) {
-	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("evaluation %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read evaluation %d: %w", id, err)
-	}
-	return e, nil
-}
-
-// Filter selects evaluations; zero fields match everything.
-type Filter struct {
-	Track       string
-	ProgramHash string
-	Verdict     string
-	Limit       int // 0 means 100
-}
-
-// Evaluations lists evaluations, newest first.
-func (s *Store) Evaluations(ctx context.Context, f Filter) ([]*Evaluation, error) {
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+evalColumns+` FROM evaluations
-		WHERE ($1 = '' OR track = $1) AND ($2 = '' OR program_hash = $2) AND ($3 = '' OR verdict = $3)
-		ORDER BY id DESC LIMIT $4`, f.Track, f.ProgramHash, f.Verdict, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list evaluations: %w", err)
-	}
-	defer rows.Close()
-	var out []*Evaluation
-	for rows.Next() {
-		e, err := scanEvaluation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list evaluations: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
-// Telemetry returns the stored telemetry JSONL of evaluation id.
-func (s *Store) Telemetry(ctx context.Context, id int64) ([]byte, error) {
-	var b []byte
-	err := s.db.QueryRowContext(ctx, `SELECT jsonl FROM telemetry WHERE evaluation_id = $1`, id).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("telemetry of evaluation %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read telemetry of evaluation %d: %w", id, err)
-	}
-	return b, nil
-}
 
 func nullZero(f float64) any {
 	if f == 0 {

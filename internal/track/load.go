@@ -7,31 +7,18 @@ import (
 	"io"
 	"math"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // SpecFile is the name of a track's specification inside its folder.
 const SpecFile = "track.yaml"
 
 // FieldError is one invalid value, located in the source file.
-type FieldError struct {
-	File   string
-	Line   int // 0 when unknown
-	Column int
-	Path   string // dotted YAML path, e.g. "data.val_tokens"
-	Msg    string
-}
-
-func (e *FieldError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
-	}
-	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
-}
+type FieldError = yamlfile.Error
 
 // Parse decodes and validates a spec. file names the source in errors.
 // Unknown keys, wrong types and invalid values are errors with line:column.
@@ -46,7 +33,7 @@ func Parse(file string, b []byte) (*Spec, error) {
 	}
 	s.applyDefaults()
 	if errs := s.validate(); len(errs) > 0 {
-		locate(file, b, errs)
+		yamlfile.Locate(file, b, errs)
 		joined := make([]error, len(errs))
 		for i, e := range errs {
 			joined[i] = e
@@ -54,37 +41,6 @@ func Parse(file string, b []byte) (*Spec, error) {
 		return nil, errors.Join(joined...)
 	}
 	return s, nil
-}
-
-// locate fills in file, line and column of each error from the YAML source.
-// A path whose key is missing points at the nearest parent that exists.
-func locate(file string, src []byte, errs []*FieldError) {
-	for _, e := range errs {
-		e.File = file
-		for p := e.Path; p != ""; p = parentPath(p) {
-			yp, err := yaml.PathString("$." + p)
-			if err != nil {
-				continue
-			}
-			n, err := yp.ReadNode(bytes.NewReader(src))
-			if err != nil || n == nil || n.GetToken() == nil {
-				continue
-			}
-			pos := n.GetToken().Position
-			e.Line, e.Column = pos.Line, pos.Column
-			break
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-}
-
-// parentPath drops the last component of a dotted path ("a.b[2].c" -> "a.b[2]").
-func parentPath(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i <= 0 {
-		return ""
-	}
-	return p[:i]
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)

@@ -3,8 +3,10 @@
 // reference as measured in the run, and the best program with its source
 // and telemetry.
 //
-// It is the one place that knows both the engine's tables and the report's
-// data model, so neither package has to know the other.
+// It is the one place that knows both the store's rows and the report's
+// data model, so neither package has to know the other. It reads the store
+// only: what it needs of a run is in the run's columns and the shared
+// vocabulary of internal/runs, never in the engine's configuration.
 package fromstore
 
 import (
@@ -12,26 +14,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
-	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/harness"
-	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
+// Store is what a report reads: a run, its members and iterations, and
+// the programs, evaluations and telemetry they point at. *store.Store is
+// one.
+type Store interface {
+	Run(ctx context.Context, ref string) (*store.Run, error)
+	Children(ctx context.Context, runID int64) ([]*store.Child, error)
+	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
+	Evaluation(ctx context.Context, id int64) (*store.Evaluation, error)
+	Program(ctx context.Context, hash string) ([]byte, error)
+	Telemetry(ctx context.Context, evaluationID int64) ([]byte, error)
+}
+
 // Load reads run ref (an id or a name) from st. A run that is still going
 // loads as it stands: children without a verdict show as pending.
-func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error) {
-	run, cfg, err := evolve.Load(ctx, st, ref)
+func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
+	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.Resolved()
-	models, err := evolve.RunModels(run)
+	models, err := run.ModelList()
 	if err != nil {
 		return nil, err
 	}
@@ -54,20 +65,18 @@ func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error
 		EndedAt:       run.FinishedAt,
 		StopReason:    run.StopReason,
 		StopDetail:    run.StopDetail,
-		Objective:     cfg.Objective,
+		Objective:     run.Objective,
 	}}
-	llmModels := false
 	for _, m := range models {
 		d.Run.Models = append(d.Run.Models, m.Name)
-		llmModels = llmModels || m.Kind == string(propose.KindLLM)
 	}
-	d.Run.MetaPromptFrom = metaPromptFrom(cfg, iters, llmModels)
+	d.Run.MetaPromptFrom = metaPromptFrom(run, iters)
 
 	byID := make(map[int64]*store.Child, len(children))
 	var ref0 *store.Child
 	for _, c := range children {
 		byID[c.ID] = c
-		if c.Origin == evolve.OriginReference && ref0 == nil {
+		if c.Origin == runs.OriginReference && ref0 == nil {
 			ref0 = c
 		}
 	}
@@ -86,11 +95,11 @@ func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error
 
 	var best *store.Child
 	for _, c := range children {
-		if isCopy(c) || c.Origin == evolve.OriginReference {
+		if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 			continue
 		}
 		d.Programs = append(d.Programs, program(c, byID))
-		if c.Verdict == "acceptable" && (best == nil || better(cfg.Objective, c, best)) {
+		if c.Verdict == runs.Acceptable && (best == nil || better(run.Objective, c, best)) {
 			best = c
 		}
 	}
@@ -105,12 +114,6 @@ func Load(ctx context.Context, st *store.Store, ref string) (*report.Data, error
 	return d, nil
 }
 
-// isCopy reports whether c is a copy of another member (an island's seed
-// or a migrant) rather than a program the search created.
-func isCopy(c *store.Child) bool {
-	return c.Origin == evolve.OriginSeed || c.Origin == evolve.OriginMigrant
-}
-
 // program maps a child to the report's row.
 func program(c *store.Child, byID map[int64]*store.Child) report.Program {
 	reason := c.Reason
@@ -119,10 +122,10 @@ func program(c *store.Child, byID map[int64]*store.Child) report.Program {
 	}
 	return report.Program{
 		ID: c.ID, Hash: c.ProgramHash, Iteration: c.Iteration, Island: c.Island, ParentID: original(c.ParentID, byID),
-		Model: c.Model, Stage: c.Stage, Verdict: c.Verdict, Reason: reason,
+		Model: c.Model, Stage: string(c.Stage), Verdict: string(c.Verdict), Reason: reason,
 		ValLoss: c.ValLoss, TrainTimeMs: c.TrainTimeMs, StepAvgMs: c.StepAvgMs, Score: c.Score,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.CostUSD, FixAttempts: c.FixAttempts,
-		Duplicate: c.Verdict == evolve.VerdictDuplicate, CreatedAt: c.CreatedAt,
+		Duplicate: c.Verdict == runs.Duplicate, CreatedAt: c.CreatedAt,
 	}
 }
 
@@ -135,9 +138,9 @@ func original(id int64, byID map[int64]*store.Child) int64 {
 		switch {
 		case c == nil:
 			return id
-		case c.Origin == evolve.OriginReference:
+		case c.Origin == runs.OriginReference:
 			return 0
-		case isCopy(c) && c.SourceID != 0:
+		case c.Origin.IsCopy() && c.SourceID != 0:
 			id = c.SourceID
 		default:
 			return id
@@ -149,56 +152,33 @@ func original(id int64, byID map[int64]*store.Child) int64 {
 // better ranks acceptable children by the run's objective (lower is
 // better), the older one first on a tie: the engine's own order.
 func better(objective string, a, b *store.Child) bool {
-	va, vb := objectiveValue(objective, a), objectiveValue(objective, b)
+	va, vb := runs.ObjectiveValue(objective, a.Outcome()), runs.ObjectiveValue(objective, b.Outcome())
 	if va != vb {
 		return va < vb
 	}
 	return a.ID < b.ID
 }
 
-func objectiveValue(objective string, c *store.Child) float64 {
-	var v float64
-	switch objective {
-	case evolve.ObjectiveTime:
-		v = c.TrainTimeMs
-	case evolve.ObjectiveLoss:
-		v = c.ValLoss
-	default:
-		v = c.Score
-	}
-	if !(v > 0) || math.IsInf(v, 0) {
-		return math.Inf(1)
-	}
-	return v
-}
-
 // metaPromptFrom is the first iteration that used meta-prompting; for a
 // run that has not reached it yet, the planned one; -1 when the run never
 // meta-prompts (turned off, or no model that writes ideas).
-func metaPromptFrom(cfg evolve.Config, iters []*store.Iteration, llmModels bool) int {
+func metaPromptFrom(run *store.Run, iters []*store.Iteration) int {
 	first := -1
 	for _, it := range iters {
-		if it.Stage == evolve.StageMeta && (first < 0 || it.Iteration < first) {
+		if it.Stage == runs.StageMeta && (first < 0 || it.Iteration < first) {
 			first = it.Iteration
 		}
 	}
 	if first >= 0 {
 		return first
 	}
-	mp := cfg.MetaPrompting
-	if !llmModels || (mp.Enabled != nil && !*mp.Enabled) || (mp.Probability != nil && *mp.Probability <= 0) {
-		return -1
-	}
-	if mp.StartIteration != nil {
-		return *mp.StartIteration
-	}
-	return -1
+	return run.MetaStart
 }
 
 // loadBest reads the best child's source and telemetry, and the
 // reference's for comparison. Missing telemetry leaves tables empty (the
 // report says so); a database error fails the load.
-func loadBest(ctx context.Context, st *store.Store, best, ref *store.Child, byID map[int64]*store.Child) (*report.Best, error) {
+func loadBest(ctx context.Context, st Store, best, ref *store.Child, byID map[int64]*store.Child) (*report.Best, error) {
 	src, err := st.Program(ctx, best.ProgramHash)
 	if err != nil {
 		return nil, err
@@ -235,7 +215,7 @@ func loadBest(ctx context.Context, st *store.Store, best, ref *store.Child, byID
 }
 
 // telemetry reads an evaluation's telemetry; nil when there is none.
-func telemetry(ctx context.Context, st *store.Store, evalID int64) (*harness.Telemetry, error) {
+func telemetry(ctx context.Context, st Store, evalID int64) (*harness.Telemetry, error) {
 	if evalID == 0 {
 		return nil, nil
 	}

@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/report"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 const refSrc = "import torch\nLR = 3e-3\nSTEPS = 200\n"
@@ -34,19 +34,11 @@ type fixture struct {
 func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := evolve.Defaults()
-	cfg.Objective = objective
-	cfg.MetaPrompting.StartIteration = &metaStart
-	cfgJSON, _ := json.Marshal(cfg)
-	modelsJSON, _ := json.Marshal([]evolve.ModelsRecord{{Name: "m1", Kind: "llm", Weight: 1}, {Name: "m2", Kind: "llm", Weight: 1}})
+	st := storetest.SQLite(t, "")
+	modelsJSON, _ := json.Marshal([]store.RunModel{{Name: "m1", Kind: "llm", Weight: 1}, {Name: "m2", Kind: "llm", Weight: 1}})
 	t0 := time.Date(2025, 8, 1, 12, 0, 0, 0, time.UTC)
 	f := &fixture{st: st, run: &store.Run{Name: "r1", Track: "tiny", TrackHash: "th", TargetValLoss: 4.0, LossFloor: 3.5,
-		Config: cfgJSON, Models: modelsJSON, StartedAt: t0}}
+		Objective: objective, MetaStart: metaStart, Models: modelsJSON, StartedAt: t0}}
 	if err := st.CreateRun(ctx, f.run); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +68,7 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 	add := func(c *store.Child) *store.Child {
 		c.RunID = f.run.ID
 		if c.State == "" {
-			c.State = store.ChildDone
+			c.State = runs.Done
 		}
 		if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertChild(c) }); err != nil {
 			t.Fatal(err)
@@ -88,18 +80,18 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 	refTel := `{"event":"sections","t_ms":1,"sections":[{"name":"forward","total_ms":900,"avg_ms":4.5,"pct":45,"calls":200},{"name":"optimizer","total_ms":500,"avg_ms":2.5,"pct":25,"calls":200}]}
 {"event":"step","t_ms":2,"step":100,"train_time_ms":10000,"step_avg_ms":100,"tokens":51200,"tokens_per_s":5120,"train_loss":4.5}
 `
-	f.ref = add(&store.Child{Iteration: 0, Origin: evolve.OriginReference, Stage: evolve.StageReference, ProgramHash: refHash,
+	f.ref = add(&store.Child{Iteration: 0, Origin: runs.OriginReference, Stage: runs.StageReference, ProgramHash: refHash,
 		Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100, Score: 399,
 		EvaluationID: evaluate(refHash, "cpu/2/torch1.13", refTel)})
-	f.seed = add(&store.Child{Iteration: 0, Island: 1, Origin: evolve.OriginSeed, SourceID: f.ref.ID, ProgramHash: refHash,
+	f.seed = add(&store.Child{Iteration: 0, Island: 1, Origin: runs.OriginSeed, SourceID: f.ref.ID, ProgramHash: refHash,
 		Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000})
 
-	f.first = add(&store.Child{Iteration: 1, Island: 0, ParentID: f.ref.ID, Origin: "llm", Model: "m1", Stage: evolve.StageTemplate,
+	f.first = add(&store.Child{Iteration: 1, Island: 0, ParentID: f.ref.ID, Origin: "llm", Model: "m1", Stage: runs.StageTemplate,
 		ProgramHash: put(strings.Replace(refSrc, "3e-3", "4e-3", 1)), Verdict: "acceptable", ValLoss: 3.98, TrainTimeMs: 19_000,
 		StepAvgMs: 95, Score: 95 * 3.98, InputTokens: 1000, OutputTokens: 200, CostUSD: 0.01})
-	add(&store.Child{Iteration: 1, Island: 1, ParentID: f.seed.ID, Origin: "llm", Model: "m2", Stage: evolve.StageTemplate,
+	add(&store.Child{Iteration: 1, Island: 1, ParentID: f.seed.ID, Origin: "llm", Model: "m2", Stage: runs.StageTemplate,
 		Verdict: "apply_failed", Error: "SEARCH block 1 not found\nclosest match: ...", FixAttempts: 3, CostUSD: 0.02})
-	f.migrant = add(&store.Child{Iteration: 1, Island: 1, Origin: evolve.OriginMigrant, SourceID: f.first.ID, ProgramHash: f.first.ProgramHash,
+	f.migrant = add(&store.Child{Iteration: 1, Island: 1, Origin: runs.OriginMigrant, SourceID: f.first.ID, ProgramHash: f.first.ProgramHash,
 		Verdict: "acceptable", ValLoss: f.first.ValLoss, TrainTimeMs: f.first.TrainTimeMs})
 
 	fastSrc := strings.Replace(refSrc, "STEPS = 200", "STEPS = 180", 1)
@@ -109,18 +101,18 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 {"event":"val","t_ms":3,"step":180,"val_loss":3.995,"tokens":4096,"seq_len":64,"ms":30,"final":true}
 `
 	fastHash := put(fastSrc)
-	f.fast = add(&store.Child{Iteration: 2, Island: 1, ParentID: f.migrant.ID, Origin: "llm", Model: "m2", Stage: evolve.StageMeta,
+	f.fast = add(&store.Child{Iteration: 2, Island: 1, ParentID: f.migrant.ID, Origin: "llm", Model: "m2", Stage: runs.StageMeta,
 		ProgramHash: fastHash, Verdict: "acceptable", ValLoss: 3.995, TrainTimeMs: 17_000, StepAvgMs: 94, Score: 94 * 3.995,
 		FixAttempts: 1, InputTokens: 3000, OutputTokens: 900, CostUSD: 0.05, EvaluationID: evaluate(fastHash, "cpu/2/torch1.13", fastTel)})
-	f.lowLoss = add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
+	f.lowLoss = add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: runs.StageMeta,
 		ProgramHash: put(refSrc + "# slower, lower loss\n"), Verdict: "acceptable", ValLoss: 3.90, TrainTimeMs: 19_500, StepAvgMs: 97,
 		Score: 97 * 3.90})
-	add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
-		ProgramHash: f.first.ProgramHash, Verdict: evolve.VerdictDuplicate, SourceID: f.first.ID})
-	add(&store.Child{Iteration: 3, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: evolve.StageMeta,
-		State: store.ChildEvaluating})
+	add(&store.Child{Iteration: 2, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: runs.StageMeta,
+		ProgramHash: f.first.ProgramHash, Verdict: runs.Duplicate, SourceID: f.first.ID})
+	add(&store.Child{Iteration: 3, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: runs.StageMeta,
+		State: runs.Evaluating})
 	if err := st.RunInTx(ctx, func(tx *store.RunTx) error {
-		for i, stage := range []string{evolve.StageReference, evolve.StageTemplate, evolve.StageMeta, evolve.StageMeta} {
+		for i, stage := range []runs.Stage{runs.StageReference, runs.StageTemplate, runs.StageMeta, runs.StageMeta} {
 			if err := tx.InsertIteration(&store.Iteration{RunID: f.run.ID, Iteration: i, Stage: stage}); err != nil {
 				return err
 			}
@@ -133,7 +125,7 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 }
 
 func TestLoad(t *testing.T) {
-	f := newFixture(t, evolve.ObjectiveScore, 2)
+	f := newFixture(t, runs.ObjectiveScore, 2)
 	d, err := Load(context.Background(), f.st, "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +164,7 @@ func TestLoad(t *testing.T) {
 		switch p.Verdict {
 		case "apply_failed":
 			failed = p
-		case evolve.VerdictDuplicate:
+		case string(runs.Duplicate):
 			dup = p
 		case "":
 			pending = p
@@ -215,8 +207,8 @@ func TestLoad(t *testing.T) {
 
 func TestLoadObjectives(t *testing.T) {
 	for objective, want := range map[string]func(f *fixture) int64{
-		evolve.ObjectiveTime: func(f *fixture) int64 { return f.fast.ID },
-		evolve.ObjectiveLoss: func(f *fixture) int64 { return f.lowLoss.ID },
+		runs.ObjectiveTime: func(f *fixture) int64 { return f.fast.ID },
+		runs.ObjectiveLoss: func(f *fixture) int64 { return f.lowLoss.ID },
 	} {
 		f := newFixture(t, objective, 2)
 		d, err := Load(context.Background(), f.st, "1")
@@ -226,41 +218,38 @@ func TestLoadObjectives(t *testing.T) {
 		if d.Best == nil || d.Best.Program.ID != want(f) {
 			t.Errorf("objective %s: best = %+v, want #%d", objective, d.Best, want(f))
 		}
-		if objective == evolve.ObjectiveLoss && (len(d.Best.Sections) != 0 || d.Best.ReferenceSource != refSrc) {
+		if objective == runs.ObjectiveLoss && (len(d.Best.Sections) != 0 || d.Best.ReferenceSource != refSrc) {
 			t.Errorf("a best without telemetry: %+v", d.Best)
 		}
 	}
 }
 
+// The first meta-prompted iteration is the first iteration of stage meta;
+// before the run reaches one, the run's planned start (the engine records
+// -1 when it never meta-prompts).
 func TestLoadMetaPromptFrom(t *testing.T) {
-	no := false
-	one := 1.0
 	for _, c := range []struct {
-		name  string
-		cfg   func(*evolve.Config)
-		iters []string
-		llm   bool
-		want  int
+		name    string
+		planned int
+		iters   []runs.Stage
+		want    int
 	}{
-		{"reached", func(*evolve.Config) {}, []string{"reference", "template", "meta"}, true, 2},
-		{"planned", func(c *evolve.Config) { s := 20; c.MetaPrompting.StartIteration = &s }, []string{"reference", "template"}, true, 20},
-		{"off", func(c *evolve.Config) { c.MetaPrompting.Enabled = &no }, []string{"reference", "template"}, true, -1},
-		{"mutate only", func(c *evolve.Config) { c.MetaPrompting.Probability = &one }, []string{"reference", "mutate"}, false, -1},
+		{"reached", 20, []runs.Stage{runs.StageReference, runs.StageTemplate, runs.StageMeta}, 2},
+		{"planned", 20, []runs.Stage{runs.StageReference, runs.StageTemplate}, 20},
+		{"never", -1, []runs.Stage{runs.StageReference, runs.StageMutate}, -1},
 	} {
-		cfg := evolve.Defaults()
-		c.cfg(&cfg)
 		var iters []*store.Iteration
 		for i, s := range c.iters {
 			iters = append(iters, &store.Iteration{Iteration: i, Stage: s})
 		}
-		if got := metaPromptFrom(cfg, iters, c.llm); got != c.want {
+		if got := metaPromptFrom(&store.Run{MetaStart: c.planned}, iters); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 }
 
 func TestLoadMissingRun(t *testing.T) {
-	f := newFixture(t, evolve.ObjectiveScore, 2)
+	f := newFixture(t, runs.ObjectiveScore, 2)
 	_, err := Load(context.Background(), f.st, "nope")
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing run: %v", err)

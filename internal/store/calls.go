@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Model calls: each recorded before it is sent, then its answer, usage
+// and cost; a call still pending when a run resumes was cut off.
+
+// LLM call states.
+const (
+	CallPending = "pending"
+	CallDone    = "done"
+	CallFailed  = "failed"
+	CallLost    = "lost"
+)
+
+// LLMCall is one model call.
+type LLMCall struct {
+	ID              int64
+	RunID           int64
+	ChildID         int64
+	Purpose         string
+	Model           string
+	State           string
+	Request         string // JSON, redacted
+	Answer          string // redacted
+	Error           string
+	ServerModel     string
+	Provider        string
+	FinishReason    string
+	InputTokens     int64
+	OutputTokens    int64
+	ReasoningTokens int64
+	CachedTokens    int64
+	Estimated       bool
+	CostUSD         float64
+	PriceUnknown    bool
+	LatencyMs       float64
+	Attempts        int
+	RequestID       string
+	CreatedAt       time.Time
+	FinishedAt      time.Time
+}
+
+// InsertLLMCall records a call before it is sent and sets c.ID.
+func (s *Store) InsertLLMCall(ctx context.Context, c *LLMCall) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now()
+	}
+	if c.State == "" {
+		c.State = CallPending
+	}
+	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	if err != nil {
+		return fmt.Errorf("record model call: %w", err)
+	}
+	return nil
+}
+
+// FinishLLMCall records a call's answer or failure.
+func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
+	if c.FinishedAt.IsZero() {
+		c.FinishedAt = time.Now()
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
+		finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
+		cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
+		c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
+		c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
+	if err != nil {
+		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)
+	}
+	return nil
+}
+
+// MarkLostCalls marks the run's calls that never got an answer recorded
+// (the process died while they were in flight) as lost, and returns how
+// many there were.
+func (s *Store) MarkLostCalls(ctx context.Context, runID int64) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
+		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
+	if err != nil {
+		return 0, fmt.Errorf("mark lost model calls: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// LLMCalls returns a run's model calls in order. With text false the
+// request and answer are left empty (they can be large).
+func (s *Store) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLMCall, error) {
+	cols := `'', ''`
+	if text {
+		cols = `request, answer`
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, child_id, purpose, model, state, `+cols+`, error, server_model, provider,
+		finish_reason, input_tokens, output_tokens, reasoning_tokens, cached_tokens, estimated, cost_usd, price_unknown, latency_ms,
+		attempts, request_id, created_at, finished_at FROM llm_calls WHERE run_id = $1 ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*LLMCall
+	for rows.Next() {
+		var c LLMCall
+		var run, child, finished sql.NullInt64
+		var created int64
+		if err := rows.Scan(&c.ID, &run, &child, &c.Purpose, &c.Model, &c.State, &c.Request, &c.Answer, &c.Error, &c.ServerModel,
+			&c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens, &c.Estimated,
+			&c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
+			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+		}
+		c.RunID, c.ChildID = run.Int64, child.Int64
+		c.CreatedAt = time.UnixMilli(created)
+		if finished.Valid {
+			c.FinishedAt = time.UnixMilli(finished.Int64)
+		}
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// LLMCallText returns a call's stored (redacted) request and answer.
+func (s *Store) LLMCallText(ctx context.Context, id int64) (request, answer string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT request, answer FROM llm_calls WHERE id = $1`, id).Scan(&request, &answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("model call %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read model call %d: %w", id, err)
+	}
+	return request, answer, nil
+}
+
+// RunSpend sums a run's model calls: cost, input plus output tokens, and
+// calls (lost calls count as calls; their cost is unknown).
+func (s *Store) RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*)
+		FROM llm_calls WHERE run_id = $1`, runID).Scan(&usd, &tokens, &calls)
+	if err != nil {
+		err = fmt.Errorf("sum spending of run %d: %w", runID, err)
+	}
+	return usd, tokens, calls, err
+}
