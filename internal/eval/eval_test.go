@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -59,7 +60,7 @@ func TestMain(m *testing.M) {
 func newEvaluator(t *testing.T) (*Evaluator, *store.Store) {
 	t.Helper()
 	if shared.err != nil {
-		t.Skipf("no Python with PyTorch: %v", shared.err)
+		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.err)
 	}
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/data"
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -100,7 +101,7 @@ func gpuEvaluator(t *testing.T, devices ...int) (*Evaluator, *gpuRunner) {
 	}
 	g := &gpuRunner{starts: make(chan started, 8)}
 	if shared.err != nil {
-		t.Skipf("no Python with NumPy for the judge: %v", shared.err)
+		testdeps.Missing(t, "torch", "no Python with NumPy for the judge: %v", shared.err)
 	}
 	return &Evaluator{Runner: g, Python: shared.python.Path, RunsDir: t.TempDir(), Data: newFakeData(t), GPUs: pool}, g
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/importer"
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -297,7 +298,7 @@ func TestImportedRecordEvaluates(t *testing.T) {
 // or that changes an injected setting, is invalid and never starts.
 func TestLogContractRefusesBeforeRunning(t *testing.T) {
 	if shared.err != nil {
-		t.Skip(shared.err)
+		testdeps.Missing(t, "torch", "%v", shared.err)
 	}
 	ev, _ := newEvaluator(t)
 	ev.Data = &LocalData{Dirs: map[string]string{"logtest": shared.dataDir}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"math"
 	"os"
 	"os/exec"
@@ -51,7 +52,7 @@ func pythonWithTorch(t testing.TB) string {
 		torchCheck.python = py
 	})
 	if torchCheck.err != nil {
-		t.Skipf("skipping: %s cannot import torch and numpy (set FRONTIER_TEST_PYTHON): %v",
+		testdeps.Missing(t, "torch", "%s cannot import torch and numpy (set FRONTIER_TEST_PYTHON): %v",
 			torchCheck.python, torchCheck.err)
 	}
 	return torchCheck.python

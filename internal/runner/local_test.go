@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ func shJob(t *testing.T, body string) Job {
 func pyJob(t *testing.T, body string) Job {
 	t.Helper()
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("no %s: %v", python, err)
+		testdeps.Missing(t, "python3", "no %s: %v", python, err)
 	}
 	dir := t.TempDir()
 	script(t, dir, "prog.py", body)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/runner/runnertest"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 // TestMain lets the test binary serve as the sandbox helper, as the
@@ -60,7 +61,7 @@ func wrapWith(t *testing.T, mode Mode, c Capabilities) *Runner {
 	switch mode {
 	case ModeBwrap:
 		if !c.BwrapWorks() {
-			t.Skipf("bwrap cannot sandbox here: %s (CI installs it with scripts/install-deps.sh)", bwrapProblem(c))
+			testdeps.Missing(t, "bwrap", "bwrap cannot sandbox here: %s (CI installs it with scripts/install-deps.sh)", bwrapProblem(c))
 		}
 	case ModeLandlock:
 		if c.LandlockABI == 0 {
