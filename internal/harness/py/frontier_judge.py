@@ -406,7 +406,6 @@ class Judge:
         self.probe_done = False
         self.sections = None
         self.planned = None
-        self.result_sent = False
         self.reported_error = False
 
     # -- telemetry and faults ------------------------------------------------
@@ -449,9 +448,11 @@ class Judge:
                 try:
                     msg = c.recv()
                 except Fault as f:
+                    # Still read what it sends: a client the judge stopped
+                    # reading would block on a full socket until its time
+                    # limit instead of hearing that the run is over.
                     self.fail(f.code, str(f), c.rank)
-                    msg = None
-                    c.open = False
+                    continue
                 if msg is None:
                     if not c.open:
                         sel.unregister(c.sock)
@@ -493,6 +494,11 @@ class Judge:
         if c.rank == 0:
             fields = dict(c.facts, source="program", judge_pid=os.getpid(), world_size=self.world)
             fields["mode"] = self.mode
+            # Results are compared within a machine class: the machine is
+            # the judge's to say (the program's process could say another).
+            fp = dict(fields.get("fingerprint") or {}) if isinstance(fields.get("fingerprint"), dict) else {}
+            fp["cpu"], fp["hostname"] = cpu_model(), socket.gethostname()
+            fields["fingerprint"] = fp
             self.tel.program("run_start", fields)
         if msg.get("cuda_ipc") is True:
             # Logits stay on the device: a buffer of the judge's, opened by
@@ -932,6 +938,18 @@ class Judge:
 
 
 CHARGE_FACTOR = 1.5
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
 
 
 def section_rows(raw, train_ms, steps):
