@@ -3,7 +3,6 @@ package redteam
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -31,6 +30,7 @@ var (
 	sandboxFlag = flag.String("redteam.sandbox", "auto", "sandbox mode for the red team's programs: auto, bwrap, landlock or none")
 	tableFlag   = flag.String("redteam.table", "", "also write the red-team table, as Markdown, to this file")
 	strictFlag  = flag.Bool("redteam.strict", false, "fail known misses too, instead of skipping them")
+	keepFlag    = flag.String("redteam.keep", "", "keep each case's run folders (program, logs, judge config) in this folder, as CASE-N")
 )
 
 // TestMain lets the test binary serve as the sandbox helper, as the
@@ -71,6 +71,9 @@ func (o outcome) matches(r *eval.Result) bool {
 var (
 	acceptable = outcome{eval.Acceptable, ""}
 	tooHigh    = outcome{eval.LossTooHigh, ""}
+	// beforeClock is a program that read the training shards before
+	// fh.train_begin(), when they are not there yet.
+	beforeClock = outcome{eval.Error, "available only once the clock runs"}
 )
 
 func invalid(rule string) outcome { return outcome{eval.Invalid, rule} }
@@ -126,18 +129,20 @@ var cases = []attack{
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")}},
 
+
 	// Validation data and validation-time state.
 	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
 	{name: "val_by_listing", class: "training on validation tokens: the shard found by listing the data folder", sandbox: true,
 		want: []outcome{invalid("val-data"), {eval.Error, "shard"}}},
 	{name: "val_via_fd", class: "training on validation tokens: the harness's inherited descriptor", want: []outcome{invalid("val-data")}},
-	{name: "val_by_listing_nostatic", program: "val_by_listing", class: "val_by_listing with the static rules off: the sandbox hides the shard", sandbox: true,
-		spec: withoutStatic, want: []outcome{{eval.Error, "shard"}}},
-	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: the harness closed the descriptor", spec: withoutStatic,
+	{name: "val_by_listing_nostatic", program: "val_by_listing", class: "val_by_listing with the static rules off: the data folder holds only the training shards", sandbox: true,
+		spec: withoutStatic, want: []outcome{{eval.Error, "no validation shard beside the training shards"}}},
+	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: descriptor 3 is the judge's socket, the buffers were closed", spec: withoutStatic,
 		want: []outcome{{eval.Error, "no validation shard is reachable"}}},
-	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn", want: []outcome{invalid("stateful-validation")}},
+	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn, not at the clock's start", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
-	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{invalid("stateful-validation")}},
+	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{acceptable, tooHigh, invalid("stateful-validation"), invalid("nondeterministic-eval")},
+		check: charged(1000)},
 
 	// The loss and the metrics belong to the harness.
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
@@ -150,13 +155,7 @@ var cases = []attack{
 			}
 			return nil
 		}},
-	{name: "forged_telemetry", class: "a forged final event appended to the telemetry file", want: []outcome{invalid("telemetry"), {eval.NoResult, ""}, {eval.Error, ""}},
-		check: func(_ *env, r *eval.Result) error {
-			if r.Metrics.ValLoss == 2.4 {
-				return errors.New("the forged val loss 2.4 is in the result")
-			}
-			return nil
-		}},
+	{name: "forged_telemetry", class: "a forged final event appended to a telemetry file in the run folder", want: []outcome{tooHigh}, check: notForged},
 
 	// The clock belongs to the harness.
 	{name: "clock_patch", class: "time.perf_counter slowed, torch.cuda.synchronize disabled", want: []outcome{invalid("clock-patch")}},
@@ -170,21 +169,19 @@ var cases = []attack{
 			return nil
 		}},
 	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
-	{name: "pretrain", class: "200 optimizer steps before train_begin", want: []outcome{invalid("pretrain")}},
-	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")}},
-	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{invalid("pretrain")},
-		known: "the initial-model check scores the tensors as the first timed backward pass saw them; values written into them by hand later " +
-			"are not seen. To decide: signatures of the trained tensors after each optimizer step compared at the next backward pass " +
-			"(a write outside the optimizer), on every step or on sampled ones; but weights renormalized after each step are such writes too, legitimately"},
+	{name: "pretrain", class: "200 optimizer steps on the training shards before train_begin", want: []outcome{beforeClock}},
+	{name: "pretrain_source", class: "the bigram table's top successors carried in the source, written in before train_begin", want: []outcome{invalid("pretrain")}},
+	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{beforeClock}},
+	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{beforeClock}},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
-	{name: "cache_smuggle", class: "weights saved in the shared compile cache by one evaluation, loaded by the next", evals: 2,
-		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside")}},
+	{name: "cache_smuggle", class: "weights saved in the compile cache by one evaluation, loaded by the next", evals: 2,
+		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside"), tooHigh}},
 	{name: "cache_smuggle_hidden", class: "the same, the cache found as a writable folder named in the environment", evals: 2,
-		want: []outcome{invalid("pretrain"), invalid("write-outside")}},
+		want: []outcome{invalid("pretrain"), invalid("write-outside"), tooHigh}},
 	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
-		// bwrap hides the fast folder as an empty folder (the weights are
-		// not there: 20 steps from scratch); Landlock denies reading it.
+		// bwrap hides the fast folder (the weights are not there: 20
+		// steps from scratch); Landlock denies reading it.
 		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}, {eval.Error, "permission denied"}}},
 
 	// The harness's internals.
@@ -229,6 +226,39 @@ var cases = []attack{
 	{name: "legit_smaller", class: "legitimate: half the width", want: []outcome{acceptable}},
 	{name: "legit_warmup_restore", class: "legitimate: warm-up steps, then the initial state restored", want: []outcome{acceptable}},
 	{name: "legit_lookalikes", class: "legitimate: clock reads, own prints and log file, causal cumsum, no_grad", want: []outcome{acceptable}},
+}
+
+// forgedLoss and forgedTime are the record result the forging programs claim.
+const (
+	forgedLoss = 2.4
+	forgedTime = 480.0
+)
+
+func notForged(_ *env, r *eval.Result) error {
+	if r.Metrics.ValLoss == forgedLoss || r.Metrics.TrainTimeMs == forgedTime {
+		return fmt.Errorf("the forged result (val loss %.1f, train time %.0f ms) is in the result: val loss %.4f, train time %.0f ms",
+			forgedLoss, forgedTime, r.Metrics.ValLoss, r.Metrics.TrainTimeMs)
+	}
+	return nil
+}
+
+// charged checks that the judge charged at least ms of validation time to
+// the clock.
+func charged(ms float64) func(*env, *eval.Result) error {
+	return func(_ *env, r *eval.Result) error {
+		if r.Verdict != eval.Invalid && chargedMs(r) < ms {
+			return fmt.Errorf("%.0f ms of validation time charged to the clock, want at least %.0f ms: the training inside validation went untimed",
+				chargedMs(r), ms)
+		}
+		return nil
+	}
+}
+
+func chargedMs(r *eval.Result) float64 {
+	if r.Checks == nil {
+		return 0
+	}
+	return r.Checks.ChargedMs
 }
 
 func noHits(e *env, _ *eval.Result) error {
@@ -430,12 +460,17 @@ func TestRedTeam(t *testing.T) {
 	}
 	spec := loadTrack(t)
 	dataDir := t.TempDir()
+	// As the CLI hides frontier's home and the user's: here the data (the
+	// runs folder and the track's data are hidden per run anyway) and the
+	// user's home, where frontier keeps its data by default.
+	hidden := []string{dataDir}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		hidden = append(hidden, home)
+	}
 	ev := &eval.Evaluator{
 		Runner:  sb,
 		Sandbox: string(sb.Mode()),
-		// As the CLI hides frontier's home: here the data (the runs
-		// folder and the track's data are hidden per run anyway).
-		Hidden:  []string{dataDir},
+		Hidden:  hidden,
 		Visible: py.Paths,
 		Python:  py.Path,
 		Torch:   py.Torch,
@@ -492,6 +527,9 @@ func TestRedTeam(t *testing.T) {
 				for i := range max(c.evals, 1) {
 					var err error
 					req := eval.Request{Track: &s, Program: source(t, &s, e, c.file()), Name: c.file() + ".py", Seed: 1 + i}
+					if *keepFlag != "" {
+						req.Keep = filepath.Join(*keepFlag, fmt.Sprintf("%s-%d", c.name, i+1))
+					}
 					if c.repeats > 0 {
 						res, err = ev.EvaluateRepeats(ctx, eval.RepeatRequest{Request: req, N: c.repeats})
 					} else {
