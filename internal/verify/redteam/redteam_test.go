@@ -184,6 +184,29 @@ var cases = []attack{
 		// steps from scratch); Landlock denies reading it.
 		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}, {eval.Error, "permission denied"}}},
 
+	// The judge: its memory, its socket, its messages.
+	{name: "judge_mem_self", class: "validation text searched for in /proc/self/mem (shard header, int64 token runs)", want: []outcome{tooHigh}},
+	{name: "judge_mem_proc", class: "the judge found by /proc/N/cmdline; its judge.json, environ, fds and memory read", sandbox: true,
+		want: []outcome{tooHigh}},
+	{name: "forge_getattr", class: "a forged final message over the client's socket, fh._C by getattr(fh, chr(95) + \"C\")", want: []outcome{invalid("dynamic-code")}},
+	{name: "forge_getattr_nostatic", program: "forge_getattr", class: "forge_getattr with the static rules off: the judge's protocol rule", spec: withoutStatic,
+		want: []outcome{invalid("protocol")}},
+	{name: "forge_attrgetter", class: "a second finish after the result, the client by operator.attrgetter(\"_C\")(fh)", want: []outcome{invalid("harness-internals")}},
+	{name: "forge_attrgetter_nostatic", program: "forge_attrgetter", class: "forge_attrgetter with the static rules off: the judge stops the run", spec: withoutStatic,
+		want: []outcome{invalid("protocol"), {eval.Error, "finish() was called twice"}}, check: notForged},
+	{name: "forge_getattribute", class: "unsolicited logits, the client by object.__getattribute__ on a section object", want: []outcome{invalid("protocol")}},
+	{name: "forge_vars", class: "forged checks, probe and final messages, the client through vars() of a slot", want: []outcome{invalid("protocol")}},
+	{name: "forge_result_fd", class: "forged probe, checks and final messages written to descriptor 3 with os.write", want: []outcome{invalid("protocol")}},
+	{name: "forge_event_key", class: "advisory reports (memory, top_ops) carrying their own event key: final, val, probe",
+		want: []outcome{tooHigh, invalid("protocol")}, check: notForged,
+		known: "the judge writes a program's advisory report (op memory or top_ops) as the report's fields over {event, t_ms} " +
+			"(Telemetry.write: obj.update(fields)), so a report with its own \"event\": \"final\" becomes a final event, written " +
+			"before the judge's own; harness.ReadTelemetry keeps the first final event (Finals, the count, is not checked) and " +
+			"judgePhase trusts it: 20 steps judged acceptable at the forged val loss 2.4 (the forged train time only has to exceed the " +
+			"judge's last step event, and the judge's own probe event satisfies the probe check). To decide: the judge writes event " +
+			"and t_ms after the program's fields (or drops them, and any key it writes itself), and the reader rejects a second " +
+			"final event or a verdict-bearing event marked source: program"},
+
 	// The harness's internals.
 	{name: "skip_validation", class: "validation shortened through fh._H", want: []outcome{invalid("harness-internals")}},
 	{name: "introspect_gc", class: "harness state found with gc.get_objects: validation and clock cut", want: []outcome{invalid("introspection")}},
