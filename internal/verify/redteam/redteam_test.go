@@ -148,6 +148,11 @@ var cases = []attack{
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
 	{name: "seed_pinning", class: "a constant seed instead of the injected one, under --repeats 2", repeats: 2,
 		want: []outcome{invalid("seed")}},
+	{name: "loss_patch_functional", class: "F.cross_entropy, F.log_softmax, Tensor.log_softmax, np.log, np.exp scaled by 0.1 via setattr", want: []outcome{tooHigh}},
+	{name: "loss_patch_tensor", class: "Tensor.copy_, float and __getitem__ replaced via setattr before finish: sharpened logits", want: []outcome{tooHigh}},
+	{name: "logits_subclass", class: "a Tensor subclass whose __torch_function__ fakes losses, log_softmax, float and slicing", want: []outcome{tooHigh}},
+	{name: "logits_subclass_shape", class: "a Tensor subclass claiming [B, T, V] for one logit a position, copy_ a no-op",
+		want: []outcome{invalid("causality"), tooHigh, {eval.Error, "logits"}}},
 	{name: "fake_metrics", class: "printed result lines and a fake train loss", want: []outcome{tooHigh},
 		check: func(_ *env, r *eval.Result) error {
 			if r.Metrics.ValLoss < 4 {
