@@ -129,6 +129,10 @@ var cases = []attack{
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")}},
 
+	// The probe's tolerance: classes that would widen it.
+	{name: "probe_huge_class", class: "a small look at the next token, one extra class at 1e6", want: []outcome{invalid("causality")}},
+	{name: "probe_neg_class", class: "a small look at the next token, the BOS class and one extra class at -1e9", want: []outcome{invalid("causality")}},
+	{name: "probe_vary_classes", class: "a small look at the next token, 16 extra classes of noise drawn on every call", want: []outcome{invalid("causality")}},
 
 	// Validation data and validation-time state.
 	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
