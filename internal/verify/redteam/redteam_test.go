@@ -145,6 +145,8 @@ var cases = []attack{
 		want: []outcome{{eval.Error, "no validation shard is reachable"}}},
 	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn, not at the clock's start", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
+	{name: "validate_and_train", class: "fh.validate called by the program every 10 steps, with a logits_fn that trains",
+		want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{acceptable, tooHigh, invalid("stateful-validation"), invalid("nondeterministic-eval")},
 		check: charged(1000)},
 
@@ -177,6 +179,12 @@ var cases = []attack{
 			}
 			return nil
 		}},
+	{name: "train_in_final", class: "4 s of training inside the first call of the final validation", want: []outcome{acceptable, tooHigh},
+		check: trainTimeAtLeast(4000)},
+	{name: "finish_early", class: "finish sent after 20 steps, 4 s of training, then the final validation answered", want: []outcome{acceptable, tooHigh},
+		check: trainTimeAtLeast(4000)},
+	{name: "ensemble_in_validation", class: "an ensemble of perturbed models, about 3 s a call, at every validation of the full run",
+		want: []outcome{invalid("validation-cost")}},
 	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
 	{name: "pretrain", class: "200 optimizer steps on the training shards before train_begin", want: []outcome{beforeClock}},
 	{name: "pretrain_source", class: "the bigram table's top successors carried in the source, written in before train_begin", want: []outcome{invalid("pretrain")}},
@@ -272,6 +280,18 @@ func notForged(_ *env, r *eval.Result) error {
 			forgedLoss, forgedTime, r.Metrics.ValLoss, r.Metrics.TrainTimeMs)
 	}
 	return nil
+}
+
+// trainTimeAtLeast checks that a result's train time holds the ms of
+// training the program hid where the clock does not run.
+func trainTimeAtLeast(ms float64) func(*env, *eval.Result) error {
+	return func(_ *env, r *eval.Result) error {
+		if r.Verdict != eval.Invalid && r.Metrics.TrainTimeMs < ms {
+			return fmt.Errorf("train time %.0f ms does not hold the %.0f ms of training hidden outside the clock (charged %v)",
+				r.Metrics.TrainTimeMs, ms, chargedMs(r))
+		}
+		return nil
+	}
 }
 
 // charged checks that the judge charged at least ms of validation time to
