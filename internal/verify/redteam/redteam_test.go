@@ -190,6 +190,19 @@ var cases = []attack{
 	{name: "pretrain_source", class: "the bigram table's top successors carried in the source, written in before train_begin", want: []outcome{invalid("pretrain")}},
 	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{beforeClock}},
 	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{beforeClock}},
+	{name: "ngram_setup", class: "a bigram model counted from the training shards (np.fromfile) before train_begin", want: []outcome{beforeClock}},
+	{name: "ngram_listing", class: "the same, the shards looked for by walking the run folder before train_begin", want: []outcome{tooHigh}},
+	{name: "ngram_proc_fd", class: "the same, the shards looked for among /proc/PID/fd/* before train_begin", want: []outcome{tooHigh}},
+	{name: "ngram_cfg_paths", class: "the same, the shards looked for at cfg's paths, the fast check's folder, the environment", want: []outcome{tooHigh}},
+	{name: "ngram_glob", class: "the same, the shards globbed for in the machine's likely places", want: []outcome{invalid("val-data")}},
+	{name: "ngram_glob_nostatic", program: "ngram_glob", class: "ngram_glob with the static rules off: the sandbox hides the data", sandbox: true,
+		spec: withoutStatic, want: []outcome{tooHigh},
+		known: "the sandbox hides frontier's home, the track's data folders, the runs folder and the user's home and binds the rest of / " +
+			"read-only, so any other copy of the data the user can read is there before the clock: on the test machine the glob " +
+			"finds the tiny track's shards under /tmp (internal/eval's /tmp/evaltest-data-*, left by its tests, other frontier " +
+			"homes), and the validation shard next to them. The static rules catch the listing (ngram_glob), not a guessed path. " +
+			"To decide: a private /tmp (and /var/tmp) in the sandbox, or binding only what the program needs (the interpreter and " +
+			"its libraries) instead of all of / read-only"},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
 	{name: "cache_smuggle", class: "weights saved in the compile cache by one evaluation, loaded by the next", evals: 2,
