@@ -143,6 +143,13 @@ var cases = []attack{
 		spec: withoutStatic, want: []outcome{{eval.Error, "no validation shard beside the training shards"}}},
 	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: descriptor 3 is the judge's socket, the buffers were closed", spec: withoutStatic,
 		want: []outcome{{eval.Error, "no validation shard is reachable"}}},
+	{name: "val_elsewhere", class: "training on validation tokens: a copy found by listing / as pathlib.Path.cwd().parents[-1]", sandbox: true,
+		want: []outcome{tooHigh},
+		known: "the sandbox binds / read-only and hides only frontier's folders and the user's home: a copy of the validation shard " +
+			"elsewhere is readable (on the test machine internal/eval's /tmp/evaltest-data-*/tiny_val_000000.bin and other copies " +
+			"under /tmp), and the static rules do not read pathlib.Path.cwd().parents[-1] (nor Path.home(), Path.cwd()) as a path, so " +
+			"listing from it is no val-data finding. To decide: a private /tmp and /var/tmp in the sandbox, or binding only what the " +
+			"program needs instead of all of / read-only; and the listing rule for Path.cwd()/Path.home() chains"},
 	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn, not at the clock's start", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "validate_and_train", class: "fh.validate called by the program every 10 steps, with a logits_fn that trains",
