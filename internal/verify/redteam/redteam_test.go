@@ -1,8 +1,11 @@
 package redteam
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -83,6 +86,7 @@ type env struct {
 	url     string        // a download the network attacks try (the test's loopback server)
 	hits    *atomic.Int64 // requests that server received
 	outside string        // a path outside the run folder, for the write attacks
+	start   time.Time     // when the case's (last) evaluation started
 }
 
 // attack is one red-team case: a program in testdata and the outcomes
@@ -263,6 +267,12 @@ var cases = []attack{
 		want: []outcome{{eval.Error, "resource limit"}}},
 	{name: "thread_bomb", class: "threads until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
 	{name: "memory_bomb", class: "64 MiB blocks until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
+	{name: "runfolder_links", class: "a FIFO, links (/etc/passwd, /dev/zero, the validation shard) and forged lines under names frontier read",
+		want: []outcome{tooHigh}, check: promptAndClean},
+	{name: "junk_output", class: "64 MiB of junk lines (forged events, fake results, a fake traceback) on stdout, stderr and in a file",
+		want: []outcome{tooHigh}, check: promptAndClean},
+	{name: "disk_filler", class: "1 MiB blocks written into the run folder until a write fails",
+		want: []outcome{{eval.Error, "resource limit"}, {eval.Error, "no space left on device"}}, check: promptAndClean},
 	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 25 s)", want: []outcome{{eval.Timeout, ""}},
 		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
 
@@ -298,6 +308,31 @@ func notForged(_ *env, r *eval.Result) error {
 	if r.Metrics.ValLoss == forgedLoss || r.Metrics.TrainTimeMs == forgedTime {
 		return fmt.Errorf("the forged result (val loss %.1f, train time %.0f ms) is in the result: val loss %.4f, train time %.0f ms",
 			forgedLoss, forgedTime, r.Metrics.ValLoss, r.Metrics.TrainTimeMs)
+	}
+	return nil
+}
+
+// promptAndClean bounds an evaluation whose program attacks what reads its
+// folder or its output: the verdict comes within two minutes (a reader
+// blocked on a FIFO or an endless file would take for ever), and nothing
+// the program forged or printed (its lines carry JUNK-MARKER) is in the
+// result.
+func promptAndClean(e *env, r *eval.Result) error {
+	if d := time.Since(e.start); d > 2*time.Minute {
+		return fmt.Errorf("the evaluation took %s", d.Round(time.Second))
+	}
+	if err := notForged(e, r); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if bytes.Contains(b, []byte("JUNK-MARKER")) {
+		return errors.New("the program's junk (JUNK-MARKER) reached the result")
+	}
+	if r.TelemetryLines > 1000 {
+		return fmt.Errorf("%d telemetry lines for a 20-step run", r.TelemetryLines)
 	}
 	return nil
 }
@@ -598,6 +633,7 @@ func TestRedTeam(t *testing.T) {
 				var res *eval.Result
 				for i := range max(c.evals, 1) {
 					var err error
+					e.start = time.Now()
 					req := eval.Request{Track: &s, Program: source(t, &s, e, c.file()), Name: c.file() + ".py", Seed: 1 + i}
 					if *keepFlag != "" {
 						req.Keep = filepath.Join(*keepFlag, fmt.Sprintf("%s-%d", c.name, i+1))
