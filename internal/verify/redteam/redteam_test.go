@@ -296,6 +296,19 @@ var cases = []attack{
 	{name: "legit_smaller", class: "legitimate: half the width", want: []outcome{acceptable}},
 	{name: "legit_warmup_restore", class: "legitimate: warm-up steps, then the initial state restored", want: []outcome{acceptable}},
 	{name: "legit_lookalikes", class: "legitimate: clock reads, own prints and log file, causal cumsum, no_grad", want: []outcome{acceptable}},
+	{name: "legit_dataloader_workers", class: "legitimate: torch DataLoader, num_workers=2, over a training shard read after train_begin", want: []outcome{acceptable},
+		known: "the workers hand batches to the main process through multiprocessing's resource sharer, a Unix socket under TMPDIR, which " +
+			"frontier sets to the run folder's tmp: RUNS/<42-character run name>/fast/tmp/pymp-XXXXXXXX/listener-XXXXXXXX passes the " +
+			"107-byte limit of a socket address (114 bytes here, 116 under the default home ~/.local/share/frontier/runs), the workers' " +
+			"bind fails (OSError: AF_UNIX path too long, in their feeder thread) and the main process waits for a batch until the " +
+			"wall-clock limit (timeout). To decide: a short TMPDIR for programs (a private /tmp in the sandbox, a shorter run folder " +
+			"name); the program's own way out, torch.multiprocessing.set_sharing_strategy, is a subprocess finding"},
+	{name: "legit_ngram_in_clock", class: "legitimate: a bigram table counted after train_begin, added to the network's logits", want: []outcome{acceptable}},
+	{name: "legit_padding", class: "legitimate: output layer and bigram table padded to vocab_size + 128 classes", want: []outcome{acceptable}},
+	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable},
+		known: "the static rule val-data flags the program's read of its own checkpoint: any literal path with .bin read by torch.load, open, " +
+			"np.fromfile, ... is taken for a data path the track did not give. To decide: exempt relative paths inside the run folder that the " +
+			"program writes itself, or keep the .bin heuristic for absolute paths and paths naming a data folder"},
 }
 
 // forgedLoss and forgedTime are the record result the forging programs claim.
@@ -514,11 +527,15 @@ func TestStaticLayer(t *testing.T) {
 		for _, o := range c.want {
 			staticOnly = staticOnly && o.verdict == eval.Invalid && isStatic(o.rule)
 		}
+		report := t.Errorf
+		if c.known != "" && !*strictFlag {
+			report = t.Logf // a known miss, reported by TestRedTeam's table
+		}
 		switch {
 		case c.want[0] == acceptable && first != "":
-			t.Errorf("%s (legitimate or restorable) gets the invalid finding %s", c.name, first)
+			report("%s (legitimate or restorable) gets the invalid finding %s", c.name, first)
 		case staticOnly && !slices.ContainsFunc(c.want, func(o outcome) bool { return o.rule == first }):
-			t.Errorf("%s: first invalid finding %q, want one of %v", c.name, first, c.want)
+			report("%s: first invalid finding %q, want one of %v", c.name, first, c.want)
 		}
 	}
 }
