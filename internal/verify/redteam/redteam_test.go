@@ -309,6 +309,8 @@ var cases = []attack{
 		known: "the static rule val-data flags the program's read of its own checkpoint: any literal path with .bin read by torch.load, open, " +
 			"np.fromfile, ... is taken for a data path the track did not give. To decide: exempt relative paths inside the run folder that the " +
 			"program writes itself, or keep the .bin heuristic for absolute paths and paths naming a data folder"},
+	{name: "legit_checkpoint_nostatic", program: "legit_checkpoint", class: "legit_checkpoint with the static rules off: the run itself is fine",
+		spec: withoutStatic, want: []outcome{acceptable}},
 }
 
 // forgedLoss and forgedTime are the record result the forging programs claim.

@@ -1,4 +1,4 @@
-"""Attack: a second "finish" sent to the judge, the client's connection reached
+"""Attack: a second "finish" sent to the judge, the harness's client reached
 with operator.attrgetter.
 
 The program trains 20 steps and calls fh.finish; when the result is back it
