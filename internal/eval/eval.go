@@ -278,15 +278,20 @@ func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
 // run folder is read.
 func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result, limit time.Duration) (*phaseOutcome, []byte, error) {
 	dir := filepath.Join(runDir, mode)
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create run folder: %w", err)
 	}
+	scratch, err := newScratch()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(scratch)
 	progPath := filepath.Join(dir, harness.Program)
 	if err := os.WriteFile(progPath, req.Program, 0o444); err != nil {
 		return nil, nil, fmt.Errorf("write program: %w", err)
 	}
 	if spec.Contract == "log" {
-		return e.runLogPhase(ctx, spec, files, req, dir, mode, limit)
+		return e.runLogPhase(ctx, spec, files, req, dir, scratch, mode, limit)
 	}
 	if _, err := harness.Materialize(dir); err != nil {
 		return nil, nil, fmt.Errorf("write harness: %w", err)
@@ -314,16 +319,13 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	}
 
 	argv, henv := harness.Command(e.Python, dir, cfg)
-	env := append(append(baseEnv(dir), henv...), gpuEnv...)
-	// Compile caches live in the run folder: nothing a program writes
-	// reaches another evaluation.
-	env = append(env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
+	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
 	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
 		StdoutFile: filepath.Join(runDir, mode+"-stdout.log"), StderrFile: filepath.Join(runDir, mode+"-stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
-		LoopbackTCP: cfg.WorldSize > 1,
+		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
 		ExtraFiles:  judge.Clients(), // descriptors 3, 4, ...: one socket per process
 		Hidden:      e.hiddenFor(runDir, files),
 		Visible:     e.Visible,
@@ -446,6 +448,11 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		p.StderrTail = lastLines(rr.Stderr.String(), 30)
 	}
 	switch {
+	case tel.Finals > 1 || tel.Misattributed > 0:
+		// The judge writes one result and reports the program's events as
+		// the program's: anything else is not the judge's record.
+		o.verdict = Error
+		o.reason = fmt.Sprintf("internal: the telemetry holds %d results and %d events of the program's of kinds only the judge writes", tel.Finals, tel.Misattributed)
 	case broken != nil:
 		// A broken rule outranks how the process ended: the judge wrote
 		// it the moment it found it, and the program may have hung or
@@ -795,15 +802,20 @@ const minInitialMargin = 0.1
 
 // baseEnv is the environment every program gets: enough to run Python and
 // find libraries, and nothing else. API keys and other secrets of the
-// user's shell never reach a candidate program.
-func baseEnv(dir string) []string {
+// user's shell never reach a candidate program. Temporary files and the
+// compile caches go to scratch, a short path of the run's own (a
+// multiprocessing listener's socket path must fit 107 bytes): nothing a
+// program writes reaches another evaluation.
+func baseEnv(scratch string) []string {
 	env := []string{
-		"TMPDIR=" + filepath.Join(dir, "tmp"),
+		"TMPDIR=" + scratch,
 		"LANG=C.UTF-8",
 		"PYTHONDONTWRITEBYTECODE=1",
-		"MPLCONFIGDIR=" + filepath.Join(dir, "tmp"),
-		"XDG_CACHE_HOME=" + filepath.Join(dir, "tmp"),
-		"CUDA_CACHE_PATH=" + filepath.Join(dir, "tmp", "nv"),
+		"MPLCONFIGDIR=" + scratch,
+		"XDG_CACHE_HOME=" + scratch,
+		"CUDA_CACHE_PATH=" + filepath.Join(scratch, "nv"),
+		"TORCHINDUCTOR_CACHE_DIR=" + filepath.Join(scratch, "inductor"),
+		"TRITON_CACHE_DIR=" + filepath.Join(scratch, "triton"),
 	}
 	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
 		"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"} {
@@ -812,6 +824,16 @@ func baseEnv(dir string) []string {
 		}
 	}
 	return env
+}
+
+// newScratch makes a run's temporary folder under the system's: short,
+// private (0700), removed when the phase ends.
+func newScratch() (string, error) {
+	d, err := os.MkdirTemp("", "fr-")
+	if err != nil {
+		return "", fmt.Errorf("create the run's temporary folder: %w", err)
+	}
+	return d, nil
 }
 
 func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {

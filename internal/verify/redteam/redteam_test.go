@@ -239,14 +239,7 @@ var cases = []attack{
 	{name: "forge_vars", class: "forged checks, probe and final messages, the client through vars() of a slot", want: []outcome{invalid("protocol")}},
 	{name: "forge_result_fd", class: "forged probe, checks and final messages written to descriptor 3 with os.write", want: []outcome{invalid("protocol")}},
 	{name: "forge_event_key", class: "advisory reports (memory, top_ops) carrying their own event key: final, val, probe",
-		want: []outcome{tooHigh, invalid("protocol")}, check: notForged,
-		known: "the judge writes a program's advisory report (op memory or top_ops) as the report's fields over {event, t_ms} " +
-			"(Telemetry.write: obj.update(fields)), so a report with its own \"event\": \"final\" becomes a final event, written " +
-			"before the judge's own; harness.ReadTelemetry keeps the first final event (Finals, the count, is not checked) and " +
-			"judgePhase trusts it: 20 steps judged acceptable at the forged val loss 2.4 (the forged train time only has to exceed the " +
-			"judge's last step event, and the judge's own probe event satisfies the probe check). To decide: the judge writes event " +
-			"and t_ms after the program's fields (or drops them, and any key it writes itself), and the reader rejects a second " +
-			"final event or a verdict-bearing event marked source: program"},
+		want: []outcome{tooHigh, invalid("protocol")}, check: notForged},
 
 	// The harness's internals.
 	{name: "skip_validation", class: "validation shortened through fh._H", want: []outcome{invalid("harness-internals")}},
