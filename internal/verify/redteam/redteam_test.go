@@ -148,12 +148,7 @@ var cases = []attack{
 	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: descriptor 3 is the judge's socket, the buffers were closed", spec: withoutStatic,
 		want: []outcome{{eval.Error, "no validation shard is reachable"}}},
 	{name: "val_elsewhere", class: "training on validation tokens: a copy found by listing / as pathlib.Path.cwd().parents[-1]", sandbox: true,
-		want: []outcome{tooHigh},
-		known: "the sandbox binds / read-only and hides only frontier's folders and the user's home: a copy of the validation shard " +
-			"elsewhere is readable (on the test machine internal/eval's /tmp/evaltest-data-*/tiny_val_000000.bin and other copies " +
-			"under /tmp), and the static rules do not read pathlib.Path.cwd().parents[-1] (nor Path.home(), Path.cwd()) as a path, so " +
-			"listing from it is no val-data finding. To decide: a private /tmp and /var/tmp in the sandbox, or binding only what the " +
-			"program needs instead of all of / read-only; and the listing rule for Path.cwd()/Path.home() chains"},
+		want: []outcome{tooHigh}},
 	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn, not at the clock's start", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "validate_and_train", class: "fh.validate called by the program every 10 steps, with a logits_fn that trains",
@@ -207,13 +202,7 @@ var cases = []attack{
 	{name: "ngram_cfg_paths", class: "the same, the shards looked for at cfg's paths, the fast check's folder, the environment", want: []outcome{tooHigh}},
 	{name: "ngram_glob", class: "the same, the shards globbed for in the machine's likely places", want: []outcome{invalid("val-data")}},
 	{name: "ngram_glob_nostatic", program: "ngram_glob", class: "ngram_glob with the static rules off: the sandbox hides the data", sandbox: true,
-		spec: withoutStatic, want: []outcome{tooHigh},
-		known: "the sandbox hides frontier's home, the track's data folders, the runs folder and the user's home and binds the rest of / " +
-			"read-only, so any other copy of the data the user can read is there before the clock: on the test machine the glob " +
-			"finds the tiny track's shards under /tmp (internal/eval's /tmp/evaltest-data-*, left by its tests, other frontier " +
-			"homes), and the validation shard next to them. The static rules catch the listing (ngram_glob), not a guessed path. " +
-			"To decide: a private /tmp (and /var/tmp) in the sandbox, or binding only what the program needs (the interpreter and " +
-			"its libraries) instead of all of / read-only"},
+		spec: withoutStatic, want: []outcome{tooHigh}},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
 	{name: "cache_smuggle", class: "weights saved in the compile cache by one evaluation, loaded by the next", evals: 2,
@@ -289,13 +278,7 @@ var cases = []attack{
 	{name: "legit_smaller", class: "legitimate: half the width", want: []outcome{acceptable}},
 	{name: "legit_warmup_restore", class: "legitimate: warm-up steps, then the initial state restored", want: []outcome{acceptable}},
 	{name: "legit_lookalikes", class: "legitimate: clock reads, own prints and log file, causal cumsum, no_grad", want: []outcome{acceptable}},
-	{name: "legit_dataloader_workers", class: "legitimate: torch DataLoader, num_workers=2, over a training shard read after train_begin", want: []outcome{acceptable},
-		known: "the workers hand batches to the main process through multiprocessing's resource sharer, a Unix socket under TMPDIR, which " +
-			"frontier sets to the run folder's tmp: RUNS/<42-character run name>/fast/tmp/pymp-XXXXXXXX/listener-XXXXXXXX passes the " +
-			"107-byte limit of a socket address (114 bytes here, 116 under the default home ~/.local/share/frontier/runs), the workers' " +
-			"bind fails (OSError: AF_UNIX path too long, in their feeder thread) and the main process waits for a batch until the " +
-			"wall-clock limit (timeout). To decide: a short TMPDIR for programs (a private /tmp in the sandbox, a shorter run folder " +
-			"name); the program's own way out, torch.multiprocessing.set_sharing_strategy, is a subprocess finding"},
+	{name: "legit_dataloader_workers", class: "legitimate: torch DataLoader, num_workers=2, over a training shard read after train_begin", want: []outcome{acceptable}},
 	{name: "legit_ngram_in_clock", class: "legitimate: a bigram table counted after train_begin, added to the network's logits", want: []outcome{acceptable}},
 	{name: "legit_padding", class: "legitimate: output layer and bigram table padded to vocab_size + 128 classes", want: []outcome{acceptable}},
 	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable},
