@@ -816,7 +816,8 @@ class Judge:
                         "the model that started the clock was already fitted to data: at fh.train_begin() it scores "
                         "a loss of %.4f on unscored text, and an untrained model scores about ln(%d) = %.4f (the limit "
                         "is %.4f). Statistics counted from data, or weights loaded or trained, before fh.train_begin() "
-                        "are untimed training" % (loss, self.V, math.log(self.V), self.min_initial))
+                        "are untimed training; and logits_fn must answer this call with a plain forward pass, not "
+                        "learn from the batch it is given" % (loss, self.V, math.log(self.V), self.min_initial))
         self.go(c)
 
     def end_pass(self, p):
