@@ -93,7 +93,7 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := yamlfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -103,6 +103,10 @@ func Load(path string) (*Config, error) {
 // Parse decodes a config file's bytes. Relative paths in the file are
 // resolved against the file's folder.
 func Parse(path string, b []byte) (*Config, error) {
+	// Size, nesting and aliases first: every command reads this file.
+	if err := yamlfile.Check(path, b); err != nil {
+		return nil, err
+	}
 	c := Default()
 	var raw struct {
 		Home string `yaml:"home"`
@@ -113,7 +117,7 @@ func Parse(path string, b []byte) (*Config, error) {
 	}
 	// Every unknown key, first to last, before the decoder would stop at
 	// the first one.
-	if err := yamlfile.Join(yamlfile.UnknownKeys(path, b, c)); err != nil {
+	if err := yamlfile.Join(yamlfile.Inspect(path, b, c)); err != nil {
 		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Config is the llm section of frontier.yaml:
@@ -186,9 +188,9 @@ type Duration time.Duration
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := yamlfile.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q: use a number with a unit, like 90s or 5m", b)
+		return err
 	}
 	*d = Duration(v)
 	return nil

@@ -39,9 +39,13 @@ func TestParseErrors(t *testing.T) {
 		src  string
 		want []string // substrings of the error
 	}{
-		{"unknown key", strings.Replace(good, "  vocab_size: 256", "  vocab_size: 256\n  vocab: 12", 1), []string{"vocab", "unknown field"}},
+		{"unknown key", strings.Replace(good, "  vocab_size: 256", "  vocab_size: 256\n  vocab: 12", 1), []string{"track.yaml:9:3: data.vocab: unknown key"}},
 		{"wrong type", strings.Replace(good, "val_tokens: 4096", "val_tokens: many", 1), []string{"val_tokens"}},
-		{"bad duration", strings.Replace(good, "full_run: 5m", "full_run: five", 1), []string{"five", "90s or 5m"}},
+		{"bad duration", strings.Replace(good, "full_run: 5m", "full_run: five", 1), []string{`track.yaml:19:13: limits.full_run: invalid duration "five"`, "90s, 5m"}},
+		{"long duration", strings.Replace(good, "full_run: 5m", "full_run: 10000000h", 1), []string{`track.yaml:19:13: limits.full_run: "10000000h" is too long: the longest duration is 2562047h47m16s`}},
+		{"large size", strings.Replace(good, "full_run: 5m", "full_run: 5m\n  disk: 1e30GiB", 1), []string{`track.yaml:20:9: limits.disk: size "1e30GiB" is too large`}},
+		{"bad size", strings.Replace(good, "full_run: 5m", "full_run: 5m\n  memory: NaN", 1), []string{`track.yaml:20:11: limits.memory: invalid size "NaN"`}},
+		{"fraction", strings.Replace(good, "telemetry:\n", "telemetry:\n  top_k: 15.9\n", 1), []string{"track.yaml:22:10: telemetry.top_k: 15.9: want a whole number"}},
 		{"not a multiple", strings.Replace(good, "val_tokens: 4096", "val_tokens: 4000", 1), []string{"track.yaml:10:15: data.val_tokens", "multiple of val_seq_len"}},
 		{"bos out of range", strings.Replace(good, "bos_id: 255", "bos_id: 300", 1), []string{"track.yaml:9:11: data.bos_id"}},
 		{"bad hash", strings.Replace(good, "sha256: \"00000000000000000000000000000000000000000000000000000000000000aa\"", "sha256: abc", 1), []string{"data.shards[0].sha256", "64 lower-case hex"}},
