@@ -66,6 +66,22 @@ func (c *Config) SetHome(home string) {
 	c.RunsDir = filepath.Join(home, "runs")
 }
 
+// MakeDirs creates the state folders that do not exist yet (home, the
+// database's folder, data and runs) private to this user: they hold every
+// program, prompt and answer, and a program's run folder. Folders that
+// exist keep their permissions.
+func (c *Config) MakeDirs() error {
+	for _, d := range []string{c.Home, filepath.Dir(c.DB), c.DataDir, c.RunsDir} {
+		if d == "" || d == "." {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create the state folder %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 func defaultHome() string {
 	if h := os.Getenv("FRONTIER_HOME"); h != "" {
 		return h

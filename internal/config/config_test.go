@@ -130,3 +130,20 @@ func TestLoad(t *testing.T) {
 		t.Errorf("a large file: %v", err)
 	}
 }
+
+// The state folders are made private: they hold every program, prompt and
+// answer.
+func TestMakeDirs(t *testing.T) {
+	c := Default()
+	c.SetHome(filepath.Join(t.TempDir(), "home"))
+	c.RunsDir = filepath.Join(t.TempDir(), "elsewhere", "runs")
+	if err := c.MakeDirs(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{c.Home, c.DataDir, c.RunsDir, filepath.Dir(c.RunsDir)} {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want a folder 0700", d, fi.Mode(), err)
+		}
+	}
+}
