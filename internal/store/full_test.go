@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,15 +27,13 @@ func TestFullDiskKeepsTheVerdict(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskKeepsTheVerdict$", "-test.v")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 	if os.Geteuid() != 0 {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
-	out, err := cmd.CombinedOutput()
+	out, err := inHelper(os.Args[0], "TestFullDiskKeepsTheVerdict", fullDiskEnv+"="+dir, attr)
 	if i := bytes.Index(out, []byte("cannot mount")); i >= 0 {
 		t.Skip(string(out[i:]))
 	}

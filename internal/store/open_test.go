@@ -157,14 +157,22 @@ func TestOpenReadOnly(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestOpenReadOnly$", "-test.v")
-	cmd.Dir = base
-	cmd.Env = append(os.Environ(), readOnlyEnv+"="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
+	out, err := inHelper(bin, "TestOpenReadOnly", readOnlyEnv+"="+path,
+		&syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestOpenReadOnly") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
+}
+
+// inHelper runs test again, alone, in a helper process of the test binary
+// bin with env set (which tells the test it is the helper) and attr, and
+// returns what it printed.
+func inHelper(bin, test, env string, attr *syscall.SysProcAttr) ([]byte, error) {
+	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.v")
+	cmd.Dir = filepath.Dir(bin)
+	cmd.Env = append(os.Environ(), env)
+	cmd.SysProcAttr = attr
+	return cmd.CombinedOutput()
 }
 
 func checkReadOnly(t *testing.T, path string) {

@@ -338,21 +338,13 @@ func expansion(f *ast.File, limit int) *token.Token {
 		case *ast.TagNode:
 			return size(x.Value)
 		case *ast.MappingNode:
-			s := 1
-			for _, v := range x.Values {
-				s = add(s, size(v))
-			}
-			return s
+			return sumSizes(x.Values, size, add)
 		case *ast.MappingValueNode:
 			return add(add(1, size(x.Key)), size(x.Value))
 		case *ast.MappingKeyNode:
 			return size(x.Value)
 		case *ast.SequenceNode:
-			s := 1
-			for _, v := range x.Values {
-				s = add(s, size(v))
-			}
-			return s
+			return sumSizes(x.Values, size, add)
 		}
 		return 1
 	}
@@ -371,4 +363,13 @@ func expansion(f *ast.File, limit int) *token.Token {
 		return culprit
 	}
 	return last
+}
+
+// sumSizes is the size of a collection: itself and its values.
+func sumSizes[N ast.Node](values []N, size func(ast.Node) int, add func(a, b int) int) int {
+	s := 1
+	for _, v := range values {
+		s = add(s, size(v))
+	}
+	return s
 }
