@@ -33,22 +33,15 @@ func (e *environment) Close() error {
 	return nil
 }
 
-// openEnvironment finds Python, opens the store and builds the evaluator.
+// openEnvironment opens the store, finds Python and builds the evaluator.
 // It makes the state folders private where it creates them, and cleans up
 // after evaluations that a process which ended left running.
 func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*environment, error) {
 	if err := cfg.MakeDirs(); err != nil {
 		return nil, err
 	}
-	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
-		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
-	})
-	if err != nil {
-		if errors.Is(err, pyenv.ErrNoTorch) {
-			return nil, usage(err)
-		}
-		return nil, err
-	}
+	// The store first: it is quick, and a database that cannot record
+	// an evaluation is said before seconds go to probing Python.
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
@@ -58,6 +51,16 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DB, store.ErrReadOnly)
 	}
 	cleanOrphans(ctx, g, st, cfg.RunsDir)
+	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
+		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
+	})
+	if err != nil {
+		st.Close()
+		if errors.Is(err, pyenv.ErrNoTorch) {
+			return nil, usage(err)
+		}
+		return nil, err
+	}
 	mode, err := sandbox.ParseMode(cfg.Sandbox)
 	if err != nil {
 		st.Close()
