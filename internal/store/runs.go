@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/frontier-bench/frontier/internal/runs"
 )
@@ -174,12 +176,17 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 	if r.State == "" {
 		r.State = RunRunning
 	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
-		seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
-		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
-		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.Objective, r.MetaStart).Scan(&r.ID)
+	if err := CheckRunName(r.Name); err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
+			seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+			r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
+			int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			r.Objective, r.MetaStart).Scan(&r.ID)
+	})
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
@@ -260,20 +267,40 @@ type RunTx struct {
 
 // RunInTx runs f in one transaction, committed when f returns nil. It does
 // not follow ctx's cancellation (only its values), so that a decision that
-// was made is recorded even while the run is being aborted.
+// was made is recorded even while the run is being aborted. When the disk
+// is full, f runs a second time, in a new transaction, after the store gave
+// up its reserve (see write): f writes only through tx, and what it sets
+// from the first run (ids) the second sets again.
 func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	return s.write(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		defer tx.Rollback()
+		if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+}
+
+// CheckRunName refuses a run name that would break the tables and logs it
+// is printed in: control characters (a newline, an escape sequence), or
+// more than 200 bytes.
+func CheckRunName(name string) error {
+	switch {
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("run name %q: use a name without control characters (newlines, tabs, escape sequences)", name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("run name %q: use a name in UTF-8", name)
+	case len(name) > 200:
+		return fmt.Errorf("run name %.40q...: use a name of at most 200 bytes", name)
 	}
 	return nil
 }
@@ -283,6 +310,9 @@ func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 // meta-prompting start), RNG and bandit state, iterations, active time and
 // sessions.
 func (t *RunTx) UpdateRun(r *Run) error {
+	if err := CheckRunName(r.Name); err != nil {
+		return fmt.Errorf("update run %d: %w", r.ID, err)
+	}
 	r.UpdatedAt = t.now
 	var finished any
 	if !r.FinishedAt.IsZero() {

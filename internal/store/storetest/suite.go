@@ -191,6 +191,12 @@ func testRuns(t *testing.T, s Store) {
 	if err := s.CreateRun(ctx, &store.Run{Name: "alpha", Track: "tiny"}); err == nil {
 		t.Error("a second run named alpha was created")
 	}
+	// A name that would break the tables it is printed in is refused.
+	for _, name := range []string{"two\nlines", "esc\x1b[31mred", "tab\there"} {
+		if err := s.CreateRun(ctx, &store.Run{Name: name, Track: "tiny"}); err == nil {
+			t.Errorf("a run named %q was created", name)
+		}
+	}
 	b := newRun(t, s, fmt.Sprint(a.ID)) // a name that reads as the other's id
 	for ref, want := range map[string]int64{"alpha": a.ID, fmt.Sprint(a.ID): a.ID, "#" + fmt.Sprint(b.ID): b.ID, " alpha ": a.ID} {
 		got, err := s.Run(ctx, ref)
