@@ -84,6 +84,7 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		Visible: py.Paths,
 		Store:   st,
 		Python:  py.Path,
+		Version: buildVersion().String(),
 		Torch:   py.Torch,
 		RunsDir: cfg.RunsDir,
 		Data:    &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data},
@@ -114,11 +115,21 @@ func cleanOrphans(ctx context.Context, g *globals, st *store.Store, runsDir stri
 }
 
 // removeRunDirs removes the run folders of evaluation e and returns how
-// many there were. The store does not know a running evaluation's folder
-// (the evaluator names it after it records the row), so it is found by
-// its name: <time>-<program hash>-s<seed>-<random>, made within seconds of
-// the row.
+// many there were: the folder the row names, or, for rows written before
+// the evaluator named it there, the folder found by its name:
+// <time>-<program hash>-s<seed>-<random>, made within seconds of the row.
 func removeRunDirs(runsDir string, e *store.Evaluation) int {
+	if e.RunDir != "" && filepath.Dir(e.RunDir) == filepath.Clean(runsDir) {
+		// Rows written since the evaluator names its folder before it
+		// records the row.
+		if _, err := os.Lstat(e.RunDir); err != nil {
+			return 0
+		}
+		if os.RemoveAll(e.RunDir) == nil {
+			return 1
+		}
+		return 0
+	}
 	if runsDir == "" || len(e.ProgramHash) < 12 {
 		return 0
 	}

@@ -37,6 +37,8 @@ type Evaluator struct {
 	Store Store
 	// Python is the interpreter that runs programs (see pyenv.Find).
 	Python string
+	// Version is frontier's own, recorded with every result.
+	Version string
 	// Torch is its PyTorch version, for the report.
 	Torch string
 	// RunsDir holds the run folders.
@@ -99,12 +101,13 @@ var ErrBadProgram = errors.New("bad program")
 // failed) the full run, and returns the result. An error means the
 // evaluation itself could not happen (bad input, unusable data, a store
 // failure); a failing program is a Result with a failing verdict.
-func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) {
+func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err error) {
 	if err := checkProgram(req.Program, req.Name); err != nil {
 		return nil, err
 	}
 	spec := req.Track
-	specHash, err := SpecHash(spec)
+	var specHash string
+	specHash, err = SpecHash(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +120,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			LossFloor: spec.Data.LossFloor, Device: spec.Hardware.Device,
 		},
 		Program:     ProgramInfo{Name: req.Name, Hash: store.Hash(req.Program), Bytes: len(req.Program)},
-		Environment: Environment{Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
+		Environment: Environment{Frontier: e.Version, Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
 	}
 	if spec.Contract == "log" {
 		res.Verification = "log"
@@ -141,18 +144,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	orig := req.Program
 	req.Program = prog
 
-	var rec *store.Evaluation
-	if e.Store != nil {
-		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
-			return nil, err
-		}
-		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: specHash, Seed: req.Seed, FastOnly: req.FastOnly}
-		if err := e.Store.CreateEvaluation(ctx, rec); err != nil {
-			return nil, err
-		}
-		res.EvaluationID = rec.ID
-	}
-
+	// The run folder first, so that the row names it: the next process
+	// cleans up after one that was killed.
 	runDir, err := e.newRunDir(res.Program.Hash, req.Seed)
 	if err != nil {
 		return nil, err
@@ -163,6 +156,23 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			os.RemoveAll(runDir)
 		}
 	}()
+	var rec *store.Evaluation
+	if e.Store != nil {
+		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
+			return nil, err
+		}
+		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: specHash, Seed: req.Seed, FastOnly: req.FastOnly, RunDir: runDir}
+		if err := e.Store.CreateEvaluation(ctx, rec); err != nil {
+			return nil, err
+		}
+		res.EvaluationID = rec.ID
+		// An evaluation that cannot finish leaves no row running behind it.
+		defer func() {
+			if rec.State == store.StateRunning {
+				e.interrupt(ctx, rec, err)
+			}
+		}()
+	}
 
 	for _, f := range findings {
 		if f.Severity == SeverityInvalid {
@@ -228,6 +238,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		} else {
 			res.RunDir = req.Keep
 		}
+	} else {
+		// Free the run folder's space before the verdict is written: a
+		// program that filled the disk must not cost the verdict.
+		os.RemoveAll(runDir)
 	}
 	if rec != nil {
 		if err := e.record(ctx, rec, res, telemetry); err != nil {
@@ -235,6 +249,21 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		}
 	}
 	return res, nil
+}
+
+// interrupt marks an evaluation that could not finish as interrupted, with
+// why, so that no row stays running.
+func (e *Evaluator) interrupt(ctx context.Context, rec *store.Evaluation, cause error) {
+	rec.State, rec.Verdict = store.StateInterrupted, ""
+	rec.Reason = "interrupted"
+	if cause != nil {
+		rec.Reason = "interrupted: " + cause.Error()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := e.Store.FinishEvaluation(sctx, rec, nil); err != nil && e.Log != nil {
+		e.Log.Warn("could not mark an unfinished evaluation interrupted", "evaluation", rec.ID, "err", err)
+	}
 }
 
 // record stores the finished evaluation. It uses a context that survives
@@ -329,6 +358,14 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		ExtraFiles:  judge.Clients(), // descriptors 3, 4, ...: one socket per process
 		Hidden:      e.hiddenFor(runDir, files),
 		Visible:     e.Visible,
+	}
+	if e.Sandbox == "landlock" {
+		// Landlock checks a file opened through /proc/PID/fd/N against its
+		// path: the links the client makes to the descriptors the judge
+		// sends at train_begin would be refused. The training shards stay
+		// readable by path under Landlock, before the clock too (the
+		// threat model says so); the validation shard stays hidden.
+		job.Visible = append(slices.Clone(job.Visible), files.Train...)
 	}
 	rr, err := e.Runner.Run(ctx, job)
 	if err != nil {
@@ -837,7 +874,7 @@ func newScratch() (string, error) {
 }
 
 func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {
-	if err := os.MkdirAll(e.RunsDir, 0o755); err != nil {
+	if err := os.MkdirAll(e.RunsDir, 0o700); err != nil {
 		return "", fmt.Errorf("create runs folder: %w", err)
 	}
 	prefix := fmt.Sprintf("%s-%s-s%d-", time.Now().Format("20060102-150405"), progHash[:12], seed)

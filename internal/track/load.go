@@ -137,10 +137,10 @@ func (s *Spec) applyDefaults() {
 		s.Verification.MaxValidationShare = 1
 	}
 	if s.Verification.MaxValidationTokenCost == 0 {
-		s.Verification.MaxValidationTokenCost = 3
+		s.Verification.MaxValidationTokenCost = 6
 	}
 	if s.Verification.ValidationAllowance == 0 {
-		s.Verification.ValidationAllowance = Duration(5e9)
+		s.Verification.ValidationAllowance = Duration(10e9)
 	}
 }
 
