@@ -355,9 +355,9 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		StdoutFile: filepath.Join(runDir, mode+"-stdout.log"), StderrFile: filepath.Join(runDir, mode+"-stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
 		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
-		ExtraFiles:  judge.Clients(), // descriptors 3, 4, ...: one socket per process
-		Hidden:      e.hiddenFor(runDir, files),
-		Visible:     e.Visible,
+		ExtraFiles: judge.Clients(), // descriptors 3, 4, ...: one socket per process
+		Hidden:     e.hiddenFor(runDir, files),
+		Visible:    e.Visible,
 	}
 	if e.Sandbox == "landlock" {
 		// Landlock checks a file opened through /proc/PID/fd/N against its
