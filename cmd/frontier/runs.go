@@ -248,8 +248,8 @@ func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) err
 		fmt.Fprintln(tw, "  NAME\tCHILDREN\tACCEPT\tRATE\tHIGH\tBUGGY\tDUP\tIMPROVED\tFIXED\tBEST TIME\tTOKENS IN/OUT\tCOST")
 		for _, m := range grp.rows {
 			best := "-"
-			if m.Record.ID != 0 {
-				best = secsText(m.Record.TrainTimeMs)
+			if m.Fastest.ID != 0 {
+				best = secsText(m.Fastest.TrainTimeMs)
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%.0f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t$%.4f\n", orDash(m.Name), m.Members,
 				m.Classes[runs.ClassAcceptable], 100*m.AcceptableRate(), m.Classes[runs.TooHigh], m.Classes[runs.Buggy],

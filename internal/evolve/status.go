@@ -87,8 +87,8 @@ func recordOf(reference *store.Child, children runs.Tally) runs.Outcome {
 	if reference != nil && reference.State == runs.Done && reference.Outcome().Timed() {
 		rec = reference.Outcome()
 	}
-	if children.Record.Faster(rec) {
-		rec = children.Record
+	if children.Fastest.Faster(rec) {
+		rec = children.Fastest
 	}
 	return rec
 }

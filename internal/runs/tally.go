@@ -22,9 +22,8 @@ func Measured(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN
 // train time.
 func (o Outcome) Timed() bool { return o.Verdict == Acceptable && Measured(o.TrainTimeMs) }
 
-// Faster reports whether o takes the record from cur (cur.ID == 0: there is
-// none yet): it is timed and strictly faster, so the first of equals keeps
-// it.
+// Faster reports whether o is timed and strictly faster than cur (cur.ID
+// == 0: there is none yet), so that the first of equals stays the fastest.
 func (o Outcome) Faster(cur Outcome) bool {
 	return o.Timed() && (cur.ID == 0 || o.TrainTimeMs < cur.TrainTimeMs)
 }
@@ -54,15 +53,17 @@ func ObjectiveValue(objective string, o Outcome) float64 {
 }
 
 // Tally aggregates members in the order they are added: counts by class
-// and by verdict, the record, the lowest valid loss, tokens and cost. The
-// zero value is empty and ready to use.
+// and by verdict, the fastest acceptable timing, the lowest valid loss,
+// tokens and cost. The zero value is empty and ready to use.
 type Tally struct {
 	Members  int
 	Classes  map[Class]int
 	Verdicts map[Verdict]int
-	// Record is the acceptable member with the shortest measured train
-	// time (the record metric), the first one on a tie; ID 0 when none.
-	Record Outcome
+	// Fastest is the acceptable member with the shortest measured train
+	// time, the first one on a tie; ID 0 when none. It is one timing: a
+	// candidate record, not a record until a claim confirms it (see
+	// Claim and Standing).
+	Fastest Outcome
 	// Lowest is the valid member with the lowest measured validation loss;
 	// ID 0 when none.
 	Lowest       Outcome
@@ -79,8 +80,8 @@ func (t *Tally) Add(o Outcome) {
 	t.Members++
 	t.Classes[ClassOf(o.Verdict)]++
 	t.Verdicts[o.Verdict]++
-	if o.Faster(t.Record) {
-		t.Record = o
+	if o.Faster(t.Fastest) {
+		t.Fastest = o
 	}
 	if o.Verdict.Valid() && Measured(o.ValLoss) && (t.Lowest.ID == 0 || o.ValLoss < t.Lowest.ValLoss) {
 		t.Lowest = o

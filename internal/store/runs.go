@@ -29,9 +29,12 @@ const (
 
 // Run is one evolution run.
 type Run struct {
-	ID            int64
-	Name          string
-	Track         string
+	ID    int64
+	Name  string
+	Track string
+	// TrackDir is the folder the track was read from when the run was
+	// started on a track folder; empty for a track found by name.
+	TrackDir      string
 	TrackHash     string
 	TargetValLoss float64
 	LossFloor     float64
@@ -175,11 +178,11 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 		r.State = RunRunning
 	}
 	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
-		seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		seed, state, rng, bandit, started_at, updated_at, objective, meta_start, track_dir)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
 		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
 		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.Objective, r.MetaStart).Scan(&r.ID)
+		r.Objective, r.MetaStart, r.TrackDir).Scan(&r.ID)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
@@ -190,7 +193,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 }
 
 const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
-	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start`
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start, track_dir`
 
 func scanRun(r scanner) (*Run, error) {
 	var run Run
@@ -199,7 +202,7 @@ func scanRun(r scanner) (*Run, error) {
 	var cfg, models, bandit string
 	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
 		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
-		&started, &updated, &finished, &run.Objective, &run.MetaStart)
+		&started, &updated, &finished, &run.Objective, &run.MetaStart, &run.TrackDir)
 	if err != nil {
 		return nil, err
 	}
@@ -280,8 +283,8 @@ func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 
 // UpdateRun writes the run's mutable fields: name, state, stop reason and
 // detail, configuration and models (with the objective and the planned
-// meta-prompting start), RNG and bandit state, iterations, active time and
-// sessions.
+// meta-prompting start), RNG and bandit state, iterations, active time,
+// sessions and the track's folder (a resumed run may find it elsewhere).
 func (t *RunTx) UpdateRun(r *Run) error {
 	r.UpdatedAt = t.now
 	var finished any
@@ -290,9 +293,10 @@ func (t *RunTx) UpdateRun(r *Run) error {
 	}
 	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
 		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13,
-		objective = $14, meta_start = $15 WHERE id = $16`,
+		objective = $14, meta_start = $15, track_dir = $16 WHERE id = $17`,
 		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
-		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart, r.ID)
+		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart,
+		r.TrackDir, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
