@@ -95,16 +95,36 @@ type Status struct {
 	// ReferenceTimeMs and ReferenceLoss are the reference's measurements.
 	ReferenceTimeMs float64
 	ReferenceLoss   float64
-	// BestTimeMs is the shortest train time among acceptable programs
-	// (the record); BestLoss the lowest validation loss of any valid one.
-	BestTimeMs float64
-	BestTimeID int64
-	BestLoss   float64
+	// BestTimeMs and BestTimeID are the run's record (the reference until
+	// a claim is confirmed; see docs/evolve.md, "The record rule"): its
+	// best time estimate, and RecordEvidence what it rests on. BestLoss is
+	// the lowest validation loss of any valid program.
+	BestTimeMs     float64
+	BestTimeID     int64
+	RecordEvidence string
+	BestLoss       float64
+	// FastestID and FastestMs are the fastest single timing of an
+	// acceptable child when it is not the record (a candidate), and
+	// FastestClaim what became of its claim ("" when it has none).
+	FastestID    int64
+	FastestMs    float64
+	FastestClaim string
+	// Confirming names the series running, if any ("#12 vs #1, 5 pairs").
+	Confirming string
+	// Running lists the evaluations in the slots.
+	Running []RunningEval
 	USD        float64
 	Tokens     int64
 	Elapsed    time.Duration // active time, all sessions
 	Draining   bool
 	StopReason string
+}
+
+// RunningEval is an evaluation in a slot.
+type RunningEval struct {
+	ChildID int64
+	Kind    string // fast, full or confirm
+	Since   time.Time
 }
 
 // Stop reasons.
@@ -162,6 +182,18 @@ type Engine struct {
 	// that trains fewer steps at the same step time scores no better).
 	children  runs.Tally
 	reference *store.Child
+
+	// claims are the run's candidate records with their evidence, in the
+	// order made (see confirm.go); confirmQ the ones waiting for a
+	// series, confirming the one whose series runs.
+	// running are the fast checks and full runs in the slots, by child.
+	running map[int64]RunningEval
+
+	claims         []*store.Confirmation
+	confirmQ       []*store.Confirmation
+	confirming     *store.Confirmation
+	confirmStarted time.Time
+	confirmDone    chan *confirmResult
 
 	noMoreIterations bool
 	stopping         bool
@@ -270,6 +302,8 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		drainCh:     make(chan string, 4),
 		propDone:    make(chan *proposalResult),
 		evalDone:    make(chan *evalResult),
+		confirmDone: make(chan *confirmResult),
+		running:     map[int64]RunningEval{},
 		pop:         newPopulation(cfg.Objective, cfg.Islands, cfg.ArchiveSize),
 		ens:         newEnsemble(opts.Models, cfg.Bandit),
 		name:        filepath.Base(opts.Track.Reference),

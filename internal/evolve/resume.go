@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -284,9 +285,68 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := e.j.archiveRebuilt(ctx, e.pop.archive); err != nil {
 		return err
 	}
+	if err := e.restoreClaims(ctx); err != nil {
+		return err
+	}
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
 		"members", len(kids), "requeued", requeued, "spent_usd", e.spentUSD)
 	return nil
+}
+
+// restoreClaims reads the run's claims back: series that were queued or
+// cut off run again (what the cut-off one had started is marked
+// interrupted), finished ones count against the evaluation budget, and a
+// fastest child that should have a claim and has none (a run recorded
+// before claims existed) gets one.
+func (e *Engine) restoreClaims(ctx context.Context) error {
+	claims, err := e.st.Confirmations(ctx, e.run.ID)
+	if err != nil {
+		return err
+	}
+	e.claims = claims
+	var requeued []*store.Confirmation
+	for _, cl := range claims {
+		switch {
+		case cl.State == runs.ClaimRunning:
+			for _, id := range []int64{cl.ChildID, cl.BaselineID} {
+				if c := e.pop.members[id]; c != nil {
+					if err := e.interruptAndClean(ctx, c.ProgramHash, cl.CreatedAt.Add(-time.Second)); err != nil {
+						return err
+					}
+				}
+			}
+			cl.State = runs.ClaimQueued
+			requeued = append(requeued, cl)
+			fallthrough
+		case cl.State == runs.ClaimQueued:
+			e.confirmQ = append(e.confirmQ, cl)
+		case cl.Method == runs.MethodSeries:
+			e.fullStarted += len(cl.Evaluations)
+		}
+	}
+	if len(requeued) > 0 {
+		if err := e.j.claimsChanged(ctx, requeued...); err != nil {
+			return err
+		}
+	}
+	if f := e.pop.members[e.children.Fastest.ID]; f != nil && !slices.ContainsFunc(claims, func(cl *store.Confirmation) bool { return cl.ChildID == f.ID }) {
+		if cl := e.newClaim(f); cl != nil {
+			if err := e.j.claimsChanged(ctx, cl); err != nil {
+				return err
+			}
+			e.claims = append(e.claims, cl)
+			if cl.State == runs.ClaimQueued {
+				e.confirmQ = append(e.confirmQ, cl)
+			}
+		}
+	}
+	return nil
+}
+
+// interruptAndClean marks the evaluations of a program still running since
+// as interrupted (the process that ran them is gone).
+func (e *Engine) interruptAndClean(ctx context.Context, programHash string, since time.Time) error {
+	return e.j.evaluationsInterrupted(ctx, programHash, since)
 }
 
 // adopt looks for an evaluation of c's program that finished after c
@@ -297,7 +357,7 @@ func (e *Engine) restore(ctx context.Context) error {
 // running are marked interrupted.
 func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, error) {
 	since := c.UpdatedAt.Add(-time.Second)
-	if err := e.j.evaluationsInterrupted(ctx, c.ProgramHash, since); err != nil {
+	if err := e.interruptAndClean(ctx, c.ProgramHash, since); err != nil {
 		return false, err
 	}
 	row, err := e.st.LatestEvaluation(ctx, c.ProgramHash, kind == kindFast, since)

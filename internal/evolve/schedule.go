@@ -24,11 +24,12 @@ func (e *Engine) idle() bool {
 	if e.stopping {
 		return true
 	}
-	return len(e.proposalQ) == 0 && len(e.fastQ) == 0 && len(e.fullQ) == 0 && !e.canSample()
+	return len(e.proposalQ) == 0 && len(e.fastQ) == 0 && len(e.fullQ) == 0 && len(e.confirmQ) == 0 && !e.canSample()
 }
 
 // schedule starts whatever work can start: evaluations first (fast checks
-// before full runs, since they unblock more work), then proposals up to
+// before confirmation series before full runs, since they unblock more
+// work), then proposals up to
 // the prefetch depth, then new iterations when the open ones have no
 // proposals left to make.
 func (e *Engine) schedule(ctx context.Context) {
@@ -39,6 +40,15 @@ func (e *Engine) schedule(ctx context.Context) {
 				e.startEval(ctx, j)
 				progress = true
 				continue
+			}
+			// A candidate record's series comes before full runs: the
+			// record is what the search is for, and prompts quote it.
+			if e.confirming == nil && len(e.confirmQ) > 0 {
+				if e.startConfirm(ctx) {
+					progress = true
+					continue
+				}
+				progress = true
 			}
 			if len(e.fullQ) == 0 {
 				break
@@ -234,9 +244,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 	if e.reference != nil {
 		w.reference = snapshot(e.reference)
 	}
-	if b := e.record(); b.ID != 0 {
-		w.record = fmt.Sprintf("#%d trains to the target in %s", b.ID, fmtMs(b.TrainTimeMs))
-	}
+	w.record = e.recordText()
 	w.lastError = e.lastFailure(w.parent.ID)
 	switch j.kind {
 	case kindFixRun:
@@ -287,6 +295,7 @@ func (e *Engine) startEval(ctx context.Context, j *job) {
 	}
 	w := &evalWork{child: *c, kind: j.kind, started: time.Now()}
 	e.evaluating++
+	e.running[c.ID] = RunningEval{ChildID: c.ID, Kind: j.kind, Since: w.started}
 	go func() {
 		var r *evalResult
 		defer func() {

@@ -29,9 +29,20 @@ type RunSummary struct {
 	Evaluations int
 	FastChecks  int
 	Reference   *store.Child
-	// Record is the acceptable program with the shortest train time (the
-	// record metric); nil when none is acceptable.
-	Record *store.Child
+	// Record is the run's record (docs/evolve.md, "The record rule"): the
+	// program of the confirmed claim with the shortest mean time, else the
+	// reference; nil before the reference has a time. RecordMs is its best
+	// time estimate and RecordClaim the claim it rests on (nil for the
+	// reference).
+	Record      *store.Child
+	RecordMs    float64
+	RecordClaim *runs.Claim
+	// Fastest is the acceptable child with the shortest single timing: a
+	// candidate record, unless a claim confirmed it. nil when none.
+	Fastest *store.Child
+	// Claims are the run's candidate records with their evidence, in the
+	// order made, failed and rejected ones included.
+	Claims []*store.Confirmation
 	// Top are the best programs by the run's objective, best first.
 	Top      []*store.Child
 	Archive  []int64
@@ -66,6 +77,7 @@ type Reader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
 	Archive(ctx context.Context, runID int64) ([]int64, error)
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
 	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
 }
@@ -132,8 +144,15 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 			}
 		}
 	}
-	if rec := recordOf(s.Reference, s.Settled); rec.ID != 0 {
-		s.Record = byID[rec.ID]
+	if s.Claims, err = st.Confirmations(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	s.Record, s.RecordMs, _ = standingOf(s.Claims, byID, s.Reference)
+	if rec, ok := runs.Standing(claimsOf(s.Claims)); ok && s.Record != nil && rec.ChildID == s.Record.ID {
+		s.RecordClaim = &rec
+	}
+	if f := s.Settled.Fastest; f.ID != 0 {
+		s.Fastest = byID[f.ID]
 	}
 	sort.Slice(valids, func(i, j int) bool {
 		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
@@ -189,9 +208,8 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	return s, nil
 }
 
-// Best returns the program `frontier runs best` writes: the record (the
-// acceptable program with the shortest train time) when there is one,
-// else the best program by the run's objective, else nil.
+// Best returns the program `frontier runs best` writes: the record when
+// there is one, else the best program by the run's objective, else nil.
 func (s *RunSummary) Best() *store.Child {
 	if s.Record != nil {
 		return s.Record

@@ -294,7 +294,8 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 			migration, copies = e.migrate(c.Iteration, copies)
 		}
 	}
-	err := e.j.childSettled(ctx, c, c.Iteration, settlement{migration: migration, copies: copies, iterationDone: iterDone,
+	claim := e.newClaim(c)
+	err := e.j.childSettled(ctx, c, c.Iteration, settlement{migration: migration, copies: copies, iterationDone: iterDone, claim: claim,
 		settleCopies: func(copies []*store.Child) ([]int64, bool) {
 			for _, cp := range copies {
 				if e.pop.settle(cp) {
@@ -309,6 +310,13 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 	}
 	if iterDone {
 		delete(e.iters, c.Iteration)
+	}
+	if claim != nil {
+		e.claims = append(e.claims, claim)
+		if claim.State == runs.ClaimQueued {
+			e.confirmQ = append(e.confirmQ, claim)
+		}
+		e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", claim.State, "reason", claim.Reason)
 	}
 	e.logChild(c)
 }

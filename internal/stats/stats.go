@@ -184,3 +184,7 @@ func Upper(t, df float64) float64 {
 	}
 	return 1 - studentT(df).CDF(t)
 }
+
+// Quantile is Student's t quantile: the t with P(T <= t) = p at df
+// degrees of freedom.
+func Quantile(p, df float64) float64 { return studentT(df).Quantile(p) }
