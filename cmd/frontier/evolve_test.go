@@ -80,8 +80,14 @@ func TestRunsCommands(t *testing.T) {
 			t.Errorf("runs show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
 	}
-	if sum.Status.Acceptable > 0 && s.Record != nil && !strings.Contains(out, fmt.Sprintf("%d *", s.Record.ID)) {
-		t.Errorf("runs show does not mark the record #%d:\n%s", s.Record.ID, out)
+	// The evaluator runs no series: a faster child is a candidate, shown
+	// as one, and the record stays the reference.
+	if s.Record == nil || s.Record.ID != s.Reference.ID || !strings.Contains(out, "record      the reference #1") {
+		t.Errorf("runs show: record %v, want the reference:\n%s", s.Record, out)
+	}
+	if f := s.Fastest; sum.Status.Acceptable > 0 && f != nil && f.TrainTimeMs < s.RecordMs &&
+		(!strings.Contains(out, fmt.Sprintf("%d ?", f.ID)) || !strings.Contains(out, "candidate   #") || !strings.Contains(out, "frontier runs confirm cli-runs")) {
+		t.Errorf("runs show does not show the candidate #%d:\n%s", f.ID, out)
 	}
 	bestFile := filepath.Join(home, "best.py")
 	code, _, stderr = runCLI(t, "--home", home, "runs", "best", "1", "-o", bestFile)
@@ -115,11 +121,20 @@ func TestEvolveFlagsRejected(t *testing.T) {
 
 func TestStatusLine(t *testing.T) {
 	s := evolve.Status{RunName: "run-3", Iteration: 12, MaxIterations: 100, SlotsBusy: 1, Slots: 1, ProposalsInFlight: 3,
-		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, ReferenceTimeMs: 52300,
-		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true}
-	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  best 41.20s (ref 52.30s, -21.2%)  loss 2.6810  |  $1.23  14m2s  [draining]"
-	if got := statusLine(s); got != want {
+		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, BestTimeID: 7, ReferenceTimeMs: 52300,
+		RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
+		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true,
+		Running: []evolve.RunningEval{{ChildID: 12, Kind: "confirm"}}}
+	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  record #7 41.20s +21.2% (confirmed n=5 p=0.002)" +
+		"  cand #12 39.10s once (running)  loss 2.6810  |  eval #12 confirm pair 2/5 program  |  $1.23  14m2s  [draining]"
+	if got := statusLine(s, stepOf("pair 2 of 5: program (seed 3)")); got != want {
 		t.Errorf("status line\n got %s\nwant %s", got, want)
+	}
+	s = evolve.Status{RunName: "r", BestTimeMs: 52300, BestTimeID: 1, ReferenceTimeMs: 52300, RecordBrief: "reference",
+		Running: []evolve.RunningEval{{ChildID: 4, Kind: "full"}}}
+	if got := statusLine(s, stepOf("  step:120 train_time:900ms step_avg:7.50ms")); !strings.Contains(got, "record: the reference 52.30s") ||
+		!strings.Contains(got, "eval #4 full step 120") {
+		t.Errorf("status line %s", got)
 	}
 }
 

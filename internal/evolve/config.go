@@ -448,9 +448,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// confirmPairs is the number of runs of each program in a series at
+// ConfirmPairs is the number of runs of each program in a series at
 // alpha: the configured number, else the fewest that can reach alpha.
-func (c Config) confirmPairs(alpha float64) int {
+func (c Config) ConfirmPairs(alpha float64) int {
 	if c.Confirm.Pairs > 0 {
 		return c.Confirm.Pairs
 	}

@@ -58,7 +58,7 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	alpha := e.spec.Verification.Alpha
 	nan := math.NaN()
 	cl := &store.Confirmation{RunID: e.run.ID, Claim: runs.Claim{ChildID: c.ID, BaselineID: base.ID, Method: runs.MethodSeries,
-		Source: "engine", Alpha: alpha, Pairs: e.cfg.confirmPairs(alpha), TimeMs: c.TrainTimeMs, BaselineMs: baseMs,
+		Source: "engine", Alpha: alpha, Pairs: e.cfg.ConfirmPairs(alpha), SingleMs: c.TrainTimeMs, TimeMs: c.TrainTimeMs, BaselineMs: baseMs,
 		TimeSD: nan, BaselineSD: nan, LossMean: c.ValLoss, LossSD: nan, Speedup: runs.Speedup(baseMs, c.TrainTimeMs),
 		SpeedupLo: nan, SpeedupHi: nan, TimeP: nan, LossP: nan, NoiseCV: nan}}
 	if !*e.cfg.Confirm.Enabled {
@@ -72,17 +72,21 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 		margin := baseMs - c.TrainTimeMs
 		p := stats.Upper(margin/se, float64(nz.df))
 		lossP := stats.Upper((e.spec.TargetValLoss-c.ValLoss)/nz.lossSD, float64(nz.lossDF))
-		if p < alpha && lossP < alpha {
+		// The candidate is the fastest of k timed acceptable children:
+		// picked for its low timing, so its test is corrected for the
+		// selection (Bonferroni over the k it was picked from).
+		k := max(1, e.children.Classes[runs.ClassAcceptable])
+		if p < alpha/float64(k) && lossP < alpha/float64(k) {
 			q := stats.Quantile(0.975, float64(nz.df))
 			cl.Method, cl.State, cl.Pairs = runs.MethodNoise, runs.ClaimConfirmed, 1
 			cl.TimeP, cl.LossP, cl.NoiseCV, cl.NoiseDF = p, lossP, nz.cv, nz.df
 			cl.SpeedupLo, cl.SpeedupHi = (margin-q*se)/baseMs, (margin+q*se)/baseMs
-			cl.Reason = fmt.Sprintf("the margin is beyond the noise measured in %d series (time p = %.2g, loss p = %.2g, alpha %g): no series needed",
-				nz.series, p, lossP, alpha)
+			cl.Reason = fmt.Sprintf("the margin is beyond the noise measured in %d series (time p = %.2g, loss p = %.2g, alpha %g over %d acceptable timings): no series needed",
+				nz.series, p, lossP, alpha, k)
 			cl.FinishedAt = time.Now()
 			return cl
 		}
-		cl.Reason = fmt.Sprintf("the margin is inside the measured noise (time p = %.2g, loss p = %.2g against one timing's noise; alpha %g)", p, lossP, alpha)
+		cl.Reason = fmt.Sprintf("the margin is inside the measured noise (time p = %.2g, loss p = %.2g against one timing's noise; alpha %g over %d acceptable timings)", p, lossP, alpha, k)
 	}
 	if _, ok := e.opts.Evaluator.(SeriesEvaluator); !ok {
 		cl.State, cl.FinishedAt = runs.ClaimSkipped, time.Now()
@@ -101,39 +105,20 @@ func (e *Engine) standing() (*store.Child, float64, int) {
 	return standingOf(e.claims, e.pop.members, e.reference)
 }
 
-// standingOf is a run's record: the member of the confirmed claim with the
-// shortest mean time, else the reference; with the best estimate of its
-// time and the number of timings behind it. nil before the reference has
-// a time.
+// standingOf is a run's record (runs.RecordOf) as a member, with the
+// best estimate of its time and the number of timings behind it; nil
+// before the reference has a time.
 func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, float64, int) {
-	if rec, ok := runs.Standing(claimsOf(claims)); ok {
-		if c := members[rec.ChildID]; c != nil {
-			ms, n := estimateOf(claims, c)
-			return c, ms, n
-		}
+	var refOut runs.Outcome
+	if ref != nil && ref.State == runs.Done {
+		refOut = ref.Outcome()
 	}
-	if ref == nil || ref.State != runs.Done || !ref.Outcome().Timed() {
+	rec := runs.RecordOf(claimsOf(claims), refOut)
+	c := members[rec.ID]
+	if c == nil {
 		return nil, 0, 0
 	}
-	ms, n := estimateOf(claims, ref)
-	return ref, ms, n
-}
-
-// estimateOf is the best estimate of c's train time in the run: the mean
-// of its newest series (as candidate or baseline), else its single timing.
-func estimateOf(claims []*store.Confirmation, c *store.Child) (float64, int) {
-	for _, cl := range slices.Backward(claims) {
-		if cl.Method != runs.MethodSeries || !cl.State.Done() || cl.Pairs < 2 {
-			continue
-		}
-		switch {
-		case cl.ChildID == c.ID && runs.Measured(cl.TimeMs) && runs.Measured(cl.TimeSD):
-			return cl.TimeMs, cl.Pairs
-		case cl.BaselineID == c.ID && runs.Measured(cl.BaselineMs):
-			return cl.BaselineMs, cl.Pairs
-		}
-	}
-	return c.TrainTimeMs, 1
+	return c, rec.Ms, rec.N
 }
 
 func claimsOf(cs []*store.Confirmation) []runs.Claim {
@@ -147,7 +132,11 @@ func claimsOf(cs []*store.Confirmation) []runs.Claim {
 // noise is the run-to-run variation the run measured in its series: the
 // relative standard deviation of one timing and the standard deviation of
 // one validation loss, each pooled over the series' arms with its degrees
-// of freedom.
+// of freedom. The timing's also pools, with one degree of freedom each,
+// how far every tested candidate's single timing was from its series'
+// mean: a machine whose load comes and goes makes single timings taken
+// minutes apart vary more than runs in alternation, and the fastest of
+// many is picked for being low.
 type noise struct {
 	cv, lossSD  float64
 	df, lossDF  int
@@ -170,6 +159,11 @@ func noiseOf(claims []*store.Confirmation) noise {
 				n.df += df
 				used = true
 			}
+		}
+		if runs.Measured(c.SingleMs) && runs.Measured(c.TimeMs) && c.State != runs.ClaimFailed {
+			d := (c.SingleMs - c.TimeMs) / c.TimeMs
+			n.sumCV += d * d
+			n.df++
 		}
 		if !math.IsNaN(c.LossSD) && c.LossSD >= 0 {
 			n.sumL += float64(df) * c.LossSD * c.LossSD
@@ -286,7 +280,7 @@ func (e *Engine) onConfirm(ctx context.Context, r *confirmResult) {
 		}
 		return
 	}
-	state, reason := fillClaim(cl, r.res, r.err)
+	state, reason := FillClaim(cl, r.res, r.err)
 	cl.Reason = reason
 	e.settleClaim(ctx, cl, state, reason)
 	if state == runs.ClaimConfirmed {
@@ -318,9 +312,9 @@ func (e *Engine) settleClaim(ctx context.Context, cl *store.Confirmation, state 
 	}
 }
 
-// fillClaim copies a series' statistics into the claim and returns its
+// FillClaim copies a series' statistics into the claim and returns its
 // outcome and the reason.
-func fillClaim(cl *store.Confirmation, res *eval.Result, err error) (runs.ClaimState, string) {
+func FillClaim(cl *store.Confirmation, res *eval.Result, err error) (runs.ClaimState, string) {
 	if err != nil {
 		return runs.ClaimFailed, "the series could not run: " + err.Error()
 	}
@@ -422,7 +416,7 @@ func (e *Engine) SeriesWarning() string {
 	if !*e.cfg.Confirm.Enabled {
 		return ""
 	}
-	return ShortSeries(e.cfg.confirmPairs(e.spec.Verification.Alpha), e.spec.Verification.Alpha)
+	return ShortSeries(e.cfg.ConfirmPairs(e.spec.Verification.Alpha), e.spec.Verification.Alpha)
 }
 
 // ShortSeries is the warning for a series of n runs of each program at

@@ -202,6 +202,14 @@ func TestClaimBeyondNoise(t *testing.T) {
 		!strings.Contains(cl2.Reason, "inside the measured noise") {
 		t.Errorf("a candidate 2.5%% faster than a record, inside the noise: %+v", cl2)
 	}
+	// A run whose earlier candidate measured 60% faster once than in its
+	// series has learned how far its single timings can be off: the same
+	// margin now needs a series.
+	e.claims[0].SingleMs = 400
+	e.claims = e.claims[:1]
+	if cl3 := e.newClaim(slightly); cl3 == nil || cl3.Method != runs.MethodSeries || !strings.Contains(cl3.Reason, "inside the measured noise") {
+		t.Errorf("after a single timing 60%% off its series, a 61%% margin: %+v", cl3)
+	}
 }
 
 // The evaluation budget holds the series or none starts: the candidate

@@ -70,6 +70,11 @@ type Options struct {
 	// MachineGPUs is the number of GPUs of the machine, for the default
 	// number of slots of CUDA tracks.
 	MachineGPUs int
+	// RunsDir is the evaluator's folder of run folders
+	// (eval.Evaluator.RunsDir): a resumed run removes there what the
+	// evaluations cut off with the last session left. Empty: nothing is
+	// removed.
+	RunsDir string
 	Log         *slog.Logger
 	// OnStatus, when set, is called from the engine's goroutine after every
 	// change; it must return quickly.
@@ -102,6 +107,9 @@ type Status struct {
 	BestTimeMs     float64
 	BestTimeID     int64
 	RecordEvidence string
+	// RecordBrief is the evidence in a few words ("confirmed n=5
+	// p=0.002"), "reference" for the reference.
+	RecordBrief string
 	BestLoss       float64
 	// FastestID and FastestMs are the fastest single timing of an
 	// acceptable child when it is not the record (a candidate), and
@@ -174,6 +182,10 @@ type Engine struct {
 	spentTokens     int64
 	failStreak      int
 	lastAttempt     map[int64]*store.Attempt
+	// lastChecked is, per child, its newest attempt whose program failed
+	// a fast check: what the child's attempts did, whatever its fixes
+	// came to later.
+	lastChecked map[int64]*store.Attempt
 	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
 	// children tallies the settled children (originals, not the
 	// reference): the status's counts, the record and the lowest loss
@@ -297,6 +309,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		models:      map[string]*Model{},
 		iters:       map[int]*iterState{},
 		lastAttempt: map[int64]*store.Attempt{},
+		lastChecked: map[int64]*store.Attempt{},
 		lastFail:    map[int64]*store.Child{},
 		diffs:       map[string]string{},
 		drainCh:     make(chan string, 4),
@@ -405,7 +418,7 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		tmpName = fmt.Sprintf("run-pending-%d", time.Now().UnixNano())
 	}
 	run := &store.Run{
-		Name: tmpName, Track: e.spec.Name, TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
+		Name: tmpName, Track: e.spec.Name, TrackDir: trackDir(e.spec), TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
 		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
 		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
@@ -427,6 +440,18 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1}
 	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
 	return e, nil
+}
+
+// trackDir is where a track that is not built in was read from, as an
+// absolute path, for a resume to find it again; "" for built-in tracks.
+func trackDir(s *track.Spec) string {
+	if s.Builtin || s.Dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(s.Dir); err == nil {
+		return abs
+	}
+	return s.Dir
 }
 
 // RunID returns the run's id.

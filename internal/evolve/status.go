@@ -43,9 +43,9 @@ func (e *Engine) publish() {
 	}
 	if rec, ms, _ := e.standing(); rec != nil {
 		s.BestTimeMs, s.BestTimeID = ms, rec.ID
-		s.RecordEvidence = "single timing (the reference)"
+		s.RecordEvidence, s.RecordBrief = "single timing (the reference)", "reference"
 		if r, ok := runs.Standing(claimsOf(e.claims)); ok && r.ChildID == rec.ID {
-			s.RecordEvidence = r.Evidence()
+			s.RecordEvidence, s.RecordBrief = r.Evidence(), r.Brief()
 		}
 		if f := e.children.Fastest; f.ID != 0 && f.ID != rec.ID && f.TrainTimeMs < ms {
 			s.FastestID, s.FastestMs = f.ID, f.TrainTimeMs

@@ -132,6 +132,13 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		default:
 			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
 		}
+		if chk := e.lastChecked[c.ID]; chk != nil {
+			// The child ran a program of its own that failed, and its fix
+			// came back to a known one (its parent's, a sibling's): what
+			// its attempts did is that failure.
+			c.Verdict = chk.FastVerdict
+			c.Reason = fmt.Sprintf("%s (its fix then gave #%d's program, which is not evaluated again)", chk.FastReason, first)
+		}
 		e.persistAttemptOnly(ctx, c, attempt)
 		e.finishChild(ctx, c)
 		return
@@ -142,11 +149,11 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 }
 
 // endFailed ends a child that produced no program it could run, after its
-// fixes (if any): with the verdict of its last fast check when it had a
-// program (prev, the attempt before the one that just failed), else
-// apply_failed or no_proposal.
-func (e *Engine) endFailed(ctx context.Context, c *store.Child, prev *store.Attempt, reason, detail string) {
-	a := prev
+// fixes (if any): with the verdict of its last fast check when one of its
+// programs ran, else apply_failed (no answer applied: nothing ran) or
+// no_proposal.
+func (e *Engine) endFailed(ctx context.Context, c *store.Child, _ *store.Attempt, reason, detail string) {
+	a := e.lastChecked[c.ID]
 	switch {
 	case a != nil && a.ProgramHash != "" && a.FastVerdict != "":
 		c.Verdict = a.FastVerdict
@@ -208,6 +215,9 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	a := e.lastAttempt[c.ID]
 	if a != nil {
 		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, runs.Verdict(res.Verdict), res.Reason
+		if res.Verdict != eval.FastOK {
+			e.lastChecked[c.ID] = a
+		}
 	}
 	if res.Verdict == eval.FastOK {
 		c.State = runs.Ready

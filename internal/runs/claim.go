@@ -93,6 +93,10 @@ type Claim struct {
 	// Pairs is the number of runs of each program (1 for MethodNoise).
 	Pairs int
 	Alpha float64
+	// SingleMs is the candidate's one timing in the search, the one that
+	// made it a candidate. Its gap to the series' mean measures how far a
+	// selected single timing can be off, which the noise test must know.
+	SingleMs float64
 	// TimeMs and BaselineMs are the mean train times; TimeSD and
 	// BaselineSD their sample standard deviations.
 	TimeMs, BaselineMs float64
@@ -161,4 +165,61 @@ func Standing(claims []Claim) (rec Claim, ok bool) {
 		}
 	}
 	return rec, ok
+}
+
+// Brief is the evidence in a few words, for a table cell: "confirmed n=5
+// p=0.002", "beyond noise p=1e-05", "single timing".
+func (c Claim) Brief() string {
+	switch {
+	case c.Method == MethodNoise && c.State == ClaimConfirmed:
+		return "beyond noise p=" + formatP(c.TimeP)
+	case c.Method == MethodNoise || !c.State.Done() || c.State == ClaimSkipped || c.State == ClaimSuperseded:
+		return "single timing"
+	}
+	return fmt.Sprintf("%s n=%d p=%s", c.State, c.Pairs, formatP(c.TimeP))
+}
+
+// Record is a run's record: the program of the confirmed claim with the
+// shortest mean time (Claim set), else the reference (Claim nil); with the
+// best estimate of its time and the number of timings behind it. ID is 0
+// when there is none (the reference has no time yet).
+type Record struct {
+	ID    int64
+	Ms    float64
+	N     int
+	Claim *Claim
+}
+
+// RecordOf is the record of a run whose claims are claims (in the order
+// made) and whose reference measured ref. The engine, runs show and the
+// report all read the record from here.
+func RecordOf(claims []Claim, ref Outcome) Record {
+	if c, ok := Standing(claims); ok {
+		ms, n := EstimateOf(claims, c.ChildID, c.TimeMs)
+		return Record{ID: c.ChildID, Ms: ms, N: n, Claim: &c}
+	}
+	if ref.ID == 0 || !ref.Timed() {
+		return Record{}
+	}
+	ms, n := EstimateOf(claims, ref.ID, ref.TrainTimeMs)
+	return Record{ID: ref.ID, Ms: ms, N: n}
+}
+
+// EstimateOf is the best estimate of the train time of member id: the mean
+// of its newest finished series (as candidate or baseline), else single,
+// its one timing.
+func EstimateOf(claims []Claim, id int64, single float64) (ms float64, n int) {
+	for i := len(claims) - 1; i >= 0; i-- {
+		c := claims[i]
+		if c.Method != MethodSeries || !c.State.Done() || c.Pairs < 2 {
+			continue
+		}
+		switch {
+		case c.ChildID == id && Measured(c.TimeMs) && !math.IsNaN(c.TimeSD):
+			return c.TimeMs, c.Pairs
+		case c.BaselineID == id && Measured(c.BaselineMs):
+			return c.BaselineMs, c.Pairs
+		}
+	}
+	return single, 1
 }

@@ -22,10 +22,11 @@ func Measured(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN
 // train time.
 func (o Outcome) Timed() bool { return o.Verdict == Acceptable && Measured(o.TrainTimeMs) }
 
-// Faster reports whether o is timed and strictly faster than cur (cur.ID
-// == 0: there is none yet), so that the first of equals stays the fastest.
+// Faster reports whether o is timed and faster than cur (cur.ID == 0:
+// there is none yet); of equal times the older member (the lower id) is
+// the faster, whatever the order they are added in.
 func (o Outcome) Faster(cur Outcome) bool {
-	return o.Timed() && (cur.ID == 0 || o.TrainTimeMs < cur.TrainTimeMs)
+	return o.Timed() && (cur.ID == 0 || o.TrainTimeMs < cur.TrainTimeMs || (o.TrainTimeMs == cur.TrainTimeMs && o.ID < cur.ID))
 }
 
 // Objectives: what ranks programs of the same verdict class, lower is

@@ -55,10 +55,11 @@ func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
 	_, err := t.tx.Exec(`UPDATE run_confirmations SET baseline_id = $1, method = $2, state = $3, pairs = $4, alpha = $5,
 		time_ms = $6, baseline_ms = $7, time_sd = $8, baseline_sd = $9, loss_mean = $10, loss_sd = $11, speedup = $12,
 		speedup_lo = $13, speedup_hi = $14, time_p = $15, loss_p = $16, noise_cv = $17, noise_df = $18, reason = $19,
-		evaluations = $20, finished_at = $21 WHERE id = $22`,
+		evaluations = $20, finished_at = $21, single_ms = $22 WHERE id = $23`,
 		c.BaselineID, c.Method, c.State, c.Pairs, c.Alpha, number(c.TimeMs), number(c.BaselineMs), number(c.TimeSD),
 		number(c.BaselineSD), number(c.LossMean), number(c.LossSD), number(c.Speedup), number(c.SpeedupLo),
-		number(c.SpeedupHi), number(c.TimeP), number(c.LossP), number(c.NoiseCV), c.NoiseDF, c.Reason, string(evs), finished, c.ID)
+		number(c.SpeedupHi), number(c.TimeP), number(c.LossP), number(c.NoiseCV), c.NoiseDF, c.Reason, string(evs), finished,
+		number(c.SingleMs), c.ID)
 	if err != nil {
 		return fmt.Errorf("update claim %d: %w", c.ID, err)
 	}
@@ -69,7 +70,7 @@ func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
 func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, child_id, baseline_id, method, state, source, pairs, alpha, time_ms,
 		baseline_ms, time_sd, baseline_sd, loss_mean, loss_sd, speedup, speedup_lo, speedup_hi, time_p, loss_p, noise_cv,
-		noise_df, reason, evaluations, created_at, finished_at FROM run_confirmations WHERE run_id = $1 ORDER BY id`, runID)
+		noise_df, reason, evaluations, created_at, finished_at, single_ms FROM run_confirmations WHERE run_id = $1 ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list claims of run %d: %w", runID, err)
 	}
@@ -77,18 +78,18 @@ func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation
 	var out []*Confirmation
 	for rows.Next() {
 		c := &Confirmation{RunID: runID}
-		var nums [12]sql.NullFloat64
+		var nums [13]sql.NullFloat64
 		var evs string
 		var created int64
 		var finished sql.NullInt64
 		err := rows.Scan(&c.ID, &c.ChildID, &c.BaselineID, &c.Method, &c.State, &c.Source, &c.Pairs, &c.Alpha,
 			&nums[0], &nums[1], &nums[2], &nums[3], &nums[4], &nums[5], &nums[6], &nums[7], &nums[8], &nums[9], &nums[10],
-			&nums[11], &c.NoiseDF, &c.Reason, &evs, &created, &finished)
+			&nums[11], &c.NoiseDF, &c.Reason, &evs, &created, &finished, &nums[12])
 		if err != nil {
 			return nil, fmt.Errorf("list claims of run %d: %w", runID, err)
 		}
 		for i, p := range []*float64{&c.TimeMs, &c.BaselineMs, &c.TimeSD, &c.BaselineSD, &c.LossMean, &c.LossSD,
-			&c.Speedup, &c.SpeedupLo, &c.SpeedupHi, &c.TimeP, &c.LossP, &c.NoiseCV} {
+			&c.Speedup, &c.SpeedupLo, &c.SpeedupHi, &c.TimeP, &c.LossP, &c.NoiseCV, &c.SingleMs} {
 			*p = math.NaN()
 			if nums[i].Valid {
 				*p = nums[i].Float64

@@ -17,6 +17,7 @@ CREATE TABLE run_confirmations (
     state       TEXT NOT NULL,
     source      TEXT NOT NULL DEFAULT 'engine',
     pairs       INTEGER NOT NULL DEFAULT 0,
+    single_ms   REAL,
     alpha       REAL NOT NULL DEFAULT 0,
     time_ms     REAL,
     baseline_ms REAL,

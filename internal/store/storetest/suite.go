@@ -451,7 +451,7 @@ func testConfirmations(t *testing.T, s Store) {
 	other := newRun(t, s, "other")
 	nan := math.NaN()
 	c := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 5, BaselineID: 1, Method: runs.MethodSeries,
-		State: runs.ClaimQueued, Pairs: 5, Alpha: 0.01, TimeMs: 900, BaselineMs: nan, TimeSD: nan, BaselineSD: nan,
+		State: runs.ClaimQueued, Pairs: 5, Alpha: 0.01, SingleMs: 700, TimeMs: 900, BaselineMs: nan, TimeSD: nan, BaselineSD: nan,
 		LossMean: nan, LossSD: nan, Speedup: 0.1, SpeedupLo: nan, SpeedupHi: nan, TimeP: nan, LossP: nan, NoiseCV: nan}}
 	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertConfirmation(c) }))
 	second := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 7, BaselineID: 5, Method: runs.MethodNoise,
@@ -470,7 +470,7 @@ func testConfirmations(t *testing.T, s Store) {
 		t.Fatalf("Confirmations: %v, %d claims; want 2 in order", err, len(got))
 	}
 	g := got[0]
-	if g.Source != "engine" || g.State != runs.ClaimQueued || g.Pairs != 5 || g.TimeMs != 900 || g.Speedup != 0.1 ||
+	if g.Source != "engine" || g.State != runs.ClaimQueued || g.Pairs != 5 || g.TimeMs != 900 || g.Speedup != 0.1 || g.SingleMs != 700 ||
 		!math.IsNaN(g.TimeP) || !math.IsNaN(g.BaselineMs) || !g.FinishedAt.IsZero() || len(g.Evaluations) != 0 {
 		t.Errorf("queued claim read back as %+v", g)
 	}
