@@ -15,8 +15,10 @@ type analysis struct {
 	// progs are the programs sorted by iteration, then creation, then ID.
 	progs []*Program
 
-	total     int
-	counts    [numCategories]int
+	total  int
+	counts [numCategories]int
+	// neverRan counts buggy children no process ran (apply_failed).
+	neverRan  int
 	tokensIn  int64
 	tokensOut int64
 	cost      float64
@@ -32,9 +34,11 @@ type analysis struct {
 	// accUntimed counts acceptable programs without a train time.
 	accUntimed int
 
-	fastest  *Program // acceptable with the lowest train time
-	lowest   *Program // valid (acceptable or too high) with the lowest loss
-	records  []*Program
+	fastest *Program // acceptable with the lowest train time
+	lowest  *Program // valid (acceptable or too high) with the lowest loss
+	records []*Program
+	// claims maps a program to its newest claim to be a record.
+	claims   map[int64]*Claim
 	trend    fit
 	byModel  []group
 	byStage  []group
@@ -52,7 +56,9 @@ type iterStats struct {
 	bestLoss   float64
 }
 
-// evaluated is the number of programs with a final verdict.
+// evaluated is the number of programs with a final verdict of the
+// breakdown (buggy, too high, acceptable): the ones judged, whether a
+// process ran them or their edit never applied.
 func (s iterStats) evaluated() int { return s.counts[Buggy] + s.counts[TooHigh] + s.counts[Acceptable] }
 
 // group aggregates the programs of one model, stage or phase.
@@ -60,6 +66,7 @@ type group struct {
 	name       string
 	programs   int // every child
 	counts     [numCategories]int
+	neverRan   int
 	bestTimeMs float64
 	bestLoss   float64
 	tokensIn   int64
@@ -72,6 +79,9 @@ type group struct {
 func (g *group) evaluated() int {
 	return g.counts[Buggy] + g.counts[TooHigh] + g.counts[Acceptable]
 }
+
+// ran is the number of judged programs a process ran.
+func (g *group) ran() int { return g.evaluated() - g.neverRan }
 
 // rate returns part/whole, or NaN when whole is 0 (shown as "–").
 func rate(part, whole int) float64 {
@@ -131,7 +141,10 @@ func trendOf(ps []*Program) fit {
 // analyze derives the report's numbers from d. It never fails: whatever
 // is missing shows up as empty tables and notes, not as errors.
 func analyze(d *Data) *analysis {
-	a := &analysis{d: d, total: len(d.Programs)}
+	a := &analysis{d: d, total: len(d.Programs), claims: map[int64]*Claim{}}
+	for i := range d.Claims {
+		a.claims[d.Claims[i].ChildID] = &d.Claims[i]
+	}
 	a.progs = make([]*Program, len(d.Programs))
 	for i := range d.Programs {
 		a.progs[i] = &d.Programs[i]
@@ -207,6 +220,12 @@ func analyze(d *Data) *analysis {
 		it.counts[c]++
 		for _, g := range gs {
 			g.counts[c]++
+			if p.NeverRan() {
+				g.neverRan++
+			}
+		}
+		if p.NeverRan() {
+			a.neverRan++
 		}
 		valid := c == Acceptable || c == TooHigh
 		if valid && measured(p.ValLoss) {
