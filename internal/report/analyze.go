@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -91,11 +92,33 @@ func rate(part, whole int) float64 {
 	return float64(part) / float64(whole)
 }
 
-// fit is a least-squares line y = a + b·x.
+// fit is a least-squares line y = a + b·x through n points at iters
+// distinct x values.
 type fit struct {
-	ok   bool
-	a, b float64
-	n    int
+	ok    bool
+	a, b  float64
+	n     int
+	iters int
+}
+
+// Minimum support of a trend worth reading: below it the line is drawn
+// and quoted with a caveat (the run printed a slope through two
+// points as if it meant something).
+const (
+	trendMinPoints = 5
+	trendMinIters  = 3
+)
+
+// weak reports whether the fit rests on too few programs or iterations to
+// say whether the search is improving.
+func (f fit) weak() bool { return f.n < trendMinPoints || f.iters < trendMinIters }
+
+// caveat says why a weak fit is weak, "" for a sound one.
+func (f fit) caveat() string {
+	if !f.ok || !f.weak() {
+		return ""
+	}
+	return fmt.Sprintf("only %s over %s: too few to read as a trend", plural(f.n, "program", "programs"), plural(f.iters, "iteration", "iterations"))
 }
 
 // at returns the line's value at x.
@@ -131,11 +154,15 @@ func leastSquares(xs, ys []float64) fit {
 func trendOf(ps []*Program) fit {
 	xs := make([]float64, len(ps))
 	ys := make([]float64, len(ps))
+	iters := map[int]bool{}
 	for i, p := range ps {
 		xs[i] = float64(p.Iteration)
 		ys[i] = p.TrainTimeMs
+		iters[p.Iteration] = true
 	}
-	return leastSquares(xs, ys)
+	f := leastSquares(xs, ys)
+	f.iters = len(iters)
+	return f
 }
 
 // analyze derives the report's numbers from d. It never fails: whatever

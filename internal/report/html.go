@@ -53,6 +53,7 @@ type table struct {
 	Head  []string
 	Rows  [][]cell
 	Note  string // shown instead of the table when it has no rows
+	Foot  string // a note under the table
 	Class string
 }
 
@@ -378,14 +379,19 @@ func groupTable(a *analysis, gs []group, what string, costs bool) table {
 	ref := a.d.Reference.TrainTimeMs
 	for _, g := range gs {
 		ev := g.evaluated()
-		trend := dash
+		trend := cell{Text: dash, Class: "num"}
 		if g.trend.ok {
-			trend = fmt.Sprintf("%+.3g", g.trend.b/1000)
+			trend.Text = fmt.Sprintf("%+.3g", g.trend.b/1000)
+			if c := g.trend.caveat(); c != "" {
+				trend.Text += " *"
+				trend.Title = c
+				trend.Class += " dim"
+			}
 		}
 		row := []cell{
 			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.ran())), num(count(g.counts[Acceptable])),
 			num(percent(rate(g.counts[Acceptable], ev))), num(percent(rate(g.counts[Buggy], ev))),
-			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), num(trend),
+			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), trend,
 		}
 		if costs {
 			per := dash
@@ -403,6 +409,12 @@ func groupTable(a *analysis, gs []group, what string, costs bool) table {
 	}
 	if len(t.Rows) == 0 {
 		t.Note = "No programs yet."
+	}
+	for _, g := range gs {
+		if g.trend.ok && g.trend.weak() {
+			t.Foot = fmt.Sprintf("* a trend through fewer than %d programs or %d iterations: too few to read as a trend.", trendMinPoints, trendMinIters)
+			break
+		}
 	}
 	return t
 }
