@@ -260,19 +260,19 @@ func showGroups(w io.Writer, s *evolve.RunSummary) {
 	}{{"per model", s.PerModel}, {"per stage", s.PerStage}} {
 		fmt.Fprintf(w, "\n%s\n", grp.title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tCHILDREN\tACCEPT\tRATE\tHIGH\tBUGGY\tDUP\tIMPROVED\tFIXED\tFASTEST\tTOKENS IN/OUT\tCOST")
+		fmt.Fprintln(tw, "  NAME\tCHILDREN\tJUDGED\tRAN\tACCEPT\tRATE\tHIGH\tBUGGY\tDUP\tIMPROVED\tFIXED\tFASTEST\tTOKENS IN/OUT\tCOST")
 		for _, m := range grp.rows {
 			best := "-"
 			if m.Fastest.ID != 0 {
 				best = secsText(m.Fastest.TrainTimeMs)
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%.0f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t$%.4f\n", orDash(m.Name), m.Members,
-				m.Classes[runs.ClassAcceptable], 100*m.AcceptableRate(), m.Classes[runs.TooHigh], m.Classes[runs.Buggy],
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%.0f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t$%.4f\n", orDash(m.Name), m.Members,
+				m.Judged(), m.Ran(), m.Classes[runs.ClassAcceptable], 100*m.AcceptableRate(), m.Classes[runs.TooHigh], m.Classes[runs.Buggy],
 				m.Classes[runs.ClassDuplicate], m.Improved, m.Fixed, best, m.InputTokens, m.OutputTokens, m.CostUSD)
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "  RATE is acceptable among the children that ran (duplicates, failed proposals and edits that never applied excluded)")
+	fmt.Fprintln(w, "  RATE is acceptable among judged children: those that ran, and those whose edit never applied (buggy, never run)")
 }
 
 // showSpend is the spend per purpose of the model calls.

@@ -30,10 +30,14 @@ func TestTally(t *testing.T) {
 		tl.Add(o)
 	}
 	if tl.Fastest.ID != 2 || tl.Lowest.ID != 4 || tl.Members != 7 || tl.Classes[ClassAcceptable] != 4 ||
-		tl.Evaluated() != 6 || tl.CostUSD != 0.5 || tl.InputTokens != 10 || tl.OutputTokens != 5 || tl.Verdicts[Duplicate] != 1 {
+		tl.Judged() != 6 || tl.Ran() != 6 || tl.CostUSD != 0.5 || tl.InputTokens != 10 || tl.OutputTokens != 5 || tl.Verdicts[Duplicate] != 1 {
 		t.Errorf("tally %+v", tl)
 	}
-	if r := tl.AcceptableRate(); r != 4.0/6 {
+	tl.Add(Outcome{ID: 8, Verdict: ApplyFailed})
+	if tl.Judged() != 7 || tl.Ran() != 6 {
+		t.Errorf("an edit that never applied is judged (buggy) but did not run: judged %d, ran %d", tl.Judged(), tl.Ran())
+	}
+	if r := tl.AcceptableRate(); r != 4.0/7 {
 		t.Errorf("rate %g", r)
 	}
 }

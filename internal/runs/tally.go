@@ -94,16 +94,21 @@ func (t *Tally) Add(o Outcome) {
 	}
 }
 
-// Evaluated is the number of members with a final verdict from an
-// evaluation: acceptable, loss too high or buggy.
-func (t *Tally) Evaluated() int {
+// Judged is the number of members in the paper's breakdown: acceptable,
+// loss too high or buggy. Buggy includes apply_failed, whose edit never
+// applied: judged, but never run (see Ran).
+func (t *Tally) Judged() int {
 	return t.Classes[ClassAcceptable] + t.Classes[TooHigh] + t.Classes[Buggy]
 }
 
-// AcceptableRate is the share of evaluated members that are acceptable; 0
-// when none was evaluated.
+// Ran is the number of judged members a process ran: Judged without the
+// edits that never applied.
+func (t *Tally) Ran() int { return t.Judged() - t.Verdicts[ApplyFailed] }
+
+// AcceptableRate is the share of judged members that are acceptable; 0
+// when none was judged.
 func (t *Tally) AcceptableRate() float64 {
-	if n := t.Evaluated(); n > 0 {
+	if n := t.Judged(); n > 0 {
 		return float64(t.Classes[ClassAcceptable]) / float64(n)
 	}
 	return 0
