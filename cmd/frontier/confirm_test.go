@@ -147,7 +147,7 @@ func TestConfirmationHeadline(t *testing.T) {
 	lt := stats.TTest{T: -2, DF: 1, P: 0.15, Alpha: 0.01}
 	wt := stats.TTest{T: -3, DF: 1.8, P: 0.06, Alpha: 0.01}
 	res := &eval.Result{Verdict: eval.LossTooHigh, Track: eval.TrackInfo{Target: 4.2}, Repeats: &eval.Repeats{N: 2,
-		Runs: []eval.RepeatRun{{Seed: 1, Verdict: eval.Acceptable, ValLoss: 4.1, TrainTimeMs: 900}, {Seed: 2, Verdict: eval.Acceptable, ValLoss: 4.15, TrainTimeMs: 950}},
+		Runs:    []eval.RepeatRun{{Seed: 1, Verdict: eval.Acceptable, ValLoss: 4.1, TrainTimeMs: 900}, {Seed: 2, Verdict: eval.Acceptable, ValLoss: 4.15, TrainTimeMs: 950}},
 		ValLoss: stats.Summarize([]float64{4.1, 4.15}, 0.95), TrainTimeMs: stats.Summarize([]float64{900, 950}, 0.95), LossTest: &lt,
 		Baseline: &eval.BaselineComparison{TrainTimeMs: stats.Summarize([]float64{1000, 1010}, 0.95), Test: wt,
 			Runs: []eval.RepeatRun{{Seed: 1, Verdict: eval.Acceptable, TrainTimeMs: 1000}, {Seed: 2, Verdict: eval.Acceptable, TrainTimeMs: 1010}}},

@@ -75,7 +75,7 @@ type Options struct {
 	// evaluations cut off with the last session left. Empty: nothing is
 	// removed.
 	RunsDir string
-	Log         *slog.Logger
+	Log     *slog.Logger
 	// OnStatus, when set, is called from the engine's goroutine after every
 	// change; it must return quickly.
 	OnStatus func(Status)
@@ -110,7 +110,7 @@ type Status struct {
 	// RecordBrief is the evidence in a few words ("confirmed n=5
 	// p=0.002"), "reference" for the reference.
 	RecordBrief string
-	BestLoss       float64
+	BestLoss    float64
 	// FastestID and FastestMs are the fastest single timing of an
 	// acceptable child when it is not the record (a candidate), and
 	// FastestClaim what became of its claim ("" when it has none).
@@ -120,7 +120,7 @@ type Status struct {
 	// Confirming names the series running, if any ("#12 vs #1, 5 pairs").
 	Confirming string
 	// Running lists the evaluations in the slots.
-	Running []RunningEval
+	Running    []RunningEval
 	USD        float64
 	Tokens     int64
 	Elapsed    time.Duration // active time, all sessions
@@ -186,7 +186,7 @@ type Engine struct {
 	// a fast check: what the child's attempts did, whatever its fixes
 	// came to later.
 	lastChecked map[int64]*store.Attempt
-	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
+	lastFail    map[int64]*store.Child // parent id -> its newest buggy child
 	// children tallies the settled children (originals, not the
 	// reference): the status's counts, the record and the lowest loss
 	// among them. The record is tracked apart from the archive, which

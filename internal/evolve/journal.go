@@ -292,6 +292,15 @@ func (j *journal) archiveRebuilt(ctx context.Context, ids []int64) error {
 	return j.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(j.run.ID, ids) })
 }
 
+// ideaFellBack records that a meta-prompted child got no idea from its
+// model and was asked with a templated prompt instead (its row, written
+// with the attempt, holds the new stage and template).
+func (j *journal) ideaFellBack(ctx context.Context, c *store.Child, reason string) error {
+	detail, _ := json.Marshal(map[string]any{"child": c.ID, "template": c.Template, "reason": reason})
+	return j.st.AddRunEvent(ctx, &store.RunEvent{RunID: j.run.ID, Kind: "idea_fallback", Key: fmt.Sprint(c.ID),
+		Iteration: c.Iteration, Detail: detail})
+}
+
 // evaluationAdopted records that a resumed run takes the result of an
 // evaluation that finished before the last session could record it.
 func (j *journal) evaluationAdopted(ctx context.Context, c *store.Child, evaluationID int64, kind string) error {

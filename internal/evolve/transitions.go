@@ -51,6 +51,14 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 	if r.idea != "" {
 		c.Idea = r.idea
 	}
+	if r.ideaFallback != "" {
+		e.log.Info("evolve: no idea from the model; the child falls back to a templated prompt", "child", c.ID,
+			"template", c.Template, "reason", r.ideaFallback)
+		if err := e.j.ideaFellBack(ctx, c, r.ideaFallback); err != nil {
+			e.fail(err)
+			return
+		}
+	}
 	var callID int64
 	if n := len(r.calls); n > 0 {
 		callID = r.calls[n-1].ID

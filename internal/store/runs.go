@@ -345,7 +345,9 @@ func (t *RunTx) InsertChild(c *Child) error {
 	return t.UpdateChild(c)
 }
 
-// UpdateChild writes every mutable field of c.
+// UpdateChild writes every mutable field of c (its stage and template
+// too: a child whose model left the ensemble, or gave no idea, is asked
+// with another prompt).
 func (t *RunTx) UpdateChild(c *Child) error {
 	c.UpdatedAt = t.now
 	var finished any
@@ -359,11 +361,12 @@ func (t *RunTx) UpdateChild(c *Child) error {
 	_, err := t.tx.Exec(`UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
 		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
 		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,
-		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24 WHERE id = $25`,
+		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24,
+		stage = $26, template = $27 WHERE id = $25`,
 		c.Island, c.Model, c.State, hash, c.NormHash, c.Description, c.Idea, c.FixAttempts, c.Verdict, c.Reason, c.Error,
 		nullID(c.FastEvaluationID), nullID(c.EvaluationID), nullZero(c.ValLoss), nullZero(c.TrainTimeMs), nullZero(c.StepAvgMs),
 		nullZero(c.Score), c.Summary, c.InputTokens, c.OutputTokens, c.CostUSD, c.UpdatedAt.UnixMilli(), finished,
-		nullID(c.SourceID), c.ID)
+		nullID(c.SourceID), c.ID, c.Stage, c.Template)
 	if err != nil {
 		return fmt.Errorf("update child %d: %w", c.ID, err)
 	}

@@ -291,6 +291,7 @@ func testMembers(t *testing.T, s Store) {
 	kid.FixAttempts, kid.Verdict, kid.Reason, kid.Error = 2, "acceptable", "r", "e"
 	kid.FastEvaluationID, kid.EvaluationID, kid.ValLoss, kid.TrainTimeMs, kid.Score = ev.ID, ev.ID, 3.5, 900, 0
 	kid.Summary, kid.InputTokens, kid.OutputTokens, kid.CostUSD, kid.FinishedAt = "s", 10, 20, 0.5, time.Now()
+	kid.Stage, kid.Template = "template", "combine" // a meta-prompted child that fell back
 	var a1, a2 *store.Attempt
 	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
 		if err := tx.UpdateChild(kid); err != nil {
@@ -314,7 +315,7 @@ func testMembers(t *testing.T, s Store) {
 	got, err := s.Child(ctx, kid.ID)
 	if err != nil || got.State != "done" || got.ProgramHash != prog || got.FixAttempts != 2 || got.Verdict != "acceptable" ||
 		got.EvaluationID != ev.ID || got.ValLoss != 3.5 || got.Score != 0 || got.StepAvgMs != 0 || got.CostUSD != 0.5 ||
-		got.Seed != 1<<62 || got.Slot != 2 || got.ParentID != ref.ID || got.Template != "speed" || got.FinishedAt.IsZero() {
+		got.Seed != 1<<62 || got.Slot != 2 || got.ParentID != ref.ID || got.Template != "combine" || got.Stage != "template" || got.FinishedAt.IsZero() {
 		t.Errorf("child read back as %+v, %v", got, err)
 	}
 	if _, err := s.Child(ctx, kid.ID+100); !errors.Is(err, store.ErrNotFound) {
