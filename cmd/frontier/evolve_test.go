@@ -289,3 +289,25 @@ func checkRun(t *testing.T, g *globals, name, state, reason string) {
 		}
 	}
 }
+
+// A run started on a track folder resumes from that folder (it failed with
+// "no track named ..."), or from --track when the folder moved.
+func TestRunTrack(t *testing.T) {
+	home := t.TempDir()
+	cfg, err := (&globals{configPath: writeTemp(t, home, "frontier.yaml", "home: "+home+"\n")}).loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(filepath.Join(quickTracks, "quick"))
+	run := &store.Run{Name: "r", Track: "quick", TrackDir: abs}
+	if spec, err := runTrack(cfg, run, ""); err != nil || spec.Name != "quick" {
+		t.Errorf("from the recorded folder: %v, %v", spec, err)
+	}
+	run.TrackDir = filepath.Join(home, "gone")
+	if _, err := runTrack(cfg, run, ""); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "pass --track") {
+		t.Errorf("a folder that is gone: %v", err)
+	}
+	if spec, err := runTrack(cfg, run, abs); err != nil || spec.Name != "quick" {
+		t.Errorf("--track: %v, %v", spec, err)
+	}
+}
