@@ -23,26 +23,34 @@ import (
 func newRunsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List evolution runs; show one; write its best program",
+		Short: "List evolution runs; show one, a member of one, a diff; write its best program; confirm its record",
 		Long: `Runs lists the evolution runs in the database: their track, state, why they
 stopped, how many children they made, how many were acceptable, the record
 (the fastest acceptable program) against the reference, and what the
-models cost. "runs show RUN" summarizes one run; "runs best RUN" writes its
-best program; "runs confirm RUN" re-times it against the reference. RUN is a
-run's id or name.`,
+models cost. "runs show RUN" summarizes one run; "runs child RUN N" tells one
+member's story; "runs diff RUN [N]" diffs a program against the reference and
+its parent; "runs best RUN" writes its record program; "runs confirm RUN"
+re-times a candidate against the standing record. RUN is a run's id or name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd.Context(), g, func(st *store.Store) error { return runsList(cmd.Context(), g.stdout, st) })
 		},
 	}
+	var child int64
 	show := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Summarize a run: settings, stop reason, verdicts, best programs, models and stages",
+		Short: "Summarize a run: settings, record and claims, verdicts, best programs, islands, models, stages, spend",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error { return runsShow(cmd.Context(), g.stdout, st, args[0]) })
+			return withStore(cmd.Context(), g, func(st *store.Store) error {
+				if child != 0 {
+					return runsChild(cmd.Context(), g.stdout, st, args[0], child, false)
+				}
+				return runsShow(cmd.Context(), g.stdout, st, args[0])
+			})
 		},
 	}
+	show.Flags().Int64Var(&child, "child", 0, "show member `N` instead (as runs child RUN N)")
 	var out string
 	var fastest bool
 	best := &cobra.Command{
@@ -59,7 +67,7 @@ run's id or name.`,
 	}
 	best.Flags().StringVarP(&out, "output", "o", "", "write the program to `FILE` (default: stdout)")
 	best.Flags().BoolVar(&fastest, "fastest", false, "write the acceptable program with the fastest single timing, confirmed or not")
-	cmd.AddCommand(show, best, newRunsConfirmCmd(g))
+	cmd.AddCommand(show, best, newRunsConfirmCmd(g), newRunsChildCmd(g), newRunsDiffCmd(g))
 	return cmd
 }
 
