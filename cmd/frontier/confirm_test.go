@@ -14,8 +14,6 @@ import (
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
-	"github.com/frontier-bench/frontier/internal/track"
-	"github.com/frontier-bench/frontier/tracks"
 )
 
 // wasteEvaluator times programs by their busywork, instantly: the search's
@@ -42,27 +40,12 @@ func TestRunsConfirm(t *testing.T) {
 	}
 	ctx := context.Background()
 	home := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := track.NewRegistry(tracks.FS, quickTracks).Get("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
 	replay, err := propose.NewReplay(strings.NewReader(`{"answer":"<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 0\n>>>>>>> REPLACE\n"}`+"\n"), "replay")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: wasteEvaluator{},
-		Models: []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}}},
-		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 1, Budget: evolve.BudgetConfig{MaxIterations: 1}}, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := quickRun(t, home, "c", wasteEvaluator{}, []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}},
+		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 1, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	before, _ := st.Evaluations(ctx, store.Filter{Limit: 100})
 	st.Close()
 	abs, _ := filepath.Abs(quickTracks)

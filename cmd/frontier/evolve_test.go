@@ -41,9 +41,11 @@ func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 	return res, nil
 }
 
-func TestRunsCommands(t *testing.T) {
+// quickRun runs a search named name on the quick track in a database
+// under home and returns the store, still open, and how the run ended.
+func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (*store.Store, *evolve.Summary) {
+	t.Helper()
 	ctx := context.Background()
-	home := t.TempDir()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +54,7 @@ func TestRunsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: hashEvaluator{},
-		Models: []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}},
-		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}}, "cli-runs")
+	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: ev, Models: models}, cfg, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,14 @@ func TestRunsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, sum
+}
+
+func TestRunsCommands(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	st, sum := quickRun(t, home, "cli-runs", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
+		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}})
 	run, _ := st.Run(ctx, "cli-runs")
 	s, err := evolve.Summarize(ctx, st, run)
 	if err != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,40 +10,21 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
-	"github.com/frontier-bench/frontier/internal/store"
-	"github.com/frontier-bench/frontier/internal/track"
-	"github.com/frontier-bench/frontier/tracks"
 )
 
 // A member of a run, from the terminal: its lineage, prompts and answers,
 // attempts and evaluations; and its diff against the reference and its
 // parent.
 func TestRunsChildAndDiff(t *testing.T) {
-	ctx := context.Background()
 	home := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := track.NewRegistry(tracks.FS, quickTracks).Get("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n atomic.Int64
 	model := &llmtest.Fake{Respond: func(req llm.Request) llmtest.Reply {
 		k := n.Add(1)
 		return llmtest.Reply{Text: fmt.Sprintf("Less busywork.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = %d\n>>>>>>> REPLACE\n", k%4),
 			Usage: llm.Usage{InputTokens: 900, OutputTokens: 30}, CostUSD: 0.002}
 	}}
-	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: hashEvaluator{},
-		Models: []evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: model}}},
-		evolve.Config{Islands: 1, BranchingFactor: 2, Seed: 3, Budget: evolve.BudgetConfig{MaxIterations: 1}}, "kid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := quickRun(t, home, "kid", hashEvaluator{}, []evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: model}},
+		evolve.Config{Islands: 1, BranchingFactor: 2, Seed: 3, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	st.Close()
 
 	code, out, stderr := runCLI(t, "--home", home, "runs", "child", "kid", "2")
