@@ -215,6 +215,11 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_evaluations = %d leaves %d full evaluations; a series of %d pairs needs %d",
 				max, max-e.fullStarted, cl.Pairs, 2*cl.Pairs))
 			continue
+		case !e.seriesFits(cl.Pairs):
+			d := e.cfg.Budget.MaxDuration.D()
+			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_duration = %s leaves %s; a series of %d pairs takes about %s here",
+				d, (d-e.elapsed()).Round(time.Second), cl.Pairs, e.seriesEstimate(cl.Pairs).Round(time.Second)))
+			continue
 		}
 		cl.BaselineID, cl.BaselineMs, cl.State = base.ID, baseMs, runs.ClaimRunning
 		cl.Speedup = runs.Speedup(baseMs, cand.TrainTimeMs)
@@ -241,6 +246,23 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 		return true
 	}
 	return false
+}
+
+// seriesEstimate is how long a series of pairs runs take here: 2 x pairs
+// full runs at the mean wall time of this session's full runs (0 before
+// the first).
+func (e *Engine) seriesEstimate(pairs int) time.Duration {
+	if e.fullRuns == 0 {
+		return 0
+	}
+	return time.Duration(2*pairs) * (e.fullWall / time.Duration(e.fullRuns))
+}
+
+// seriesFits reports whether a series fits in what is left of the
+// duration budget (always, without one).
+func (e *Engine) seriesFits(pairs int) bool {
+	d := e.cfg.Budget.MaxDuration.D()
+	return d <= 0 || e.elapsed()+e.seriesEstimate(pairs) <= d
 }
 
 // runSeries runs in an evaluation worker: the candidate and the record in

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -229,5 +231,27 @@ func TestClaimSkippedOnBudget(t *testing.T) {
 	}
 	if !skipped && len(s.Claims) > 0 {
 		t.Errorf("claims %v: want one skipped for the budget", s.Claims)
+	}
+}
+
+// A series that would outlast the duration budget is not started: the
+// claim says why.
+func TestClaimSkippedOnDuration(t *testing.T) {
+	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.7}
+	f.full = 100 * time.Millisecond
+	cfg := smallConfig()
+	cfg.Budget.MaxIterations = 2
+	cfg.Budget.MaxDuration = llm.Duration(2 * time.Second)
+	cfg.Confirm.Pairs = 10 // 20 runs of 100 ms: more than the budget holds
+	_, s := confirmRun(t, f, cfg)
+	if f.series.Load() != 0 {
+		t.Errorf("%d series ran beyond the duration budget", f.series.Load())
+	}
+	skipped := false
+	for _, c := range s.Claims {
+		skipped = skipped || (c.State == runs.ClaimSkipped && strings.Contains(c.Reason, "max_duration"))
+	}
+	if !skipped {
+		t.Errorf("no claim skipped for the duration budget: %d claims", len(s.Claims))
 	}
 }

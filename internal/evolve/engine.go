@@ -206,6 +206,11 @@ type Engine struct {
 	confirming     *store.Confirmation
 	confirmStarted time.Time
 	confirmDone    chan *confirmResult
+	// fullWall sums the wall time of the full evaluations this session
+	// ran (fullRuns of them), to tell whether a series fits the duration
+	// budget.
+	fullWall time.Duration
+	fullRuns int
 
 	noMoreIterations bool
 	stopping         bool

@@ -201,6 +201,10 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		e.onFast(ctx, c, res)
 		return
 	}
+	if !r.work.started.IsZero() {
+		e.fullWall += time.Since(r.work.started)
+		e.fullRuns++
+	}
 	c.EvaluationID = res.EvaluationID
 	c.Verdict, c.Reason = runs.Verdict(res.Verdict), res.Reason
 	if res.Traceback != "" {
