@@ -43,12 +43,13 @@ type confirmResult struct {
 }
 
 // newClaim returns a claim for c, a child that just settled, when it is a
-// candidate record: the fastest single timing of the run, faster than the
-// standing record's time. The claim is confirmed already when its margin is
-// beyond the measured noise; it is queued for a series otherwise, or
-// skipped when no series can run. nil when c is no candidate.
+// candidate record: the fastest single timing of the run among children
+// whose claim was not refuted, faster than the standing record's time. The
+// claim is confirmed already when its margin is beyond the measured noise;
+// it is queued for a series otherwise, or skipped when no series can run.
+// nil when c is no candidate.
 func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
-	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.children.Fastest.ID != c.ID {
+	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.fastestOpen() != c || e.claimOf(c.ID) != nil {
 		return nil
 	}
 	base, baseMs, baseN := e.standing()
@@ -98,6 +99,63 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 		cl.Reason = "no noise measured yet: a series decides"
 	}
 	return cl
+}
+
+// fastestOpen is the acceptable child with the fastest single timing
+// among those whose claim was not refuted (rejected or failed): a single
+// timing a series showed to be noise must not keep the next fastest child
+// from being tested.
+func (e *Engine) fastestOpen() *store.Child {
+	refuted := map[int64]bool{}
+	for _, cl := range e.claims {
+		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
+			refuted[cl.ChildID] = true
+		}
+	}
+	var best *store.Child
+	for _, id := range e.pop.programs {
+		c := e.pop.members[id]
+		if c == nil || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
+			continue
+		}
+		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {
+			best = c
+		}
+	}
+	return best
+}
+
+// claimOf is the newest claim of child id, or nil.
+func (e *Engine) claimOf(id int64) *store.Confirmation {
+	for _, cl := range slices.Backward(e.claims) {
+		if cl.ChildID == id {
+			return cl
+		}
+	}
+	return nil
+}
+
+// openNext makes a claim for the next candidate, if any, after one was
+// refuted: the fastest child whose timing is still open, when it is faster
+// than the record.
+func (e *Engine) openNext(ctx context.Context) {
+	c := e.fastestOpen()
+	if c == nil {
+		return
+	}
+	cl := e.newClaim(c)
+	if cl == nil {
+		return
+	}
+	if err := e.j.claimsChanged(ctx, cl); err != nil {
+		e.fail(err)
+		return
+	}
+	e.claims = append(e.claims, cl)
+	if cl.State == runs.ClaimQueued {
+		e.confirmQ = append(e.confirmQ, cl)
+	}
+	e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", cl.State, "reason", cl.Reason)
 }
 
 // standing returns the run's record (see standingOf).
@@ -331,6 +389,10 @@ func (e *Engine) settleClaim(ctx context.Context, cl *store.Confirmation, state 
 	}
 	if err := e.j.claimsChanged(ctx, changed...); err != nil {
 		e.fail(err)
+		return
+	}
+	if state == runs.ClaimRejected || state == runs.ClaimFailed {
+		e.openNext(ctx)
 	}
 }
 
@@ -371,7 +433,9 @@ func FillClaim(cl *store.Confirmation, res *eval.Result, err error) (runs.ClaimS
 		}
 		cl.Speedup = runs.Speedup(cl.BaselineMs, cl.TimeMs)
 		if lo, hi, err := stats.DiffInterval(mine, theirs, 0.95); err == nil && runs.Measured(cl.BaselineMs) {
-			cl.SpeedupLo, cl.SpeedupHi = lo/cl.BaselineMs, hi/cl.BaselineMs
+			// A program cannot save more than all of the time: the
+			// interval of a noisy series can reach past it.
+			cl.SpeedupLo, cl.SpeedupHi = min(lo/cl.BaselineMs, 1), min(hi/cl.BaselineMs, 1)
 		}
 	}
 	switch {

@@ -24,6 +24,8 @@ type seriesFake struct {
 	fakeEvaluator
 	trueMs func(h string) float64
 	luck   float64
+	// luckFn, when set, replaces luck per program.
+	luckFn func(h string) float64
 	ref    string // the reference's hash: its single timing is true
 	series atomic.Int64
 }
@@ -37,6 +39,9 @@ func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 	ms := f.trueMs(h)
 	if h != f.ref && f.luck > 0 {
 		ms *= f.luck
+	}
+	if f.luckFn != nil {
+		ms *= f.luckFn(h)
 	}
 	res.Metrics.TrainTimeMs, res.Metrics.StepAvgMs = ms, ms/60
 	return res, nil
@@ -189,16 +194,16 @@ func TestClaimBeyondNoise(t *testing.T) {
 	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
 		Pairs: 5, TimeMs: 990, TimeSD: 10, BaselineMs: 1000, BaselineSD: 12, LossSD: 0.002}}}
 	fast := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 400, ValLoss: 3.9}
-	e.pop.add(fast)
-	e.children.Add(fast.Outcome())
+	fast.ProgramHash = "f"
+	e.admit(fast)
 	cl := e.newClaim(fast)
 	if cl == nil || cl.Method != runs.MethodNoise || cl.State != runs.ClaimConfirmed || cl.NoiseDF != 8 || !(cl.TimeP < 0.01) ||
 		!(cl.SpeedupLo < 0.6 && cl.SpeedupHi > 0.6) {
 		t.Fatalf("claim %+v", cl)
 	}
 	slightly := &store.Child{ID: 61, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 390, ValLoss: 3.9}
-	e.pop.add(slightly)
-	e.children.Add(slightly.Outcome())
+	slightly.ProgramHash = "s"
+	e.admit(slightly)
 	e.claims = append(e.claims, cl)
 	if cl2 := e.newClaim(slightly); cl2 == nil || cl2.Method != runs.MethodSeries || cl2.State != runs.ClaimSkipped ||
 		!strings.Contains(cl2.Reason, "inside the measured noise") {
@@ -253,5 +258,40 @@ func TestClaimSkippedOnDuration(t *testing.T) {
 	}
 	if !skipped {
 		t.Errorf("no claim skipped for the duration budget: %d claims", len(s.Claims))
+	}
+}
+
+// A single timing a series showed to be noise does not keep the next
+// fastest child from being tested: in the end-to-end run, a child timed at
+// 0.6 s once (4.7 s in its series) hid every child at 4.5 s, which were
+// never tested, and the record stayed the reference.
+func TestRefutedCandidateOpensNext(t *testing.T) {
+	var first atomic.Value
+	f := &seriesFake{}
+	f.trueMs = func(h string) float64 {
+		if h == f.ref {
+			return 1000
+		}
+		if first.CompareAndSwap(nil, h) || first.Load() == h {
+			return 1000 // as slow as the reference, but it measured 300 ms once
+		}
+		return 700
+	}
+	f.luckFn = func(h string) float64 {
+		if first.Load() == h {
+			return 0.3
+		}
+		return 1
+	}
+	cfg := smallConfig()
+	cfg.Confirm.Pairs = 5
+	_, s := confirmRun(t, f, cfg)
+	var rejected, confirmed bool
+	for _, c := range s.Claims {
+		rejected = rejected || (c.State == runs.ClaimRejected && c.ChildID == s.Fastest.ID)
+		confirmed = confirmed || c.State == runs.ClaimConfirmed
+	}
+	if !rejected || !confirmed || s.RecordClaim == nil || s.Record.ID == s.Fastest.ID {
+		t.Errorf("fastest #%d rejected %v; another confirmed %v; record %v", s.Fastest.ID, rejected, confirmed, s.Record)
 	}
 }

@@ -342,18 +342,8 @@ func (e *Engine) restoreClaims(ctx context.Context) error {
 			return err
 		}
 	}
-	if f := e.pop.members[e.children.Fastest.ID]; f != nil && !slices.ContainsFunc(claims, func(cl *store.Confirmation) bool { return cl.ChildID == f.ID }) {
-		if cl := e.newClaim(f); cl != nil {
-			if err := e.j.claimsChanged(ctx, cl); err != nil {
-				return err
-			}
-			e.claims = append(e.claims, cl)
-			if cl.State == runs.ClaimQueued {
-				e.confirmQ = append(e.confirmQ, cl)
-			}
-		}
-	}
-	return nil
+	e.openNext(ctx)
+	return e.fatal
 }
 
 // interruptAndClean marks the evaluations of a program still running since
