@@ -236,9 +236,6 @@ func TestEndToEnd(t *testing.T) {
 		if ch := byID[c.ChildID]; c.Purpose == PurposeFix && ch.Stage == runs.StageMeta && !strings.Contains(req, "implementing this idea") && !strings.Contains(req, "It implements this idea") {
 			t.Errorf("fix call %d of meta-prompted child %d does not carry its idea", c.ID, ch.ID)
 		}
-		if strings.Contains(req, "idea for attempt 3") && strings.Contains(req, "Here is the change.\\n\\n\u003c\u003c\u003c") && c.Purpose == PurposeImplement {
-			t.Errorf("call %d implements an answer that was not an idea", c.ID)
-		}
 	}
 	if iterByN[1].Stage != runs.StageTemplate || iterByN[2].Stage != runs.StageMeta {
 		t.Errorf("stages %s %s", iterByN[1].Stage, iterByN[2].Stage)
