@@ -101,8 +101,8 @@ func confirmPair(s *evolve.RunSummary, o confirmOptions) (cand, base *store.Chil
 		if cand == nil || cand.Origin.IsCopy() || !cand.Verdict.Valid() {
 			return nil, nil, usage(fmt.Errorf("run %s has no evaluated program #%d", s.Run.Name, o.child))
 		}
-	case s.Fastest != nil && s.Record != nil && s.Fastest.ID != s.Record.ID && s.Fastest.TrainTimeMs < s.RecordMs:
-		cand = s.Fastest
+	case s.Candidate != nil:
+		cand = s.Candidate
 	case s.Record != nil && s.Record.ID != s.Reference.ID:
 		cand = s.Record
 	default:

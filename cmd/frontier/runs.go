@@ -143,18 +143,19 @@ func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
 	return record, speedup, evidence
 }
 
-// candidate is the newest claim of the run's fastest single timing when it
-// is faster than the record and not confirmed; nil otherwise.
+// candidate is the newest claim of the run's candidate record (see
+// RunSummary.Candidate), or a stand-in saying it has none; nil when there
+// is no candidate.
 func candidate(s *evolve.RunSummary) *store.Confirmation {
-	if s.Fastest == nil || s.Record == nil || s.Fastest.ID == s.Record.ID || !(s.Fastest.TrainTimeMs < s.RecordMs) {
+	if s.Candidate == nil {
 		return nil
 	}
 	for i := len(s.Claims) - 1; i >= 0; i-- {
-		if c := s.Claims[i]; c.ChildID == s.Fastest.ID {
+		if c := s.Claims[i]; c.ChildID == s.Candidate.ID {
 			return c
 		}
 	}
-	return &store.Confirmation{Claim: runs.Claim{ChildID: s.Fastest.ID, State: "unclaimed"}}
+	return &store.Confirmation{Claim: runs.Claim{ChildID: s.Candidate.ID, State: "unclaimed"}}
 }
 
 func orDash(s string) string {

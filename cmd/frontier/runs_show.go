@@ -108,8 +108,8 @@ func showRecord(w io.Writer, s *evolve.RunSummary) {
 		fmt.Fprintf(w, "              evidence: %s\n", s.RecordClaim.Evidence())
 	}
 	if c := candidate(s); c != nil {
-		fmt.Fprintf(w, "  candidate   #%d measured %s once (%s vs the record): %s", c.ChildID, secsText(s.Fastest.TrainTimeMs),
-			runs.FormatSpeedup(runs.Speedup(s.RecordMs, s.Fastest.TrainTimeMs)), c.State)
+		fmt.Fprintf(w, "  candidate   #%d measured %s once (%s vs the record): %s", c.ChildID, secsText(s.Candidate.TrainTimeMs),
+			runs.FormatSpeedup(runs.Speedup(s.RecordMs, s.Candidate.TrainTimeMs)), c.State)
 		if c.Reason != "" {
 			fmt.Fprintf(w, ": %s", c.Reason)
 		}
@@ -171,7 +171,7 @@ func showBest(w io.Writer, s *evolve.RunSummary) {
 	if len(rows) > 8 {
 		rows = rows[:8]
 	}
-	for _, x := range []*store.Child{s.Record, s.Fastest} {
+	for _, x := range []*store.Child{s.Record, s.Candidate} {
 		if x != nil && !containsChild(rows, x.ID) {
 			rows = append(rows, x)
 		}

@@ -106,16 +106,24 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 // timing a series showed to be noise must not keep the next fastest child
 // from being tested.
 func (e *Engine) fastestOpen() *store.Child {
+	kids := make([]*store.Child, 0, len(e.pop.programs))
+	for _, id := range e.pop.programs {
+		kids = append(kids, e.pop.members[id])
+	}
+	return fastestOpenOf(e.claims, kids)
+}
+
+// fastestOpenOf is fastestOpen over settled members kids.
+func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Child {
 	refuted := map[int64]bool{}
-	for _, cl := range e.claims {
+	for _, cl := range claims {
 		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
 			refuted[cl.ChildID] = true
 		}
 	}
 	var best *store.Child
-	for _, id := range e.pop.programs {
-		c := e.pop.members[id]
-		if c == nil || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
+	for _, c := range kids {
+		if c == nil || c.State != runs.Done || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
 			continue
 		}
 		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {

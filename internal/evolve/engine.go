@@ -111,9 +111,10 @@ type Status struct {
 	// p=0.002"), "reference" for the reference.
 	RecordBrief string
 	BestLoss    float64
-	// FastestID and FastestMs are the fastest single timing of an
-	// acceptable child when it is not the record (a candidate), and
-	// FastestClaim what became of its claim ("" when it has none).
+	// FastestID and FastestMs are the candidate record: the fastest
+	// single timing of an acceptable child whose claim was not refuted,
+	// when it is faster than the record; FastestClaim is where its claim
+	// stands ("" when it has none).
 	FastestID    int64
 	FastestMs    float64
 	FastestClaim string

@@ -47,7 +47,7 @@ func (e *Engine) publish() {
 		if r, ok := runs.Standing(claimsOf(e.claims)); ok && r.ChildID == rec.ID {
 			s.RecordEvidence, s.RecordBrief = r.Evidence(), r.Brief()
 		}
-		if f := e.children.Fastest; f.ID != 0 && f.ID != rec.ID && f.TrainTimeMs < ms {
+		if f := e.fastestOpen(); f != nil && f.ID != rec.ID && f.TrainTimeMs < ms {
 			s.FastestID, s.FastestMs = f.ID, f.TrainTimeMs
 			for _, cl := range e.claims {
 				if cl.ChildID == f.ID {

@@ -42,9 +42,12 @@ type RunSummary struct {
 	Record      *store.Child
 	RecordMs    float64
 	RecordClaim *runs.Claim
-	// Fastest is the acceptable child with the shortest single timing: a
-	// candidate record, unless a claim confirmed it. nil when none.
-	Fastest *store.Child
+	// Fastest is the acceptable child with the shortest single timing,
+	// nil when none. Candidate is the candidate record: the fastest single
+	// timing whose claim was not refuted, when it is faster than the
+	// record; nil when there is none.
+	Fastest   *store.Child
+	Candidate *store.Child
 	// Claims are the run's candidate records with their evidence, in the
 	// order made, failed and rejected ones included.
 	Claims []*store.Confirmation
@@ -192,6 +195,9 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	}
 	if f := s.Settled.Fastest; f.ID != 0 {
 		s.Fastest = byID[f.ID]
+	}
+	if c := fastestOpenOf(s.Claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordMs {
+		s.Candidate = c
 	}
 	sort.Slice(valids, func(i, j int) bool {
 		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
