@@ -101,7 +101,11 @@ func showRecord(w io.Writer, s *evolve.RunSummary) {
 	case s.Record == nil:
 		fmt.Fprintln(w, "  record      none: the reference has no time yet")
 	case s.RecordClaim == nil:
-		fmt.Fprintf(w, "  record      the reference #%d, %s (single timing): no claim to beat it was confirmed\n", s.Record.ID, secsText(s.RecordMs))
+		timing := "single timing"
+		if s.RecordN > 1 {
+			timing = fmt.Sprintf("mean of its %d runs in its newest series", s.RecordN)
+		}
+		fmt.Fprintf(w, "  record      the reference #%d, %s (%s): no claim to beat it was confirmed\n", s.Record.ID, secsText(s.RecordMs), timing)
 	default:
 		fmt.Fprintf(w, "  record      #%d, %s, %s vs the reference\n", s.Record.ID, secsText(s.RecordMs),
 			runs.FormatSpeedup(runs.Speedup(s.Reference.TrainTimeMs, s.RecordMs)))

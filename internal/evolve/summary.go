@@ -41,6 +41,7 @@ type RunSummary struct {
 	// reference).
 	Record      *store.Child
 	RecordMs    float64
+	RecordN     int // the timings behind RecordMs: 1, or a series' runs
 	RecordClaim *runs.Claim
 	// Fastest is the acceptable child with the shortest single timing,
 	// nil when none. Candidate is the candidate record: the fastest single
@@ -189,7 +190,7 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	if s.Claims, err = st.Confirmations(ctx, run.ID); err != nil {
 		return nil, err
 	}
-	s.Record, s.RecordMs, _ = standingOf(s.Claims, byID, s.Reference)
+	s.Record, s.RecordMs, s.RecordN = standingOf(s.Claims, byID, s.Reference)
 	if rec, ok := runs.Standing(claimsOf(s.Claims)); ok && s.Record != nil && rec.ChildID == s.Record.ID {
 		s.RecordClaim = &rec
 	}
