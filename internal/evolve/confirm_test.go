@@ -222,45 +222,34 @@ func TestClaimBeyondNoise(t *testing.T) {
 	}
 }
 
-// The evaluation budget holds the series or none starts: the candidate
-// stays a single timing, and says why.
+// A series the budget cannot hold is not started: the candidate stays a
+// single timing, and its claim says which budget.
 func TestClaimSkippedOnBudget(t *testing.T) {
-	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.7}
-	cfg := smallConfig()
-	cfg.Budget.MaxEvaluations = 6
-	cfg.Confirm.Pairs = 5
-	_, s := confirmRun(t, f, cfg)
-	if f.series.Load() != 0 {
-		t.Errorf("%d series ran beyond the budget", f.series.Load())
-	}
-	skipped := false
-	for _, c := range s.Claims {
-		skipped = skipped || (c.State == runs.ClaimSkipped && strings.Contains(c.Reason, "max_evaluations"))
-	}
-	if !skipped && len(s.Claims) > 0 {
-		t.Errorf("claims %v: want one skipped for the budget", s.Claims)
-	}
-}
-
-// A series that would outlast the duration budget is not started: the
-// claim says why.
-func TestClaimSkippedOnDuration(t *testing.T) {
-	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.7}
-	f.full = 100 * time.Millisecond
-	cfg := smallConfig()
-	cfg.Budget.MaxIterations = 2
-	cfg.Budget.MaxDuration = llm.Duration(2 * time.Second)
-	cfg.Confirm.Pairs = 10 // 20 runs of 100 ms: more than the budget holds
-	_, s := confirmRun(t, f, cfg)
-	if f.series.Load() != 0 {
-		t.Errorf("%d series ran beyond the duration budget", f.series.Load())
-	}
-	skipped := false
-	for _, c := range s.Claims {
-		skipped = skipped || (c.State == runs.ClaimSkipped && strings.Contains(c.Reason, "max_duration"))
-	}
-	if !skipped {
-		t.Errorf("no claim skipped for the duration budget: %d claims", len(s.Claims))
+	for _, c := range []struct {
+		budget BudgetConfig
+		pairs  int
+		full   time.Duration
+		want   string
+	}{
+		{BudgetConfig{MaxIterations: 4, MaxEvaluations: 6}, 5, 0, "max_evaluations"},
+		// 20 runs of 100 ms: more than what is left of 2 s.
+		{BudgetConfig{MaxIterations: 2, MaxDuration: llm.Duration(2 * time.Second)}, 10, 100 * time.Millisecond, "max_duration"},
+	} {
+		f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.7}
+		f.full = c.full
+		cfg := smallConfig()
+		cfg.Budget, cfg.Confirm.Pairs = c.budget, c.pairs
+		_, s := confirmRun(t, f, cfg)
+		if f.series.Load() != 0 {
+			t.Errorf("%s: %d series ran beyond the budget", c.want, f.series.Load())
+		}
+		skipped := false
+		for _, cl := range s.Claims {
+			skipped = skipped || (cl.State == runs.ClaimSkipped && strings.Contains(cl.Reason, c.want))
+		}
+		if !skipped {
+			t.Errorf("%s: no claim skipped for it among %d", c.want, len(s.Claims))
+		}
 	}
 }
 
