@@ -132,6 +132,12 @@ func (c Claim) Evidence() string {
 		return fmt.Sprintf("single timing; a series of %d pairs is %s", c.Pairs, c.State)
 	case c.State == ClaimSkipped || c.State == ClaimSuperseded:
 		return "single timing (not confirmed: " + string(c.State) + ")"
+	case c.State == ClaimFailed && math.IsNaN(c.TimeP):
+		r := []rune(c.Reason)
+		if len(r) > 120 {
+			r = append(r[:117], []rune("...")...)
+		}
+		return fmt.Sprintf("single timing; its series (n = %d each) failed: %s", c.Pairs, string(r))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s in alternation, n = %d each: %s", c.State, c.Pairs, FormatSpeedup(c.Speedup))

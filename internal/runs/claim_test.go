@@ -36,6 +36,11 @@ func TestClaimEvidence(t *testing.T) {
 	if e := (Claim{Method: MethodSeries, State: ClaimQueued, Pairs: 5}).Evidence(); !strings.HasPrefix(e, "single timing") {
 		t.Errorf("queued evidence %q", e)
 	}
+	failed := Claim{Method: MethodSeries, State: ClaimFailed, Pairs: 5, TimeP: math.NaN(), Speedup: math.NaN(),
+		Reason: "error: the candidate's run with seed 3 crashed"}
+	if e := failed.Evidence(); !strings.HasPrefix(e, "single timing; its series (n = 5 each) failed: error") {
+		t.Errorf("failed evidence %q", e)
+	}
 	noise := Claim{Method: MethodNoise, State: ClaimConfirmed, Speedup: 0.6, NoiseCV: 0.031, NoiseDF: 8, TimeP: 1e-5}
 	if e := noise.Evidence(); !strings.Contains(e, "single timing") || !strings.Contains(e, "3.1%") || !strings.Contains(e, "8 df") {
 		t.Errorf("noise evidence %q", e)
