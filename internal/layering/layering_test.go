@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
 	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/stats", "internal/store", "internal/track"},
-	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/store", "internal/track"},
+	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/importer":          {"internal/edit", "internal/track"},
 	"internal/llm":               {"internal/yamlfile"},
 	"internal/llm/anthropic":     {"internal/llm", "internal/llm/internal/wire"},

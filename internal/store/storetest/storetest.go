@@ -39,6 +39,7 @@ type Store interface {
 	InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error
 	LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*store.Evaluation, error)
 	InterruptOrphans(ctx context.Context) ([]*store.Evaluation, error)
+	RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*store.Evaluation, error)
 
 	CreateRun(ctx context.Context, r *store.Run) error
 	Run(ctx context.Context, ref string) (*store.Run, error)
@@ -51,6 +52,7 @@ type Store interface {
 	Archive(ctx context.Context, runID int64) ([]int64, error)
 	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
 	AddRunEvent(ctx context.Context, e *store.RunEvent) error
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 
 	InsertLLMCall(ctx context.Context, c *store.LLMCall) error
 	FinishLLMCall(ctx context.Context, c *store.LLMCall) error
