@@ -34,20 +34,28 @@ type dataBuildOptions struct {
 	out       string
 	valTokens int64
 	valSeqLen int
-	yaml      bool
+	reseed    bool
 }
 
 func newDataBuildCmd(g *globals) *cobra.Command {
 	var o dataBuildOptions
 	cmd := &cobra.Command{
 		Use:   "build tiny",
-		Short: "Write the tiny synthetic corpus and print its loss floor",
+		Short: "Write the tiny synthetic corpus and print its loss floor and n-gram baseline",
 		Long: `Write the tiny track's synthetic corpus (one validation shard and eight
-training shards in the speedrun's shard format) and print each shard's token
-count and SHA-256, the loss floor of the validation slice (the Bayes-optimal
-loss of a model that sees only its evaluation window), the full-context
-entropy, and unigram and bigram references. The bytes are identical on every
-machine; files that already hold them are left alone.`,
+training shards in the speedrun's shard format) and its manifest, and print
+each shard's token count and SHA-256, the loss floor of the validation slice
+(the Bayes-optimal loss of a model that sees only its evaluation window), the
+full-context entropy, unigram and bigram references, and the n-gram baseline
+(the best Kneser-Ney model counted from the training shards).
+
+The generator's structure and parameters are public; its tables and sample
+are drawn from a secret of 32 random bytes, made on first use and kept in
+DIR/secret (readable only by you), so every installation has its own corpus
+and nobody can regenerate the validation shard without that file. The same
+secret gives the same bytes on every machine; files that already hold them
+are left alone. --reseed draws a new secret and rebuilds: results measured
+on the old corpus are then not comparable with new ones.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"tiny"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,7 +76,7 @@ machine; files that already hold them are left alone.`,
 	f.StringVar(&o.out, "out", "", "folder to write the shards to (default: <data_dir>/tiny)")
 	f.Int64Var(&o.valTokens, "val-tokens", data.DefaultTinyValTokens, "validation tokens the floor is computed on (the track's val_tokens)")
 	f.IntVar(&o.valSeqLen, "val-seq-len", data.DefaultTinyValSeqLen, "evaluation window length (the track's val_seq_len)")
-	f.BoolVar(&o.yaml, "yaml", false, "also print the data section for a track.yaml, with the shard pins and the floor")
+	f.BoolVar(&o.reseed, "reseed", false, "draw a new secret and rebuild the corpus from it (a different corpus)")
 	return cmd
 }
 
@@ -80,19 +88,30 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 	if o.valTokens >= int64(p.ValShardTokens) {
 		return withCode(exitUsage, fmt.Errorf("--val-tokens %d: the val shard holds %d tokens, and one more than val_tokens is needed", o.valTokens, p.ValShardTokens))
 	}
-	shards, fl, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Log: log})
+	man, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Reseed: o.reseed, Log: log})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "tiny corpus in %s\n\n", o.out)
-	printShards(w, shards)
+	fmt.Fprintf(w, "tiny corpus in %s (secret %s, fingerprint %s)\n\n", o.out, filepath.Join(o.out, data.TinySecretFile), man.Tiny.SecretFingerprint)
+	printShards(w, man.Pins())
+	printTinyFigures(w, man.Tiny)
+	return nil
+}
+
+// printTinyFigures prints what a tiny corpus allows: its floor, the
+// references, the n-gram baseline, and the floor by class of target.
+func printTinyFigures(w io.Writer, t *data.TinyManifest) {
+	fl := t.Floor
 	fmt.Fprintf(w, "\nloss on the first %d val tokens in windows of %d, nats per token:\n", fl.ValTokens, fl.SeqLen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  loss floor (Bayes-optimal, window context)\t%.4f\n", fl.Floor)
 	fmt.Fprintf(tw, "  full-context entropy (whole slice in view)\t%.4f\n", fl.FullContext)
+	if ng := t.NGram; ng != nil {
+		fmt.Fprintf(tw, "  n-gram baseline (Kneser-Ney, order %d, counted from %d training tokens)\t%.4f\n", ng.Best.Order, ng.TrainTokens, ng.Best.Loss)
+	}
 	fmt.Fprintf(tw, "  bigram reference (previous token only)\t%.4f\n", fl.Bigram)
 	fmt.Fprintf(tw, "  unigram reference (no context)\t%.4f\n", fl.Unigram)
-	fmt.Fprintf(tw, "  uniform over %d tokens\t%.4f\n", p.Vocab, math.Log(float64(p.Vocab)))
+	fmt.Fprintf(tw, "  uniform over %d tokens\t%.4f\n", t.Params.Vocab, math.Log(float64(t.Params.Vocab)))
 	tw.Flush()
 	fmt.Fprintln(w, "\nby class of the target token:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -101,15 +120,6 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 		fmt.Fprintf(tw, "%s\t%.1f%%\t%.4f\t%.4f\t%.4f\t%.4f\t\n", c.Class, 100*float64(c.Targets)/float64(fl.ValTokens), c.Floor, c.FullContext, c.Bigram, c.Unigram)
 	}
 	tw.Flush()
-	if o.yaml {
-		fmt.Fprintln(w, "\n# data section for the track spec:")
-		fmt.Fprintf(w, "data:\n  builtin: tiny\n  train: tiny_train_*.bin\n  val: %s\n  vocab_size: %d\n  bos_id: %d\n  val_tokens: %d\n  val_seq_len: %d\n  loss_floor: %.6f\n  shards:\n",
-			data.TinyValFile, p.Vocab, p.Vocab-1, fl.ValTokens, fl.SeqLen, fl.Floor)
-		for _, s := range shards {
-			fmt.Fprintf(w, "    - {file: %s, tokens: %d, sha256: %q}\n", s.File, s.Tokens, s.SHA256)
-		}
-	}
-	return nil
 }
 
 func printShards(w io.Writer, shards []track.Shard) {
@@ -138,8 +148,10 @@ func newDataVerifyCmd(g *globals) *cobra.Command {
 have a valid header and a size that matches it, and its token count and
 SHA-256 are printed (pin them in a track spec). With --track, every shard the
 track pins must be present with the pinned token count and SHA-256, and every
-token id must be below the track's vocabulary size. With --manifest, the same
-against the pins of a manifest.json that fetch or prepare wrote.`,
+token id must be below the track's vocabulary size (for a track with built-in
+data, such as tiny, the pins are those of the manifest in DIR, written when the
+corpus was built). With --manifest, the same against the pins of a
+manifest.json that fetch, prepare or data build wrote.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var pinned []track.Shard
@@ -167,6 +179,14 @@ against the pins of a manifest.json that fetch or prepare wrote.`,
 					return withCode(exitUsage, err)
 				}
 				pinned = spec.Data.Shards
+				if spec.Data.Builtin != "" {
+					// Built-in data is pinned by the manifest written with it.
+					m, err := data.ReadManifest(args[0])
+					if err != nil {
+						return withCode(exitFailure, fmt.Errorf("track %s's data is built per installation and pinned by its manifest: %w", spec.Name, err))
+					}
+					pinned = m.Pins()
+				}
 				if len(pinned) == 0 {
 					return withCode(exitUsage, fmt.Errorf("track %s pins no shards: there is nothing to verify against", spec.Name))
 				}

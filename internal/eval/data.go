@@ -15,7 +15,8 @@ import (
 // LocalData finds track data on the local disk and verifies it before every
 // evaluation: headers, sizes and SHA-256 of every pinned shard. A mismatch is
 // an error, never a silent run on other data. The built-in tiny data is
-// generated on first use.
+// generated on first use, from a secret drawn for this installation, and
+// verified against the manifest written with it.
 type LocalData struct {
 	// Root holds one folder per track (config data_dir).
 	Root string
@@ -29,6 +30,8 @@ type LocalData struct {
 	// rewritten in place gets a new stamp and is hashed again.
 	mu       sync.Mutex
 	verified map[string]string
+	// tiny does the same for the tiny corpus, whose pins are its manifest's.
+	tiny data.ShardCache
 }
 
 // Dir returns the data folder of spec.
@@ -50,7 +53,11 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 	dir := d.Dir(spec)
 	switch spec.Data.Builtin {
 	case "tiny":
-		if err := data.EnsureTiny(ctx, dir, spec.Data.Shards); err != nil {
+		// The spec's pins and floor, if any, are another installation's
+		// (see track.Spec.Notes): the corpus's manifest decides.
+		if _, err := data.EnsureTiny(ctx, dir, data.TinyOptions{
+			ValTokens: spec.Data.ValTokens, ValSeqLen: spec.Data.ValSeqLen, Cache: &d.tiny,
+		}); err != nil {
 			return nil, err
 		}
 	case "":
