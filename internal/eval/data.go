@@ -12,6 +12,18 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
+// DataFiles are the absolute paths of a track's data, and what is known
+// about it.
+type DataFiles struct {
+	Train []string
+	Val   string
+	// LossFloor is the Bayes-optimal loss of the track's validation slice
+	// on this installation's data, 0 when unknown. The built-in tiny
+	// corpus is drawn per installation, so its floor comes from the
+	// manifest written when it was built, not from the track spec.
+	LossFloor float64
+}
+
 // LocalData finds track data on the local disk and verifies it before every
 // evaluation: headers, sizes and SHA-256 of every pinned shard. A mismatch is
 // an error, never a silent run on other data. The built-in tiny data is
@@ -51,15 +63,18 @@ func (d *LocalData) Dir(spec *track.Spec) string {
 // Resolve verifies the data of spec and returns its files.
 func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error) {
 	dir := d.Dir(spec)
+	var floor float64
 	switch spec.Data.Builtin {
 	case "tiny":
 		// The spec's pins and floor, if any, are another installation's
 		// (see track.Spec.Notes): the corpus's manifest decides.
-		if _, err := data.EnsureTiny(ctx, dir, data.TinyOptions{
+		man, err := data.EnsureTiny(ctx, dir, data.TinyOptions{
 			ValTokens: spec.Data.ValTokens, ValSeqLen: spec.Data.ValSeqLen, Cache: &d.tiny,
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
+		floor = man.Tiny.Floor.Floor
 	case "":
 		pins := spec.Data.Shards
 		if len(pins) == 0 {
@@ -97,7 +112,7 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 			return nil, err
 		}
 	}
-	return &DataFiles{Train: train, Val: val}, nil
+	return &DataFiles{Train: train, Val: val, LossFloor: floor}, nil
 }
 
 // stamp identifies a file's current content cheaply: size and

@@ -65,12 +65,6 @@ type DataResolver interface {
 	Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error)
 }
 
-// DataFiles are the absolute paths of a track's data.
-type DataFiles struct {
-	Train []string
-	Val   string
-}
-
 // Request is one evaluation to run.
 type Request struct {
 	Track   *track.Spec
