@@ -143,13 +143,14 @@ func (m *TinyModel) alpha() float64 { return float64(m.p.AlphaNum) / float64(m.p
 // the document's content tokens and bindings so far; the predictor needs
 // only what is in view:
 //
-//   - Content tokens. The tokens of class c drawn in a document form an
-//     exchangeable sequence (a Chinese restaurant process), and where the
-//     slots fall never depends on which tokens fill them. So the tokens
-//     in view are distributed like the first ones of the sequence, and
-//     the next is (n_t + alpha*beta_t)/(n + alpha) with n_t the count of t
-//     among the n tokens of its class in view since the last BOS: the
-//     tokens out of view drop out.
+//   - Content tokens. Given the topic, the concepts of class c drawn in a
+//     document form an exchangeable sequence (a Chinese restaurant
+//     process), and where the slots fall never depends on which concepts
+//     fill them, nor which form each takes. So the concepts in view are
+//     distributed like the first ones of the sequence, and the next is k
+//     with (n_k + alpha*beta_k)/(n + alpha), n_k the count of k among the
+//     n concepts of its class in view since the last BOS: the tokens out
+//     of view drop out. Its form is uniform.
 //   - Bindings. A key in view with its value fixes that value. A value
 //     bound out of view is uniform and independent of everything in view,
 //     except in one case: a view that opens on a value sees a value whose
@@ -179,7 +180,7 @@ func newPredictor(m *TinyModel) *predictor {
 		m:       m,
 		q:       m.endProb(),
 		alpha:   m.alpha(),
-		count:   make([]int32, m.p.Classes*m.p.ClassSize),
+		count:   make([]int32, m.p.Classes*m.concepts),
 		total:   make([]int32, m.p.Classes),
 		post:    make([]float64, m.p.Topics),
 		bound:   make([]int16, m.p.Keys),
@@ -221,39 +222,41 @@ func (pr *predictor) begin(x0 uint16) {
 	}
 }
 
-// beta returns topic z's base probability of content token t.
-func (m *TinyModel) beta(z int, t uint16) float64 {
-	c := m.contentClass(t)
+// beta returns topic z's base probability of concept k.
+func (m *TinyModel) beta(z, k int) float64 {
+	c := k / m.concepts
 	zc := z*m.p.Classes + c
-	i := int(t) - m.contentBase - c*m.p.ClassSize
-	return float64(m.base[zc*m.p.ClassSize+i]) / float64(m.baseTotal[zc])
+	return float64(m.base[zc*m.concepts+k-c*m.concepts]) / float64(m.baseTotal[zc])
 }
 
-// contentProb is the cache's probability of content token t, given its
-// class: (n_t + alpha*beta_t)/(n + alpha), with beta_t averaged over the
-// topic posterior.
+// contentProb is the probability of content token t given that a content
+// slot of its class comes: its concept's (n_k + alpha*beta_k)/(n +
+// alpha), with beta_k averaged over the topic posterior, times 1/Forms.
 func (pr *predictor) contentProb(t uint16) float64 {
 	m := pr.m
+	k := m.concept(t)
 	var beta float64
 	for z, pz := range pr.post {
 		if pz != 0 {
-			beta += pz * m.beta(z, t)
+			beta += pz * m.beta(z, k)
 		}
 	}
-	return (float64(pr.count[int(t)-m.contentBase]) + pr.alpha*beta) / (float64(pr.total[m.contentClass(t)]) + pr.alpha)
+	return (float64(pr.count[k]) + pr.alpha*beta) / (float64(pr.total[m.contentClass(t)]) + pr.alpha) / float64(m.p.Forms)
 }
 
 // observeContent takes content token t into view: the topic posterior is
-// multiplied by each topic's chance of t given the class's tokens in view,
-// (n_t + alpha*beta_z(t))/(n + alpha), whose denominator is the same for
-// every topic; then t is counted.
+// multiplied by each topic's chance of t's concept given the class's
+// concepts in view, (n_k + alpha*beta_z(k))/(n + alpha), whose
+// denominator is the same for every topic (and so is the form's chance);
+// then the concept is counted.
 func (pr *predictor) observeContent(t uint16) {
 	m := pr.m
+	k := m.concept(t)
 	if len(pr.post) > 1 {
-		n := float64(pr.count[int(t)-m.contentBase])
+		n := float64(pr.count[k])
 		var sum float64
 		for z, pz := range pr.post {
-			pz *= n + pr.alpha*m.beta(z, t)
+			pz *= n + pr.alpha*m.beta(z, k)
 			pr.post[z] = pz
 			sum += pz
 		}
@@ -261,7 +264,7 @@ func (pr *predictor) observeContent(t uint16) {
 			pr.post[z] /= sum
 		}
 	}
-	pr.count[int(t)-m.contentBase]++
+	pr.count[k]++
 	pr.total[m.contentClass(t)]++
 }
 
@@ -439,7 +442,7 @@ func (m *TinyModel) stationary() []float64 {
 		for i := range p.ClassSize {
 			t := c*p.ClassSize + i
 			for z := range p.Topics {
-				uni[m.contentBase+t] += cur[1+p.Function+c] * m.beta(z, uint16(m.contentBase+t)) / float64(p.Topics)
+				uni[m.contentBase+t] += cur[1+p.Function+c] * m.beta(z, m.concept(uint16(m.contentBase+t))) / float64(p.Topics*p.Forms)
 			}
 		}
 	}

@@ -73,6 +73,13 @@ type TinyParams struct {
 	ClassSize int
 	Keys      int
 	Values    int
+	// Forms is the number of surface forms of each concept: content token
+	// i of a class is form i mod Forms of concept i / Forms. Documents
+	// repeat concepts, and every occurrence picks its form uniformly, so
+	// what predicts a content word is having seen its concept in any form:
+	// a model must learn which forms belong together, and a cache of the
+	// exact tokens seen catches only some of it.
+	Forms int
 
 	// Every token but a value is drawn from a row chosen by the previous
 	// token: START after BOS, one row per function word, one per content
@@ -97,14 +104,15 @@ type TinyParams struct {
 	KeyPermille          int
 
 	// Each document draws one of Topics topics uniformly. A content slot
-	// of class c draws the document's next token of class c from a
+	// of class c draws the document's next concept of class c from a
 	// Chinese restaurant process (a Dirichlet-multinomial cache): with n
-	// tokens of class c drawn so far in the document, it repeats one of
+	// concepts of class c drawn so far in the document, it repeats one of
 	// them chosen uniformly with probability n/(n+alpha), and otherwise
-	// draws a fresh token from the topic's base distribution over the
-	// class. The i-th token of a class in a topic's secret order has base
-	// weight 1<<(i mod BaseBits), so every base distribution has the same
-	// entropy. alpha = AlphaNum/AlphaDen.
+	// draws a fresh concept from the topic's base distribution over the
+	// class; then a form of the concept, uniformly. The i-th concept of a
+	// class in a topic's secret order has base weight 1<<(i mod BaseBits),
+	// so every base distribution has the same entropy. alpha =
+	// AlphaNum/AlphaDen.
 	Topics             int
 	BaseBits           int
 	AlphaNum, AlphaDen int
@@ -131,7 +139,7 @@ type TinyParams struct {
 // DefaultTinyParams returns the parameters of the tiny track's corpus.
 func DefaultTinyParams() TinyParams {
 	return TinyParams{
-		Vocab: 256, Function: 64, Classes: 1, ClassSize: 128, Keys: 16, Values: 32,
+		Vocab: 256, Function: 64, Classes: 1, ClassSize: 128, Keys: 16, Values: 32, Forms: 4,
 		Support: 8, ClassPicks: 1,
 		ContentPermille: 650, AfterContentPermille: 200, KeyPermille: 60,
 		Topics: 16, BaseBits: 4, AlphaNum: 1, AlphaDen: 1,
@@ -158,6 +166,7 @@ func (p TinyParams) Validate() error {
 	check(p.Function >= 1, "function words = %d, need at least 1", p.Function)
 	check(p.Classes >= 1, "content classes = %d, need at least 1", p.Classes)
 	check(p.ClassSize >= 1, "class size = %d, need at least 1", p.ClassSize)
+	check(p.Forms >= 1 && p.ClassSize%max(p.Forms, 1) == 0, "forms = %d, need at least 1 and a divisor of the class size (%d)", p.Forms, p.ClassSize)
 	check(p.Keys >= 1, "keys = %d, need at least 1", p.Keys)
 	check(p.Values >= 1, "values = %d, need at least 1", p.Values)
 	used := p.Function + p.Classes*p.ClassSize + p.Keys + p.Values + 1
@@ -221,7 +230,9 @@ type TinyModel struct {
 	// predictor's O(1) lookups.
 	weight []uint32
 
-	// base[(z*Classes+c)*ClassSize+i] is topic z's base weight of token
+	// concepts is the number of concepts of a class, ClassSize/Forms.
+	concepts int
+	// base[(z*Classes+c)*concepts+i] is topic z's base weight of concept
 	// i of class c; baseCum its running sum within the class,
 	// baseTotal[z*Classes+c] the class's sum.
 	base, baseCum, baseTotal []uint32
@@ -245,6 +256,7 @@ func NewTinyModel(p TinyParams, secret TinySecret) (*TinyModel, error) {
 		bos:         p.Vocab - 1,
 		events:      p.Function + p.Classes + 1,
 		keyEvent:    p.Function + p.Classes,
+		concepts:    p.ClassSize / p.Forms,
 	}
 	src := secret.stream("tables")
 
@@ -260,18 +272,19 @@ func NewTinyModel(p TinyParams, secret TinySecret) (*TinyModel, error) {
 
 	// Base distributions of the topics over the content classes: the
 	// same weights in a secret order for each topic and class.
-	m.base = make([]uint32, p.Topics*p.Classes*p.ClassSize)
+	K := m.concepts
+	m.base = make([]uint32, p.Topics*p.Classes*K)
 	m.baseCum = make([]uint32, len(m.base))
 	m.baseTotal = make([]uint32, p.Topics*p.Classes)
 	for zc := range p.Topics * p.Classes {
-		w := m.base[zc*p.ClassSize : (zc+1)*p.ClassSize]
-		for rank, i := range sampleDistinct(src, p.ClassSize, p.ClassSize) {
+		w := m.base[zc*K : (zc+1)*K]
+		for rank, i := range sampleDistinct(src, K, K) {
 			w[i] = 1 << (rank % p.BaseBits)
 		}
 		var sum uint32
 		for i := range w {
 			sum += w[i]
-			m.baseCum[zc*p.ClassSize+i] = sum
+			m.baseCum[zc*K+i] = sum
 		}
 		m.baseTotal[zc] = sum
 	}
@@ -371,6 +384,10 @@ func (m *TinyModel) class(t uint16) int {
 // contentClass returns the content class of content token t.
 func (m *TinyModel) contentClass(t uint16) int { return (int(t) - m.contentBase) / m.p.ClassSize }
 
+// concept returns the concept of content token t, numbered across
+// classes: class c holds concepts c*concepts .. (c+1)*concepts-1.
+func (m *TinyModel) concept(t uint16) int { return (int(t) - m.contentBase) / m.p.Forms }
+
 // state returns the row that follows token prev, which must be BOS, a
 // function word, a content token or a value.
 func (m *TinyModel) state(prev uint16) int {
@@ -450,8 +467,8 @@ type tinyGen struct {
 	m     *TinyModel
 	src   *rand.PCG
 	topic int
-	drawn [][]uint16 // content tokens of each class drawn in this document
-	bound []int16    // value bound to each key in this document, -1 if none
+	drawn [][]int // concepts of each class drawn in this document
+	bound []int16 // value bound to each key in this document, -1 if none
 	prev  uint16
 }
 
@@ -465,21 +482,23 @@ func (g *tinyGen) newDocument() {
 	}
 }
 
-// content draws the document's next token of class c.
+// content draws the document's next token of class c: a concept from the
+// cache or the topic's base, then one of its forms.
 func (g *tinyGen) content(c int) uint16 {
-	p := &g.m.p
+	m := g.m
+	p := &m.p
 	drawn := g.drawn[c]
 	n := uint64(len(drawn))
 	u := uniform(g.src, n*uint64(p.AlphaDen)+uint64(p.AlphaNum))
-	var t uint16
+	var concept int
 	if u < n*uint64(p.AlphaDen) {
-		t = drawn[u/uint64(p.AlphaDen)]
+		concept = drawn[u/uint64(p.AlphaDen)]
 	} else {
-		lo := (g.topic*p.Classes + c) * p.ClassSize
-		t = uint16(g.m.contentBase + c*p.ClassSize + pick(g.src, g.m.baseCum[lo:lo+p.ClassSize]))
+		lo := (g.topic*p.Classes + c) * m.concepts
+		concept = c*m.concepts + pick(g.src, m.baseCum[lo:lo+m.concepts])
 	}
-	g.drawn[c] = append(drawn, t)
-	return t
+	g.drawn[c] = append(drawn, concept)
+	return uint16(m.contentBase + concept*p.Forms + int(uniform(g.src, uint64(p.Forms))))
 }
 
 func (g *tinyGen) next() uint16 {
@@ -527,7 +546,7 @@ func (m *TinyModel) generateInto(index int, out []uint16) {
 	g := &tinyGen{
 		m:     m,
 		src:   m.secret.stream(fmt.Sprintf("shard %d", index)),
-		drawn: make([][]uint16, m.p.Classes),
+		drawn: make([][]int, m.p.Classes),
 		bound: make([]int16, m.p.Keys),
 		prev:  m.BOS(),
 	}
