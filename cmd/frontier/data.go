@@ -108,6 +108,7 @@ func printTinyFigures(w io.Writer, t *data.TinyManifest) {
 	fmt.Fprintf(tw, "  full-context entropy (whole slice in view)\t%.4f\n", fl.FullContext)
 	if ng := t.NGram; ng != nil {
 		fmt.Fprintf(tw, "  n-gram baseline (Kneser-Ney, order %d, counted from %d training tokens)\t%.4f\n", ng.Best.Order, ng.TrainTokens, ng.Best.Loss)
+		fmt.Fprintf(tw, "  n-gram baseline with a cache of the window (lambda %.2f)\t%.4f\n", ng.WithCache.Lambda, ng.WithCache.Loss)
 	}
 	fmt.Fprintf(tw, "  bigram reference (previous token only)\t%.4f\n", fl.Bigram)
 	fmt.Fprintf(tw, "  unigram reference (no context)\t%.4f\n", fl.Unigram)

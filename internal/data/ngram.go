@@ -62,6 +62,12 @@ type NGramResult struct {
 	Best NGramOrderLoss `json:"best"`
 	// Orders lists the best loss of each maximum order.
 	Orders []NGramOrderLoss `json:"orders"`
+	// WithCache is the best model mixed with a cache of the window (Kuhn
+	// and De Mori, 1990): (1-lambda) P_ngram(t) + lambda n_t/n, where n_t
+	// of the n tokens in view are t, lambda chosen on the slice. It is
+	// what counting gains from the text in view without learning anything
+	// about how it relates.
+	WithCache CacheLoss `json:"with_cache"`
 	// TrainTokens is the number of tokens counted.
 	TrainTokens int64 `json:"train_tokens"`
 }
@@ -238,6 +244,12 @@ func radixSort(keys, scratch []uint64, width int) []uint64 {
 	return scratch
 }
 
+// CacheLoss is the n-gram baseline with a cache of the window.
+type CacheLoss struct {
+	Lambda float64 `json:"lambda"`
+	Loss   float64 `json:"loss"`
+}
+
 // ngramStats is what one order contributes to one target's probability.
 type ngramStats struct {
 	count      float64 // c(h w): raw or continuation
@@ -312,6 +324,29 @@ func (lm *NGramLM) Evaluate(ctx context.Context, val []uint16, valTokens int64, 
 		res.Orders = append(res.Orders, best)
 		if order == 1 || best.Loss < res.Best.Loss {
 			res.Best = best
+		}
+	}
+
+	pNGram := make([]float64, len(targets))
+	for i := range targets {
+		pNGram[i] = lm.prob(&targets[i], res.Best.Order, res.Best.Scale)
+	}
+	res.WithCache.Loss = math.Inf(1)
+	count := make([]float64, lm.vocab)
+	for _, lambda := range []float64{0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5} {
+		var sum float64
+		i := 0
+		for start := 0; start < int(valTokens); start += T {
+			clear(count)
+			for j := start + 1; j <= start+T; j++ {
+				count[val[j-1]]++
+				p := (1-lambda)*pNGram[i] + lambda*count[val[j]]/float64(j-start)
+				sum -= math.Log(p)
+				i++
+			}
+		}
+		if loss := sum / float64(len(targets)); loss < res.WithCache.Loss {
+			res.WithCache = CacheLoss{Lambda: lambda, Loss: loss}
 		}
 	}
 	return res, nil
