@@ -165,7 +165,6 @@ no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "wpe.w
 optimizer = torch.optim.AdamW(
     [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
     lr=args.lr, betas=(args.beta1, args.beta2), foreach=True)
-loader = DataLoader(cfg.train_files, args.batch_size, args.seq_len, cfg.seed, cfg.rank, cfg.world_size)
 
 
 def lr_at(step):
@@ -184,6 +183,8 @@ def logits_fn(x):
 # Training (timed)
 
 fh.train_begin()
+# The training shards can be read only once the clock runs.
+loader = DataLoader(cfg.train_files, args.batch_size, args.seq_len, cfg.seed, cfg.rank, cfg.world_size)
 tokens_per_step = args.batch_size * args.seq_len
 for step in fh.steps(args.num_steps):
     with fh.section("data"):
