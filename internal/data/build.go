@@ -90,11 +90,11 @@ type TinyManifest struct {
 // BuildTiny writes the tiny corpus into dir (created if needed) and its
 // manifest, and returns the manifest: the shards with their hashes
 // (validation shard first), the loss floor and the n-gram baseline
-// (seconds of counting). The
-// corpus is drawn from the folder's secret, which is created if missing
-// (see TinyOptions for a given or new one). Each file is written
-// atomically; a file that already holds the right bytes is left alone, so
-// building twice is cheap and a corrupt file is repaired.
+// (seconds of counting). The corpus is drawn from the folder's secret,
+// which is created if missing (see TinyOptions for a given or new one).
+// Each file is written atomically; a file that already holds the right
+// bytes is left alone, so building twice is cheap and a corrupt file is
+// repaired.
 func BuildTiny(ctx context.Context, dir string, opt TinyOptions) (*DataManifest, error) {
 	opt = opt.withDefaults()
 	secret, err := tinySecret(dir, opt)

@@ -67,19 +67,19 @@ type TinyParams struct {
 	// The vocabulary is laid out in disjoint ranges, in this order:
 	// function words, Classes content classes of ClassSize tokens each,
 	// keys, values, then unused ids up to BOS = Vocab-1.
-	Vocab     int
-	Function  int
-	Classes   int
-	ClassSize int
-	Keys      int
-	Values    int
+	Vocab     int `json:"vocab"`
+	Function  int `json:"function_words"`
+	Classes   int `json:"content_classes"`
+	ClassSize int `json:"class_size"`
+	Keys      int `json:"keys"`
+	Values    int `json:"values"`
 	// Forms is the number of surface forms of each concept: content token
 	// i of a class is form i mod Forms of concept i / Forms. Documents
 	// repeat concepts, and every occurrence picks its form uniformly, so
 	// what predicts a content word is having seen its concept in any form:
 	// a model must learn which forms belong together, and a cache of the
 	// exact tokens seen catches only some of it.
-	Forms int
+	Forms int `json:"forms"`
 
 	// Every token but a value is drawn from a row chosen by the previous
 	// token: START after BOS, one row per function word, one per content
@@ -93,15 +93,15 @@ type TinyParams struct {
 	// rows are skewed like natural text and every row, whatever the
 	// secret, has the same entropy: the corpus's figures do not depend on
 	// the luck of the draw.
-	Support    int
-	ClassPicks int
+	Support    int `json:"support"`
+	ClassPicks int `json:"class_picks"`
 	// ContentPermille is the mass, in thousandths, that a row gives to
 	// content slots; rows after a content token give AfterContentPermille
 	// instead, so content tokens are mostly separated by function words.
 	// KeyPermille is every row's mass of the key slot.
-	ContentPermille      int
-	AfterContentPermille int
-	KeyPermille          int
+	ContentPermille      int `json:"content_permille"`
+	AfterContentPermille int `json:"after_content_permille"`
+	KeyPermille          int `json:"key_permille"`
 
 	// Each document draws one of Topics topics uniformly. A content slot
 	// of class c draws the document's next concept of class c from a
@@ -113,27 +113,29 @@ type TinyParams struct {
 	// class in a topic's secret order has base weight 1<<(i mod BaseBits),
 	// so every base distribution has the same entropy. alpha =
 	// AlphaNum/AlphaDen.
-	Topics             int
-	BaseBits           int
-	AlphaNum, AlphaDen int
+	Topics   int `json:"topics"`
+	BaseBits int `json:"base_bits"`
+	AlphaNum int `json:"alpha_num"`
+	AlphaDen int `json:"alpha_den"`
 
 	// A key slot draws a key from a Zipf table (the key of rank r has
 	// weight KeyZipf/(r+1); ranks are a secret permutation). The token
 	// after a key is a value: the one bound to the key in this document,
 	// or, at the key's first use, a uniform value, which becomes its
 	// binding until the document ends.
-	KeyZipf int
+	KeyZipf int `json:"key_zipf"`
 
 	// A document ends (BOS) after a function word, a content token or a
 	// value with probability EndNum/EndDen, the same everywhere, so no
 	// position in a document is special.
-	EndNum, EndDen int
+	EndNum int `json:"end_num"`
+	EndDen int `json:"end_den"`
 
 	// ValShardTokens and TrainShardTokens are the shard sizes; there are
 	// TrainShards training shards.
-	ValShardTokens   int
-	TrainShardTokens int
-	TrainShards      int
+	ValShardTokens   int `json:"val_shard_tokens"`
+	TrainShardTokens int `json:"train_shard_tokens"`
+	TrainShards      int `json:"train_shards"`
 }
 
 // DefaultTinyParams returns the parameters of the tiny track's corpus.
