@@ -124,6 +124,17 @@ func tinySecret(dir string, opt TinyOptions) (TinySecret, error) {
 		return s, nil
 	}
 	s, err := ReadTinySecret(dir)
+	if errors.Is(err, ErrTinySecretExposed) {
+		// A copy of the folder (cp, os.CopyFS) often loses the mode: close
+		// it again rather than refuse the data. Whoever could read it may
+		// have; --reseed is the cure for that.
+		path := filepath.Join(dir, TinySecretFile)
+		if cerr := os.Chmod(path, 0o600); cerr != nil {
+			return s, fmt.Errorf("%w; making it private failed: %w", err, cerr)
+		}
+		opt.Log.Warn("the tiny corpus secret was readable by others; it is now readable by its owner only (draw a new corpus with frontier data build tiny --reseed if others may have read it)", "file", path)
+		s, err = ReadTinySecret(dir)
+	}
 	switch {
 	case err == nil:
 		if opt.Secret != nil && *opt.Secret != s {

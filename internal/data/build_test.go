@@ -250,12 +250,21 @@ func TestEnsureTiny(t *testing.T) {
 		t.Errorf("EnsureTiny after reseeding: %v", err)
 	}
 
-	// A secret others can read is refused.
-	if err := os.Chmod(filepath.Join(dir, TinySecretFile), 0o644); err != nil {
+	// A secret others can read is refused by ReadTinySecret; EnsureTiny
+	// makes it private again, with a warning.
+	path = filepath.Join(dir, TinySecretFile)
+	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EnsureTiny(ctx, dir, opt); err == nil || !strings.Contains(err.Error(), "readable by others") {
-		t.Errorf("secret readable by others: %v", err)
+	if _, err := ReadTinySecret(dir); !errors.Is(err, ErrTinySecretExposed) {
+		t.Errorf("ReadTinySecret of a secret readable by others: %v", err)
+	}
+	logs.Reset()
+	if _, err := EnsureTiny(ctx, dir, opt); err != nil || !strings.Contains(logs.String(), "readable by others") {
+		t.Errorf("EnsureTiny with a secret readable by others: %v\n%s", err, logs.String())
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("secret file after EnsureTiny: %v, mode %v", err, st.Mode())
 	}
 }
 

@@ -15,6 +15,10 @@ import (
 // the installation's secret, as 64 hex digits. Only its owner can read it.
 const TinySecretFile = "secret"
 
+// ErrTinySecretExposed marks a secret file that others than its owner can
+// read.
+var ErrTinySecretExposed = errors.New("readable by others")
+
 // NewTinySecret draws a secret from the operating system's random source.
 func NewTinySecret() (TinySecret, error) {
 	var s TinySecret
@@ -36,8 +40,9 @@ func ParseTinySecret(text string) (TinySecret, error) {
 }
 
 // ReadTinySecret reads the secret of the tiny data folder dir. A missing
-// file is fs.ErrNotExist; a file others can read is refused, since anyone
-// who reads it can regenerate the validation shard.
+// file is fs.ErrNotExist; a file others can read is refused
+// (ErrTinySecretExposed), since anyone who reads it can regenerate the
+// validation shard.
 func ReadTinySecret(dir string) (TinySecret, error) {
 	path := filepath.Join(dir, TinySecretFile)
 	f, err := os.Open(path)
@@ -50,7 +55,7 @@ func ReadTinySecret(dir string) (TinySecret, error) {
 		return TinySecret{}, fmt.Errorf("read the tiny corpus secret: %w", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return TinySecret{}, fmt.Errorf("the tiny corpus secret %s is readable by others (mode %v): run chmod 600 on it, or draw a new corpus with `frontier data build tiny --reseed`", path, st.Mode().Perm())
+		return TinySecret{}, fmt.Errorf("the tiny corpus secret %s is %w (mode %v): run chmod 600 on it, or draw a new corpus with `frontier data build tiny --reseed`", path, ErrTinySecretExposed, st.Mode().Perm())
 	}
 	var buf [128]byte
 	n, _ := f.Read(buf[:])
