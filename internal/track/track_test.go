@@ -65,8 +65,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad glob", strings.Replace(good, "train: tiny_train_*.bin", "train: tiny_[", 1), []string{"data.train", "not a valid pattern"}},
 		{"val folder", strings.Replace(good, "val: tiny_val_000000.bin", `val: ".."`, 1), []string{"data.val", "not a folder"}},
 		{"shard folder", strings.Replace(good, "- file: tiny_val_000000.bin", `- file: ".."`, 1), []string{"track.yaml:13:13: data.shards[0].file", "not a folder"}},
-		{"builtin elsewhere", strings.Replace(good, "builtin: tiny", "builtin: tiny\n  dir: /tmp/elsewhere", 1), []string{"track.yaml:6:8: data.dir", "under its data root"}},
-		{"dir escapes", strings.Replace(good, "builtin: tiny", "builtin: tiny\n  dir: ../../x", 1), []string{"data.dir", "without '..'"}},
+		{"builtin elsewhere", strings.Replace(good, "dir: tiny", "builtin: tiny\n  dir: /tmp/elsewhere", 1), []string{"track.yaml:6:8: data.dir", "under its data root"}},
+		{"dir escapes", strings.Replace(good, "dir: tiny", "builtin: tiny\n  dir: ../../x", 1), []string{"data.dir", "without '..'"}},
 		{"long limit", strings.Replace(good, "full_run: 5m", "full_run: 2000000h", 1), []string{"limits.full_run: 2000000h0m0s: at most 168h0m0s"}},
 		{"gpus", strings.Replace(good, "device: cpu", "device: cuda\n  gpus: 1000", 1), []string{"hardware.gpus", "at most 64"}},
 	}
