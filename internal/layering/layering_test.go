@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/verify/redteam": {},
 	"tracks":                  {},
 
+	"internal/bench":             {"internal/yamlfile"},
 	"internal/config":            {"internal/evolve", "internal/llm", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
