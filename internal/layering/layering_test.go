@@ -37,6 +37,8 @@ var allowed = map[string][]string{
 	"tracks":                  {},
 
 	"internal/bench":             {"internal/yamlfile"},
+	"internal/bench/benchtest":   {"internal/eval", "internal/store"},
+	"internal/bench/scaffold":    {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/store", "internal/track"},
 	"internal/config":            {"internal/evolve", "internal/llm", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
