@@ -34,9 +34,11 @@ func newFixture(t testing.TB, dbPath string) *fixture {
 		t.Fatal(err)
 	}
 	ev := &benchtest.Evaluator{Store: st}
-	env := Env{Store: st, Evaluator: ev, Tracks: track.NewRegistry(nil, "testdata/tracks"), WorkDir: t.TempDir()}
+	env := Env{Store: st, Evaluator: ev, Tracks: fakeTracks(), WorkDir: t.TempDir()}
 	return &fixture{st: st, ev: ev, env: env, suite: s}
 }
+
+func fakeTracks() Tracks { return track.NewRegistry(nil, "testdata/tracks") }
 
 // coder is a language model (a fake client) that edits benchtest programs.
 func coder(c *benchtest.Coder) (evolve.Model, *llmtest.Fake) {
