@@ -28,15 +28,15 @@ const SuiteFile = "suite.yaml"
 // suite.yaml.
 type Suite struct {
 	Name        string `yaml:"name"`
-	Description string `yaml:"description"`
+	Description string `yaml:"description,omitempty"`
 	// Track is the track of every record that does not name its own: a
 	// track's name, or a track folder relative to the suite's folder.
 	Track string `yaml:"track"`
 	// Times says where the records' published times were measured.
-	Times string `yaml:"times"`
+	Times string `yaml:"times,omitempty"`
 	// Contract notes a weaker verification than the harness's: "log" for
 	// imported speedrun scripts whose logs are parsed.
-	Contract string   `yaml:"contract"`
+	Contract string   `yaml:"contract,omitempty"`
 	Records  []Record `yaml:"records"`
 	Tasks    []Task   `yaml:"tasks"`
 
@@ -52,14 +52,14 @@ type Record struct {
 	ID string `yaml:"id"`
 	// Program is the record's training program, relative to the suite's
 	// folder; empty when only its time is known (a goal without code).
-	Program string `yaml:"program"`
+	Program string `yaml:"program,omitempty"`
 	// Track overrides the suite's track for this record.
-	Track       string `yaml:"track"`
-	Description string `yaml:"description"`
+	Track       string `yaml:"track,omitempty"`
+	Description string `yaml:"description,omitempty"`
 	// TimeMs is the published train time to the track's target, measured
 	// where Suite.Times says; ValLoss the loss it reached.
 	TimeMs  float64 `yaml:"time_ms"`
-	ValLoss float64 `yaml:"val_loss"`
+	ValLoss float64 `yaml:"val_loss,omitempty"`
 }
 
 // Task is one step of the history: reproduce what record Goal changed,
@@ -71,14 +71,14 @@ type Task struct {
 	Hints Hints  `yaml:"hints"`
 	// Diff is the ground-truth change from Start to Goal, for analysis
 	// only: it is never shown to a model.
-	Diff string `yaml:"diff"`
+	Diff string `yaml:"diff,omitempty"`
 }
 
 // Hints are the task's hint files by level, relative to the suite's folder.
 type Hints struct {
-	Pseudocode  string `yaml:"pseudocode"`  // level 1
-	Description string `yaml:"description"` // level 2
-	Paper       string `yaml:"paper"`       // level 3
+	Pseudocode  string `yaml:"pseudocode,omitempty"`  // level 1
+	Description string `yaml:"description,omitempty"` // level 2
+	Paper       string `yaml:"paper,omitempty"`       // level 3
 }
 
 // File returns the hint file of a level (1, 2 or 3), "" when there is none.
