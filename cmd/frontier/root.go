@@ -77,6 +77,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newRunsCmd(g),
 		newDemoCmd(g),
 		newReportCmd(g),
+		newBenchCmd(g),
 		newSandboxCmd(g),
 	)
 	markUsageErrors(root)

@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/testdeps":       {},
 	"internal/yamlfile":       {},
 	"internal/verify/redteam": {},
+	"suites":                  {},
 	"tracks":                  {},
 
 	"internal/bench":             {"internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
