@@ -88,7 +88,6 @@ type Bench struct {
 	activeBase   int64
 	drain        chan string
 	draining     string
-	engine       *evolve.Engine // the evolve scaffold's, while it runs
 }
 
 // New records a new bench run: its settings (resolved) and one attempt
