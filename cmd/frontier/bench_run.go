@@ -154,7 +154,6 @@ func startBench(ctx context.Context, g *globals, o benchRunOptions, cfg *config.
 		Redact: cfg.LLM.Redactor(os.LookupEnv).Redact, Log: g.log}
 	if !o.quiet {
 		benv.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
-		env.eval.Progress = benv.Progress
 	}
 	if o.resume != "" {
 		run, err := env.store.BenchRun(ctx, o.resume)
