@@ -15,8 +15,12 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
+# The version frontier reports (frontier version, doctor, every result):
+# the tag or commit it is built from.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/frontier
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/frontier
 
 deps:
 	./scripts/install-deps.sh

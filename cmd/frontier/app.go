@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
@@ -30,18 +33,33 @@ func (e *environment) Close() error {
 	return nil
 }
 
-// openEnvironment finds Python, opens the store and builds the evaluator.
+// openEnvironment opens the store, finds Python and builds the evaluator.
+// It makes the state folders private where it creates them, and cleans up
+// after evaluations that a process which ended left running.
 func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*environment, error) {
-	py, err := pyenv.Find(ctx, cfg.Python)
+	if err := cfg.MakeDirs(); err != nil {
+		return nil, err
+	}
+	// The store first: it is quick, and a database that cannot record
+	// an evaluation is said before seconds go to probing Python.
+	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
+		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
+	}
+	if st.ReadOnly() {
+		st.Close()
+		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DB, store.ErrReadOnly)
+	}
+	cleanOrphans(ctx, g, st, cfg.RunsDir)
+	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
+		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
+	})
+	if err != nil {
+		st.Close()
 		if errors.Is(err, pyenv.ErrNoTorch) {
 			return nil, usage(err)
 		}
 		return nil, err
-	}
-	st, err := store.Open(ctx, cfg.DB)
-	if err != nil {
-		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
 	}
 	mode, err := sandbox.ParseMode(cfg.Sandbox)
 	if err != nil {
@@ -66,6 +84,7 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		Visible: py.Paths,
 		Store:   st,
 		Python:  py.Path,
+		Version: buildVersion().String(),
 		Torch:   py.Torch,
 		RunsDir: cfg.RunsDir,
 		Data:    &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data},
@@ -76,6 +95,68 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 	}
 	return &environment{cfg: cfg, store: st, eval: ev}, nil
 }
+
+// cleanOrphans marks interrupted the evaluations that a process of this
+// machine left running when it ended (a kill -9, a crash, a failure
+// before it recorded the outcome), removes their run folders, and says
+// so. A failure here costs nothing but the cleanup: it is logged.
+func cleanOrphans(ctx context.Context, g *globals, st *store.Store, runsDir string) {
+	orphans, err := st.InterruptOrphans(ctx)
+	if err != nil {
+		g.log.Warn("could not look for evaluations left running by a process that ended", "err", err)
+		return
+	}
+	for _, e := range orphans {
+		removed := removeRunDirs(runsDir, e)
+		g.log.Warn("an earlier evaluation was left running by a process that ended: marked interrupted",
+			"evaluation", e.ID, "program", shortHash(e.ProgramHash), "track", e.Track,
+			"started", e.StartedAt.Format("2006-01-02 15:04:05"), "run_folders_removed", removed)
+	}
+}
+
+// removeRunDirs removes the run folders of evaluation e and returns how
+// many there were: the folder the row names, or, for rows written before
+// the evaluator named it there, the folder found by its name:
+// <time>-<program hash>-s<seed>-<random>, made within seconds of the row.
+func removeRunDirs(runsDir string, e *store.Evaluation) int {
+	if e.RunDir != "" && filepath.Dir(e.RunDir) == filepath.Clean(runsDir) {
+		// Rows written since the evaluator names its folder before it
+		// records the row.
+		if _, err := os.Lstat(e.RunDir); err != nil {
+			return 0
+		}
+		if os.RemoveAll(e.RunDir) == nil {
+			return 1
+		}
+		return 0
+	}
+	if runsDir == "" || len(e.ProgramHash) < 12 {
+		return 0
+	}
+	entries, err := os.ReadDir(runsDir)
+	if err != nil {
+		return 0
+	}
+	mid := fmt.Sprintf("-%s-s%d-", e.ProgramHash[:12], e.Seed)
+	n := 0
+	for _, de := range entries {
+		name := de.Name()
+		stamp, rest, ok := strings.Cut(name, mid)
+		if !de.IsDir() || !ok || rest == "" || len(stamp) != len("20060102-150405") {
+			continue
+		}
+		at, err := time.ParseInLocation("20060102-150405", stamp, time.Local)
+		if err != nil || at.Before(e.StartedAt.Truncate(time.Second).Add(-time.Second)) || at.After(e.StartedAt.Add(time.Minute)) {
+			continue
+		}
+		if os.RemoveAll(filepath.Join(runsDir, name)) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func shortHash(h string) string { return h[:min(12, len(h))] }
 
 // hiddenPaths are what no program may read: frontier's home, database,
 // data and runs (a run's own folder is bound back), and the user's home,

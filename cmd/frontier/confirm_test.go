@@ -10,10 +10,10 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
-	"github.com/frontier-bench/frontier/internal/track"
-	"github.com/frontier-bench/frontier/tracks"
 )
 
 // wasteEvaluator times programs by their busywork, instantly: the search's
@@ -40,27 +40,12 @@ func TestRunsConfirm(t *testing.T) {
 	}
 	ctx := context.Background()
 	home := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := track.NewRegistry(tracks.FS, quickTracks).Get("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
 	replay, err := propose.NewReplay(strings.NewReader(`{"answer":"<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 0\n>>>>>>> REPLACE\n"}`+"\n"), "replay")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: wasteEvaluator{},
-		Models: []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}}},
-		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 1, Budget: evolve.BudgetConfig{MaxIterations: 1}}, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := quickRun(t, home, "c", wasteEvaluator{}, []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}},
+		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 1, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	before, _ := st.Evaluations(ctx, store.Filter{Limit: 100})
 	st.Close()
 	abs, _ := filepath.Abs(quickTracks)
@@ -73,25 +58,31 @@ func TestRunsConfirm(t *testing.T) {
 	if code != exitOK && code != exitNotConfirmed {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	for _, want := range []string{"confirming #2", "against the reference #1", "pair 2 of 2"} {
+	for _, want := range []string{"confirming #2", "against #1 (the reference)", "pair 2 of 2",
+		"warning: a series of 2 runs of each program cannot show a speedup at alpha 0.01"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("progress lacks %q:\n%s", want, stderr)
 		}
 	}
-	for _, want := range []string{"repeats (2 of 2 runs)", "run in alternation with the program", "vs baseline", "Welch"} {
+	for _, want := range []string{"confirmation of #2 against #1 (the reference), 2 runs of each in alternation", "Welch", "stored as claim"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if claimed := strings.Contains(out, "RECORD CLAIM"); claimed != (code == exitOK) {
-		t.Errorf("exit %d, but the report says record claim %v:\n%s", code, claimed, out)
+	if claimed := strings.Contains(out, "  CONFIRMED: "); claimed != (code == exitOK) || strings.Contains(out, "LOSS_TOO_HIGH") {
+		t.Errorf("exit %d, but the report says confirmed %v:\n%s", code, claimed, out)
+	}
+	// The outcome is stored with the run, confirmed or not.
+	_, show, _ := runCLI(t, "--config", cfg, "runs", "show", "c")
+	if !strings.Contains(show, "claims (candidate records") || !strings.Contains(show, "cli") {
+		t.Errorf("runs show does not list the confirmation:\n%s", show)
 	}
 	if code == exitNotConfirmed && !strings.Contains(stderr, "not confirmed: ") {
 		t.Errorf("no reason given:\n%s", stderr)
 	}
 	st = storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	after, _ := st.Evaluations(ctx, store.Filter{Limit: 100})
-	if len(after)-len(before) != 4 { // two runs of each
+	if len(after)-len(before) != 4 { // two runs of each (the search ran no series: the evaluator of its test cannot)
 		t.Errorf("%d evaluations stored by confirm, want 4", len(after)-len(before))
 	}
 }
@@ -106,7 +97,7 @@ func TestEvolveConfirm(t *testing.T) {
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(
-		"home: %s\ntracks_dirs: [%s]\nevolve:\n  islands: 1\n  branching_factor: 1\n  slots: 1\n", home, abs))
+		"home: %s\ntracks_dirs: [%s]\nevolve:\n  islands: 1\n  branching_factor: 1\n  slots: 1\n  confirm: {enabled: false}\n", home, abs))
 	replay := writeTemp(t, home, "answers.jsonl", `{"answer":"<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 0\n>>>>>>> REPLACE\n"}`+"\n")
 
 	if code, _, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--replay", replay, "--confirm", "1"); code != exitUsage || !strings.Contains(stderr, "at least 2 runs") {
@@ -121,13 +112,45 @@ func TestEvolveConfirm(t *testing.T) {
 		t.Errorf("no run summary:\n%s", out)
 	}
 	if strings.Contains(out, "nothing to confirm") {
-		if code != exitOK || !strings.Contains(out, "the reference is still the fastest acceptable program") {
+		if code != exitOK || !strings.Contains(out, "no acceptable program measured faster than the reference") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		t.Log("the reference measured fastest: nothing to confirm")
 		return
 	}
-	if claimed := strings.Contains(out, "RECORD CLAIM"); claimed != (code == exitOK) || !strings.Contains(out, "run in alternation with the program") {
+	if claimed := strings.Contains(out, "  CONFIRMED: "); claimed != (code == exitOK) || !strings.Contains(out, "runs of each in alternation") {
 		t.Errorf("exit %d, record claim %v:\n%s", code, claimed, out)
+	}
+}
+
+// A series whose every run reached the target, with a mean loss that two
+// runs cannot show to be under it, is not confirmed: and says so, instead
+// of headlining the evaluator's verdict of the mean (LOSS_TOO_HIGH).
+func TestConfirmationHeadline(t *testing.T) {
+	lt := stats.TTest{T: -2, DF: 1, P: 0.15, Alpha: 0.01}
+	wt := stats.TTest{T: -3, DF: 1.8, P: 0.06, Alpha: 0.01}
+	res := &eval.Result{Verdict: eval.LossTooHigh, Track: eval.TrackInfo{Target: 4.2}, Repeats: &eval.Repeats{N: 2,
+		Runs:    []eval.RepeatRun{{Seed: 1, Verdict: eval.Acceptable, ValLoss: 4.1, TrainTimeMs: 900}, {Seed: 2, Verdict: eval.Acceptable, ValLoss: 4.15, TrainTimeMs: 950}},
+		ValLoss: stats.Summarize([]float64{4.1, 4.15}, 0.95), TrainTimeMs: stats.Summarize([]float64{900, 950}, 0.95), LossTest: &lt,
+		Baseline: &eval.BaselineComparison{TrainTimeMs: stats.Summarize([]float64{1000, 1010}, 0.95), Test: wt,
+			Runs: []eval.RepeatRun{{Seed: 1, Verdict: eval.Acceptable, TrainTimeMs: 1000}, {Seed: 2, Verdict: eval.Acceptable, TrainTimeMs: 1010}}},
+		RecordReason: "the loss is not significantly under the target"}}
+	cl := &store.Confirmation{Claim: runs.Claim{ChildID: 5, BaselineID: 1, Method: runs.MethodSeries, Pairs: 2, Alpha: 0.01}}
+	cl.State, cl.Reason = evolve.FillClaim(cl, res, nil)
+	if cl.State != runs.ClaimRejected {
+		t.Fatalf("state %s (%s)", cl.State, cl.Reason)
+	}
+	ref := &store.Child{ID: 1, Origin: runs.OriginReference}
+	sum := &evolve.RunSummary{Run: &store.Run{Name: "r"}, Reference: ref, Record: ref}
+	var b strings.Builder
+	writeConfirmation(&b, cl, res, &store.Child{ID: 5}, ref, sum)
+	out := b.String()
+	for _, want := range []string{"NOT CONFIRMED: rejected in alternation, n = 2 each: +8.0%", "every run reached the target (2 of 2)", "Welch p = 0.06"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(strings.ToUpper(out), "LOSS_TOO_HIGH") {
+		t.Errorf("the headline names the mean's verdict:\n%s", out)
 	}
 }

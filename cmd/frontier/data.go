@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/frontier-bench/frontier/internal/data"
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -35,6 +36,7 @@ type dataBuildOptions struct {
 	valTokens int64
 	valSeqLen int
 	yaml      bool
+	json      bool
 }
 
 func newDataBuildCmd(g *globals) *cobra.Command {
@@ -69,6 +71,7 @@ machine; files that already hold them are left alone.`,
 	f.Int64Var(&o.valTokens, "val-tokens", data.DefaultTinyValTokens, "validation tokens the floor is computed on (the track's val_tokens)")
 	f.IntVar(&o.valSeqLen, "val-seq-len", data.DefaultTinyValSeqLen, "evaluation window length (the track's val_seq_len)")
 	f.BoolVar(&o.yaml, "yaml", false, "also print the data section for a track.yaml, with the shard pins and the floor")
+	f.BoolVar(&o.json, "json", false, "print the shards and the losses as JSON")
 	return cmd
 }
 
@@ -80,9 +83,23 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 	if o.valTokens >= int64(p.ValShardTokens) {
 		return usage(fmt.Errorf("--val-tokens %d: the val shard holds %d tokens, and one more than val_tokens is needed", o.valTokens, p.ValShardTokens))
 	}
+	if o.yaml && o.json {
+		return usage(errors.New("use --yaml or --json, not both"))
+	}
 	shards, fl, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Log: log})
 	if err != nil {
 		return err
+	}
+	if o.json {
+		out := dataBuildJSON{Dir: o.out, Shards: shardsJSON(shards), Loss: lossJSON{
+			ValTokens: fl.ValTokens, SeqLen: fl.SeqLen, Floor: fl.Floor, FullContext: fl.FullContext,
+			Bigram: fl.Bigram, Unigram: fl.Unigram, Uniform: math.Log(float64(p.Vocab)), Classes: []classLossJSON{},
+		}}
+		for _, c := range fl.Classes {
+			out.Loss.Classes = append(out.Loss.Classes, classLossJSON{Class: c.Class, Targets: c.Targets,
+				Floor: c.Floor, FullContext: c.FullContext, Bigram: c.Bigram, Unigram: c.Unigram})
+		}
+		return writeJSON(w, out)
 	}
 	fmt.Fprintf(w, "tiny corpus in %s\n\n", o.out)
 	printShards(w, shards)
@@ -112,6 +129,81 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 	return nil
 }
 
+// The JSON of the data commands: snake_case, as every --json.
+type (
+	shardJSON struct {
+		File   string `json:"file"`
+		Tokens int64  `json:"tokens"`
+		SHA256 string `json:"sha256"`
+		// Error says what is wrong with the shard; "" when nothing is.
+		Error string `json:"error,omitempty"`
+	}
+	dataBuildJSON struct {
+		Dir    string      `json:"dir"`
+		Shards []shardJSON `json:"shards"`
+		Loss   lossJSON    `json:"loss"`
+	}
+	lossJSON struct {
+		ValTokens   int64           `json:"val_tokens"`
+		SeqLen      int             `json:"val_seq_len"`
+		Floor       float64         `json:"floor"`
+		FullContext float64         `json:"full_context"`
+		Bigram      float64         `json:"bigram"`
+		Unigram     float64         `json:"unigram"`
+		Uniform     float64         `json:"uniform"`
+		Classes     []classLossJSON `json:"classes"`
+	}
+	classLossJSON struct {
+		Class       string  `json:"class"`
+		Targets     int64   `json:"targets"`
+		Floor       float64 `json:"floor"`
+		FullContext float64 `json:"full_context"`
+		Bigram      float64 `json:"bigram"`
+		Unigram     float64 `json:"unigram"`
+	}
+	dataVerifyJSON struct {
+		Dir string `json:"dir"`
+		// Pinned says whether the shards were checked against pins (a
+		// track's, a manifest's), or only their headers and sizes.
+		Pinned bool        `json:"pinned"`
+		OK     bool        `json:"ok"`
+		Shards []shardJSON `json:"shards"`
+		Tokens int64       `json:"tokens"`
+		Error  string      `json:"error,omitempty"`
+	}
+	dataFetchJSON struct {
+		Dataset      string             `json:"dataset"`
+		Dir          string             `json:"dir"`
+		Downloaded   int                `json:"downloaded"`
+		Present      int                `json:"present"`
+		Bytes        int64              `json:"bytes"`
+		ElapsedS     float64            `json:"elapsed_s"`
+		ManifestPath string             `json:"manifest_path"`
+		Manifest     *data.DataManifest `json:"manifest"`
+	}
+	dataPrepareJSON struct {
+		Dir          string             `json:"dir"`
+		Docs         int64              `json:"docs"`
+		EmptyDocs    int64              `json:"empty_docs"`
+		TextBytes    int64              `json:"text_bytes"`
+		InputBytes   int64              `json:"input_bytes"`
+		Tokens       int64              `json:"tokens"`
+		InvalidUTF8  int64              `json:"invalid_utf8"`
+		ForcedCuts   int64              `json:"forced_cuts"`
+		ElapsedS     float64            `json:"elapsed_s"`
+		ManifestPath string             `json:"manifest_path"`
+		Manifest     *data.DataManifest `json:"manifest"`
+	}
+)
+
+func shardsJSON(shards []track.Shard) []shardJSON {
+	out := []shardJSON{}
+	for _, s := range shards {
+		out = append(out, shardJSON{File: s.File, Tokens: s.Tokens, SHA256: s.SHA256})
+	}
+	return out
+}
+
 func printShards(w io.Writer, shards []track.Shard) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FILE\tTOKENS\tSHA256")
@@ -127,25 +219,35 @@ type dataVerifyOptions struct {
 	manifest string
 	pattern  string
 	vocab    int
+	json     bool
 }
 
 func newDataVerifyCmd(g *globals) *cobra.Command {
 	var o dataVerifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify DIR",
+		Use:   "verify [DIR]",
 		Short: "Check the shards in a folder: headers, sizes, hashes",
 		Long: `Check every shard in DIR. Without --track, each file matching --pattern must
 have a valid header and a size that matches it, and its token count and
-SHA-256 are printed (pin them in a track spec). With --track, every shard the
-track pins must be present with the pinned token count and SHA-256, and every
-token id must be below the track's vocabulary size. With --manifest, the same
-against the pins of a manifest.json that fetch or prepare wrote.`,
-		Args: cobra.ExactArgs(1),
+SHA-256 are printed (pin them in a track spec). With --track NAME, every shard
+the track pins must be present with the pinned token count and SHA-256, and
+every token id must be below the track's vocabulary size; DIR defaults to the
+track's data folder (data: in frontier.yaml, the spec's data.dir, or
+<data_dir>/NAME). With --manifest, the same against the pins of a
+manifest.json that fetch or prepare wrote.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var pinned []track.Shard
 			vocab := o.vocab
+			dir := ""
+			if len(args) == 1 {
+				dir = args[0]
+			}
 			if o.track != "" && o.manifest != "" {
 				return usage(errors.New("use --track or --manifest, not both"))
+			}
+			if dir == "" && o.track == "" {
+				return usage(errors.New("name the folder to verify, or a track with --track"))
 			}
 			if o.manifest != "" {
 				m, err := data.ReadManifest(o.manifest)
@@ -166,42 +268,95 @@ against the pins of a manifest.json that fetch or prepare wrote.`,
 				if err != nil {
 					return usage(err)
 				}
+				if dir == "" {
+					dir = (&eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data}).Dir(spec)
+				}
 				pinned = spec.Data.Shards
 				if len(pinned) == 0 {
-					return usage(fmt.Errorf("track %s pins no shards: there is nothing to verify against", spec.Name))
+					// As an evaluation does: a track that pins nothing is
+					// checked against the manifest its data came with.
+					if m, err := data.ReadManifest(dir); err == nil {
+						pinned = m.Pins()
+					}
+				}
+				if len(pinned) == 0 {
+					return usage(fmt.Errorf("track %s pins no shards, and %s has no manifest.json: there is nothing to verify against (without --track, the headers and sizes are checked)", spec.Name, dir))
 				}
 				if vocab == 0 {
 					vocab = spec.Data.VocabSize
 				}
 			}
-			return runDataVerify(cmd.Context(), g.stdout, args[0], pinned, vocab, o.pattern)
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return usage(fmt.Errorf("%s is not a folder of shards (%v)", dir, nonNil(err, "not a folder")))
+			}
+			return runDataVerify(cmd.Context(), g.stdout, dir, pinned, vocab, o.pattern, o.json)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.track, "track", "", "verify against the shards this track pins")
+	f.StringVar(&o.track, "track", "", "verify against the shards this track pins (a name or a track folder)")
 	f.StringVar(&o.manifest, "manifest", "", "verify against the shards a manifest.json pins (the file, or the folder that holds it)")
 	f.StringVar(&o.pattern, "pattern", "*.bin", "file names to check without --track")
 	f.IntVar(&o.vocab, "vocab", 0, "check that every token id is below this (default: the track's vocab_size with --track, else no check)")
+	f.BoolVar(&o.json, "json", false, "print each shard and the outcome as JSON")
 	return cmd
+}
+
+func nonNil(err error, def string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return def
 }
 
 // runDataVerify checks dir against pinned, or, with no pins, checks the
 // files matching pattern and prints their manifest.
-func runDataVerify(ctx context.Context, w io.Writer, dir string, pinned []track.Shard, vocab int, pattern string) error {
+func runDataVerify(ctx context.Context, w io.Writer, dir string, pinned []track.Shard, vocab int, pattern string, asJSON bool) error {
 	if pinned != nil {
 		rep, err := data.Verify(ctx, dir, pinned, vocab)
-		fmt.Fprint(w, rep)
+		if asJSON {
+			out := dataVerifyJSON{Dir: dir, Pinned: true, OK: err == nil, Shards: []shardJSON{}}
+			for _, s := range rep.Shards {
+				sj := shardJSON{File: s.File, Tokens: s.Tokens, SHA256: s.SHA256}
+				if s.Err != nil {
+					sj.Error = s.Err.Error()
+				}
+				out.Shards = append(out.Shards, sj)
+				out.Tokens += s.Tokens
+			}
+			if err != nil {
+				out.Error = err.Error()
+			}
+			if jerr := writeJSON(w, out); jerr != nil {
+				return jerr
+			}
+		} else {
+			fmt.Fprint(w, rep)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
 			return fmt.Errorf("%d of %d pinned shards in %s failed verification", countFailed(rep), len(pinned), dir)
 		}
-		fmt.Fprintf(w, "all %d pinned shards in %s verified\n", len(pinned), dir)
+		if !asJSON {
+			fmt.Fprintf(w, "all %d pinned shards in %s verified\n", len(pinned), dir)
+		}
 		return nil
 	}
 	shards, err := data.Manifest(ctx, dir, pattern, vocab)
-	if len(shards) > 0 {
+	var tokens int64
+	for _, s := range shards {
+		tokens += s.Tokens
+	}
+	if asJSON {
+		out := dataVerifyJSON{Dir: dir, OK: err == nil, Shards: shardsJSON(shards), Tokens: tokens}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if jerr := writeJSON(w, out); jerr != nil {
+			return jerr
+		}
+	} else if len(shards) > 0 {
 		printShards(w, shards)
 	}
 	if err != nil {
@@ -210,11 +365,9 @@ func runDataVerify(ctx context.Context, w io.Writer, dir string, pinned []track.
 		}
 		return fmt.Errorf("shards in %s failed verification:\n%w", dir, err)
 	}
-	var tokens int64
-	for _, s := range shards {
-		tokens += s.Tokens
+	if !asJSON {
+		fmt.Fprintf(w, "%d shards, %d tokens: headers and sizes valid\n", len(shards), tokens)
 	}
-	fmt.Fprintf(w, "%d shards, %d tokens: headers and sizes valid\n", len(shards), tokens)
 	return nil
 }
 
@@ -239,6 +392,7 @@ type dataFetchOptions struct {
 	dir         string
 	jobs        int
 	revision    string
+	json        bool
 }
 
 func newDataFetchCmd(g *globals) *cobra.Command {
@@ -290,6 +444,7 @@ is sent as a bearer token (it is never printed).`,
 	f.StringVar(&o.dir, "dir", "", "folder to download to (default: <data_dir>/DATASET)")
 	f.IntVar(&o.jobs, "jobs", 4, "files to download at once")
 	f.StringVar(&o.revision, "revision", "main", "branch, tag or commit of the dataset repository")
+	f.BoolVar(&o.json, "json", false, "print the outcome and the manifest as JSON")
 	return cmd
 }
 
@@ -298,7 +453,7 @@ func runDataFetch(ctx context.Context, g *globals, ds data.Dataset, o dataFetchO
 		return usage(fmt.Errorf("--jobs %d: use 1 or more", o.jobs))
 	}
 	prog := newProgressPrinter(g.stderr, g.log)
-	g.log.Info("fetching", "dataset", ds.Name, "repo", ds.Repo, "train_shards", o.trainShards, "dir", o.dir)
+	g.log.Info("fetching "+ds.Name, "repo", ds.Repo, "train_shards", o.trainShards, "dir", o.dir)
 	res, err := data.Fetch(ctx, data.FetchOptions{
 		Dataset:     ds,
 		TrainShards: o.trainShards,
@@ -312,6 +467,10 @@ func runDataFetch(ctx context.Context, g *globals, ds data.Dataset, o dataFetchO
 	})
 	if err != nil {
 		return err
+	}
+	if o.json {
+		return writeJSON(g.stdout, dataFetchJSON{Dataset: ds.Name, Dir: o.dir, Downloaded: res.Downloaded, Present: res.Present,
+			Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), ManifestPath: res.ManifestPath, Manifest: res.Manifest})
 	}
 	fmt.Fprintf(g.stdout, "# %s: %d files in %s (%d downloaded, %d already there), %s received in %s\n# manifest: %s\n",
 		ds.Name, len(res.Manifest.Shards), o.dir, res.Downloaded, res.Present, humanBytes(res.Bytes), res.Elapsed.Round(time.Second), res.ManifestPath)
@@ -332,6 +491,7 @@ type dataPrepareOptions struct {
 	textField   string
 	strictUTF8  bool
 	force       bool
+	json        bool
 }
 
 func newDataPrepareCmd(g *globals) *cobra.Command {
@@ -380,6 +540,7 @@ track spec pins is printed.`,
 	f.StringVar(&o.textField, "text-field", data.DefaultTextField, "the JSONL field that holds the text")
 	f.BoolVar(&o.strictUTF8, "strict-utf8", false, "fail on invalid UTF-8 in .txt input instead of replacing it with U+FFFD")
 	f.BoolVar(&o.force, "force", false, "replace shards with the same prefix already in the output folder")
+	f.BoolVar(&o.json, "json", false, "print the counts and the manifest as JSON")
 	return cmd
 }
 
@@ -417,6 +578,11 @@ func runDataPrepare(ctx context.Context, g *globals, o dataPrepareOptions) error
 	})
 	if err != nil {
 		return err
+	}
+	if o.json {
+		return writeJSON(g.stdout, dataPrepareJSON{Dir: o.out, Docs: res.Docs, EmptyDocs: res.EmptyDocs, TextBytes: res.TextBytes,
+			InputBytes: res.InputBytes, Tokens: res.Tokens, InvalidUTF8: res.InvalidUTF8, ForcedCuts: res.ForcedCuts,
+			ElapsedS: res.Elapsed.Seconds(), ManifestPath: res.ManifestPath, Manifest: res.Manifest})
 	}
 	secs := max(res.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(g.stdout, "# %d documents (%d empty skipped), %s of text, %d tokens (%s), %d shards in %s\n",

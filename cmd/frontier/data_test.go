@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -36,7 +37,7 @@ func TestDataBuildAndVerify(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := runDataVerify(ctx, &out, dir, nil, 256, "*.bin"); err != nil {
+	if err := runDataVerify(ctx, &out, dir, nil, 256, "*.bin", false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "9 shards, 8650752 tokens") {
@@ -47,7 +48,7 @@ func TestDataBuildAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := runDataVerify(ctx, &out, dir, pins, 256, ""); err != nil {
+	if err := runDataVerify(ctx, &out, dir, pins, 256, "", false); err != nil {
 		t.Fatalf("verify against pins: %v\n%s", err, out.String())
 	}
 
@@ -61,11 +62,11 @@ func TestDataBuildAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = runDataVerify(ctx, &out, dir, pins, 256, "")
+	err = runDataVerify(ctx, &out, dir, pins, 256, "", false)
 	if exitCode(err) != exitFailure || !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "tiny_train_000003.bin: shard truncated") {
 		t.Errorf("pinned verify of a truncated shard: %v\n%s", err, out.String())
 	}
-	err = runDataVerify(ctx, &out, dir, nil, 0, "*.bin")
+	err = runDataVerify(ctx, &out, dir, nil, 0, "*.bin", false)
 	if !errors.Is(err, data.ErrTruncated) || !strings.Contains(err.Error(), "tiny_train_000003.bin") {
 		t.Errorf("manifest verify of a truncated shard: %v", err)
 	}
@@ -82,8 +83,9 @@ func TestDataCommandBadInput(t *testing.T) {
 		{[]string{"data", "build", "fineweb"}, exitUsage, "only the synthetic corpus"},
 		{[]string{"data", "build", "tiny", "--val-tokens", "100"}, exitUsage, "multiple of --val-seq-len"},
 		{[]string{"data", "build", "tiny", "--val-tokens", "262144"}, exitUsage, "val shard holds"},
-		{[]string{"data", "verify", filepath.Join(home, "nowhere")}, exitFailure, "nowhere"},
-		{[]string{"data", "verify"}, exitUsage, "accepts 1 arg"},
+		{[]string{"data", "verify", filepath.Join(home, "nowhere")}, exitUsage, "nowhere is not a folder of shards"},
+		{[]string{"data", "verify"}, exitUsage, "name the folder to verify, or a track with --track"},
+		{[]string{"data", "verify", "a", "b"}, exitUsage, "accepts between 0 and 1 arg"},
 		{[]string{"data", "verify", home, "--track", "no-such-track"}, exitUsage, "no-such-track"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -91,5 +93,25 @@ func TestDataCommandBadInput(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), c.code, c.want)
 		}
+	}
+}
+
+// data verify --track NAME finds the track's data folder itself; --json
+// prints every shard in snake_case.
+func TestDataVerifyTrackByName(t *testing.T) {
+	home := t.TempDir()
+	code, out, stderr := runCLI(t, "--home", home, "data", "build", "tiny", "--json")
+	var built dataBuildJSON
+	if err := json.Unmarshal([]byte(out), &built); err != nil || code != 0 || len(built.Shards) != 9 || built.Loss.Floor <= 0 {
+		t.Fatalf("data build tiny --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "--home", home, "data", "verify", "--track", "tiny", "--json")
+	var got dataVerifyJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || !got.OK || !got.Pinned || len(got.Shards) != 9 ||
+		got.Dir != filepath.Join(home, "data", "tiny") || got.Shards[0].SHA256 == "" {
+		t.Fatalf("verify --track tiny --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	if !strings.Contains(out, `"sha256": "`) || strings.Contains(out, `"SHA256"`) {
+		t.Errorf("keys are not snake_case:\n%s", out)
 	}
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -14,7 +17,8 @@ import (
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this machine: Python, PyTorch, threads, BLAS, GPUs, sandbox tools",
 		Args:  cobra.NoArgs,
@@ -23,24 +27,84 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runDoctor(cmd.Context(), g.stdout, cfg)
+			return runDoctor(cmd.Context(), g, cfg, asJSON)
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	return cmd
+}
+
+// doctorReport is what doctor found, as --json prints it.
+type doctorReport struct {
+	Frontier versionInfo `json:"frontier"`
+	CPUs     int         `json:"cpus"`
+	// Config is the file read; "" when there is none (the defaults).
+	Config   string      `json:"config"`
+	Home     string      `json:"home"`
+	Database string      `json:"database"`
+	Python   *pyenv.Info `json:"python,omitempty"`
+	// PythonError says why training programs cannot run here; "" when
+	// they can.
+	PythonError string        `json:"python_error,omitempty"`
+	Sandbox     sandboxReport `json:"sandbox"`
+	// Warnings are findings that need attention but stop nothing, like
+	// state that other users can read.
+	Warnings []string `json:"warnings,omitempty"`
+	// OK says whether training programs can run here.
+	OK bool `json:"ok"`
+}
+
+type sandboxReport struct {
+	Configured string   `json:"configured"`
+	Auto       string   `json:"auto"` // what auto resolves to; "" when nothing confines here
+	Findings   []string `json:"findings"`
 }
 
 // runDoctor prints what frontier found. It fails only when training
-// programs cannot run at all (no Python with PyTorch).
-func runDoctor(ctx context.Context, w io.Writer, cfg *config.Config) error {
-	fmt.Fprintf(w, "frontier      %s/%s, %d CPUs, Go %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	cfgPath := cfg.Path
-	if cfgPath == "" {
-		cfgPath = "(none: defaults)"
+// programs cannot run at all (no Python with PyTorch). Probing Python
+// takes seconds: it says so first, on stderr.
+func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON bool) error {
+	rep := doctorReport{
+		Frontier: buildVersion(), CPUs: runtime.NumCPU(), Config: cfg.Path, Home: cfg.Home, Database: cfg.DB,
+		Sandbox: sandboxReport{Configured: nonEmpty(cfg.Sandbox, "auto")},
 	}
-	fmt.Fprintf(w, "config        %s\n", cfgPath)
-	fmt.Fprintf(w, "home          %s\n", cfg.Home)
-	fmt.Fprintf(w, "database      %s\n", cfg.DB)
+	w := g.stdout
+	if !asJSON {
+		cfgPath := nonEmpty(cfg.Path, "(none: defaults)")
+		fmt.Fprintf(w, "frontier      %s, %s, %d CPUs, %s\n", rep.Frontier, rep.Frontier.Platform, rep.CPUs, rep.Frontier.Go)
+		fmt.Fprintf(w, "config        %s\n", cfgPath)
+		fmt.Fprintf(w, "home          %s\n", cfg.Home)
+		fmt.Fprintf(w, "database      %s\n", cfg.DB)
+	}
+	rep.Warnings = privacyWarnings(cfg)
+	info, perr := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
+		g.log.Info("checking Python (importing torch takes a few seconds, more on a busy machine)", "python", python)
+	})
+	rep.Python = info
+	if perr != nil {
+		rep.PythonError = perr.Error()
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	caps := sandbox.Detect(ctx)
+	rep.Sandbox.Auto = string(caps.Auto())
+	rep.Sandbox.Findings = caps.Lines()
+	rep.OK = perr == nil
+	if asJSON {
+		if err := writeJSON(w, rep); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(w, rep, info, perr)
+	}
+	if perr != nil {
+		return fmt.Errorf("training programs cannot run: %w", perr)
+	}
+	return nil
+}
 
-	info, perr := pyenv.Find(ctx, cfg.Python)
+func printDoctor(w io.Writer, rep doctorReport, info *pyenv.Info, perr error) {
 	if info != nil {
 		fmt.Fprintf(w, "python        %s (Python %s)\n", info.Path, info.Python)
 	}
@@ -63,16 +127,40 @@ func runDoctor(ctx context.Context, w io.Writer, cfg *config.Config) error {
 		}
 		fmt.Fprintf(w, "torchrun      %v\n", yesNo(info.Distributed, "available", "torch.distributed missing"))
 	}
-	lines := sandbox.Detect(ctx).Lines()
+	lines := rep.Sandbox.Findings
 	fmt.Fprintf(w, "sandbox       %s\n", lines[0])
 	for _, l := range lines[1:] {
 		fmt.Fprintf(w, "              %s\n", l)
 	}
-	fmt.Fprintf(w, "              configured: sandbox: %s\n", nonEmpty(cfg.Sandbox, "auto"))
-	if perr != nil {
-		return fmt.Errorf("training programs cannot run: %w", perr)
+	fmt.Fprintf(w, "              configured: sandbox: %s\n", rep.Sandbox.Configured)
+	for i, warn := range rep.Warnings {
+		label := ""
+		if i == 0 {
+			label = "warning"
+		}
+		fmt.Fprintf(w, "%-14s%s\n", label, warn)
 	}
-	return nil
+}
+
+// privacyWarnings names the state that other users of this machine can
+// read: the database and the folders hold every program, prompt and
+// answer. frontier creates them private; older ones may not be.
+func privacyWarnings(cfg *config.Config) []string {
+	var out []string
+	for _, p := range []string{cfg.Home, cfg.DB, cfg.RunsDir} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) || err != nil {
+			continue
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			fix := "chmod go-rwx " + p
+			if fi.IsDir() {
+				fix = "chmod -R go-rwx " + p
+			}
+			out = append(out, fmt.Sprintf("%s is readable by other users (%v): %s", p, fi.Mode().Perm(), fix))
+		}
+	}
+	return out
 }
 
 func yesNo(b bool, yes, no string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type editApplyOptions struct {
 	answer       string // saved model answer
 	output       string // child file, "-" for stdout, "" for none
 	finishReason string // the model's finish reason, if known
+	json         bool   // print the outcome as JSON
 }
 
 func newEditApplyCmd(g *globals) *cobra.Command {
@@ -51,7 +53,24 @@ See docs/edits.md for the accepted answer format.`,
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", `write the child program to this file ("-": to stdout, instead of the diff)`)
 	cmd.Flags().StringVar(&o.finishReason, "finish-reason", "", `the model's finish reason, if known ("length" refuses the answer as cut)`)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the outcome as JSON: the diff, the counts, or why the answer does not apply")
 	return cmd
+}
+
+// editApplyJSON is edit apply --json.
+type editApplyJSON struct {
+	Applied bool   `json:"applied"`
+	Summary string `json:"summary,omitempty"`
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+	Diff    string `json:"diff,omitempty"`
+	// Child is the child program when no -o file was given.
+	Child  string `json:"child,omitempty"`
+	Output string `json:"output,omitempty"`
+	// Kind and Error say why the answer does not apply, as a model would
+	// be told.
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // runEditApply applies the answer in o.answer to o.program.
@@ -59,41 +78,59 @@ func runEditApply(ctx context.Context, g *globals, o editApplyOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if o.json && o.output == "-" {
+		return usage(errors.New("--json prints the child in its output; use -o FILE to write it to a file as well, not -o -"))
+	}
 	parent, err := os.ReadFile(o.program)
 	if err != nil {
-		return fmt.Errorf("read program: %w", err)
+		return usage(fmt.Errorf("read program: %w", err))
 	}
 	answer, err := os.ReadFile(o.answer)
 	if err != nil {
-		return fmt.Errorf("read answer: %w", err)
+		return usage(fmt.Errorf("read answer: %w", err))
+	}
+	fail := func(kind string, err error) error {
+		if o.json {
+			if jerr := writeJSON(g.stdout, editApplyJSON{Kind: kind, Error: err.Error()}); jerr != nil {
+				return jerr
+			}
+		}
+		return err
 	}
 	e, err := edit.Parse(string(answer), o.finishReason)
 	if err != nil {
-		return fmt.Errorf("the answer in %s cannot be read as an edit (%s):\n%w", o.answer, edit.KindOf(err), err)
+		kind := string(edit.KindOf(err))
+		return fail(kind, fmt.Errorf("the answer in %s cannot be read as an edit (%s):\n%w", o.answer, kind, err))
 	}
 	res, err := edit.Apply(parent, e)
 	if err != nil {
-		kind := edit.KindOf(err)
+		kind := string(edit.KindOf(err))
 		if kind == "" {
-			return fmt.Errorf("%s: %w", o.program, err)
+			return fail("", fmt.Errorf("%s: %w", o.program, err))
 		}
-		return fmt.Errorf("the answer in %s does not apply to %s (%s):\n%w", o.answer, o.program, kind, err)
+		return fail(kind, fmt.Errorf("the answer in %s does not apply to %s (%s):\n%w", o.answer, o.program, kind, err))
 	}
 
 	name := filepath.Base(o.program)
 	diff, st := edit.Diff(name, name+" (child)", parent, res.Child)
-	switch o.output {
-	case "-":
+	if o.output != "" && o.output != "-" {
+		if err := writeEditChild(o.output, res.Child); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.json:
+		out := editApplyJSON{Applied: true, Summary: res.Summary(), Added: st.Added, Removed: st.Removed, Diff: diff, Output: o.output}
+		if o.output == "" {
+			out.Child = string(res.Child)
+		}
+		return writeJSON(g.stdout, out)
+	case o.output == "-":
 		if _, err := g.stdout.Write(res.Child); err != nil {
 			return err
 		}
 	default:
 		fmt.Fprint(g.stdout, diff)
-		if o.output != "" {
-			if err := writeEditChild(o.output, res.Child); err != nil {
-				return err
-			}
-		}
 	}
 	fmt.Fprintf(g.stderr, "applied %s: +%d -%d lines\n", res.Summary(), st.Added, st.Removed)
 	if o.output != "" && o.output != "-" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,10 +107,34 @@ func TestEditApplyFailures(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errs := runCLI(t, "edit", "apply", prog, filepath.Join(dir, "missing.md")); code != 1 || !strings.Contains(errs, "read answer") {
+	// A file named on the command line that is missing is the user's to
+	// fix: rc 2.
+	if code, _, errs := runCLI(t, "edit", "apply", prog, filepath.Join(dir, "missing.md")); code != 2 || !strings.Contains(errs, "read answer") {
 		t.Errorf("missing answer: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "edit", "apply", filepath.Join(dir, "missing.py"), prog); code != 2 || !strings.Contains(errs, "read program") {
+		t.Errorf("missing program: exit %d, %s", code, errs)
 	}
 	if code, _, _ := runCLI(t, "edit", "apply", prog); code != 2 {
 		t.Errorf("one argument: exit %d, want 2 (usage)", code)
+	}
+}
+
+// --json prints the outcome, applied or not, in snake_case.
+func TestEditApplyJSON(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeTemp(t, dir, "train.py", editParent)
+	ans := writeTemp(t, dir, "answer.md", "<<<<<<< SEARCH\nLR = 3e-3\n=======\nLR = 2e-3\n>>>>>>> REPLACE\n")
+	code, out, errs := runCLI(t, "edit", "apply", prog, ans, "--json")
+	var got editApplyJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || !got.Applied || got.Added != 1 || got.Removed != 1 ||
+		!strings.Contains(got.Child, "LR = 2e-3") || !strings.Contains(got.Diff, "+LR = 2e-3") {
+		t.Fatalf("exit %d, %v: %s%s", code, err, out, errs)
+	}
+	bad := writeTemp(t, dir, "bad.md", "<<<<<<< SEARCH\nNOPE = 1\n=======\nLR = 2e-3\n>>>>>>> REPLACE\n")
+	code, out, _ = runCLI(t, "edit", "apply", prog, bad, "--json")
+	got = editApplyJSON{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got.Applied || got.Kind != "not_found" || got.Error == "" {
+		t.Errorf("a failed edit: exit %d, %v: %s", code, err, out)
 	}
 }

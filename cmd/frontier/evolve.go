@@ -15,6 +15,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -37,6 +38,9 @@ type evolveOptions struct {
 	seed           uint64
 	quiet          bool
 	confirm        int
+	// trackSet: --track was given (a resumed run then reads its track
+	// there, for a folder that moved).
+	trackSet bool
 
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals <-chan os.Signal
@@ -70,6 +74,7 @@ proposes: it perturbs hyperparameters without a model.`,
   frontier evolve --resume run-3 --iterations 60`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.trackSet = cmd.Flags().Changed("track")
 			return runEvolve(cmd.Context(), g, o)
 		},
 	}
@@ -110,6 +115,13 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	if o.resume != "" && (o.name != "" || o.seed != 0 || o.proposer != "" || len(o.models) > 0 || o.replay != "") {
 		return usage(errors.New("evolve --resume continues a run with its own settings: only budgets, --slots and --llm-concurrency may change"))
 	}
+	if o.name != "" {
+		// Refused before the environment opens: a bad name should not
+		// cost a Python probe and a store.
+		if err := store.CheckRunName(o.name); err != nil {
+			return usage(fmt.Errorf("--name: %w", err))
+		}
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
@@ -128,7 +140,7 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	}
 	if o.confirm > 0 {
 		fmt.Fprintln(g.stdout)
-		err := confirmRecord(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.confirm, quiet: o.quiet})
+		err := confirmRecord(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.confirm, quiet: o.quiet, seed: 1})
 		if errors.Is(err, errNothingToConfirm) {
 			fmt.Fprintf(g.stdout, "confirm: %v\n", err)
 			return nil
@@ -157,9 +169,12 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		if err != nil {
 			return nil, usage(err)
 		}
-		spec, err = registry(cfg).Get(run.Track)
-		if err != nil {
-			return nil, usage(fmt.Errorf("run %s is on track %s: %w", run.Name, run.Track, err))
+		override := ""
+		if o.trackSet {
+			override = o.track
+		}
+		if spec, err = runTrack(cfg, run, override); err != nil {
+			return nil, err
 		}
 		runID = run.ID
 	} else {
@@ -200,13 +215,19 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	logger := g.log
 	if !o.quiet && isTerminal(g.stderr) {
 		lw = &liveWriter{w: g.stderr}
-		logger = slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: logLevel(g)}))
+		h, err := g.logHandler(lw)
+		if err != nil {
+			return nil, err
+		}
+		logger = slog.New(h)
 	}
 	prog := &evolveProgress{live: lw, log: logger, quiet: o.quiet, every: 30 * time.Second, extra: o.onStatus}
+	env.eval.Progress = prog.evalLine
+	defer func() { env.eval.Progress = nil }()
 	redactor := cfg.LLM.Redactor(os.LookupEnv)
 	opts := evolve.Options{
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
-		Redact: redactor.Redact, OnStatus: prog.show, Budget: budget,
+		Redact: redactor.Redact, OnStatus: prog.show, Budget: budget, RunsDir: env.eval.RunsDir,
 	}
 	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
 	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the
@@ -274,11 +295,19 @@ func printEvolveSummary(w io.Writer, s *evolve.Summary) {
 	}
 	fmt.Fprintln(w)
 	switch {
-	case st.BestTimeMs > 0 && st.ReferenceTimeMs > 0 && st.BestTimeID != 0 && st.BestTimeMs < st.ReferenceTimeMs:
-		fmt.Fprintf(w, "  record: #%d trains to the target in %s, %.1f%% faster than the reference (%s)\n",
-			st.BestTimeID, secsText(st.BestTimeMs), 100*(1-st.BestTimeMs/st.ReferenceTimeMs), secsText(st.ReferenceTimeMs))
+	case st.BestTimeMs > 0 && st.ReferenceTimeMs > 0 && st.BestTimeID != 0 && st.RecordBrief != "reference":
+		fmt.Fprintf(w, "  record: #%d trains to the target in %s, speedup %s over the reference (%s)\n",
+			st.BestTimeID, secsText(st.BestTimeMs), runs.FormatSpeedup(runs.Speedup(st.ReferenceTimeMs, st.BestTimeMs)), secsText(st.ReferenceTimeMs))
+		fmt.Fprintf(w, "          evidence: %s\n", st.RecordEvidence)
 	case st.ReferenceTimeMs > 0:
-		fmt.Fprintf(w, "  no acceptable program was faster than the reference (%s)\n", secsText(st.ReferenceTimeMs))
+		fmt.Fprintf(w, "  record: still the reference (%s): no faster program was confirmed\n", secsText(st.ReferenceTimeMs))
+	}
+	if st.FastestID != 0 {
+		fmt.Fprintf(w, "  candidate: #%d measured %s once (speedup %s over the record), claim %s\n", st.FastestID,
+			secsText(st.FastestMs), runs.FormatSpeedup(runs.Speedup(st.BestTimeMs, st.FastestMs)), orDash(st.FastestClaim))
+		if st.FastestClaim != string(runs.ClaimRejected) && st.FastestClaim != string(runs.ClaimFailed) {
+			fmt.Fprintf(w, "  confirm it: frontier runs confirm %s (a single timing is not a record)\n", s.RunName)
+		}
 	}
 	if st.USD > 0 || st.Tokens > 0 {
 		fmt.Fprintf(w, "  models: $%.4f, %d tokens\n", st.USD, st.Tokens)

@@ -41,9 +41,11 @@ func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 	return res, nil
 }
 
-func TestRunsCommands(t *testing.T) {
+// quickRun runs a search named name on the quick track in a database
+// under home and returns the store, still open, and how the run ended.
+func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (*store.Store, *evolve.Summary) {
+	t.Helper()
 	ctx := context.Background()
-	home := t.TempDir()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +54,7 @@ func TestRunsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: hashEvaluator{},
-		Models: []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}},
-		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}}, "cli-runs")
+	e, err := evolve.New(ctx, evolve.Options{Store: st, Track: spec, Evaluator: ev, Models: models}, cfg, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +62,14 @@ func TestRunsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, sum
+}
+
+func TestRunsCommands(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	st, sum := quickRun(t, home, "cli-runs", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
+		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}})
 	run, _ := st.Run(ctx, "cli-runs")
 	s, err := evolve.Summarize(ctx, st, run)
 	if err != nil {
@@ -80,8 +88,14 @@ func TestRunsCommands(t *testing.T) {
 			t.Errorf("runs show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
 	}
-	if sum.Status.Acceptable > 0 && s.Record != nil && !strings.Contains(out, fmt.Sprintf("%d *", s.Record.ID)) {
-		t.Errorf("runs show does not mark the record #%d:\n%s", s.Record.ID, out)
+	// The evaluator runs no series: a faster child is a candidate, shown
+	// as one, and the record stays the reference.
+	if s.Record == nil || s.Record.ID != s.Reference.ID || !strings.Contains(out, "record      the reference #1") {
+		t.Errorf("runs show: record %v, want the reference:\n%s", s.Record, out)
+	}
+	if f := s.Fastest; sum.Status.Acceptable > 0 && f != nil && f.TrainTimeMs < s.RecordMs &&
+		(!strings.Contains(out, fmt.Sprintf("%d ?", f.ID)) || !strings.Contains(out, "candidate   #") || !strings.Contains(out, "frontier runs confirm cli-runs")) {
+		t.Errorf("runs show does not show the candidate #%d:\n%s", f.ID, out)
 	}
 	bestFile := filepath.Join(home, "best.py")
 	code, _, stderr = runCLI(t, "--home", home, "runs", "best", "1", "-o", bestFile)
@@ -115,11 +129,20 @@ func TestEvolveFlagsRejected(t *testing.T) {
 
 func TestStatusLine(t *testing.T) {
 	s := evolve.Status{RunName: "run-3", Iteration: 12, MaxIterations: 100, SlotsBusy: 1, Slots: 1, ProposalsInFlight: 3,
-		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, ReferenceTimeMs: 52300,
-		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true}
-	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  best 41.20s (ref 52.30s, -21.2%)  loss 2.6810  |  $1.23  14m2s  [draining]"
-	if got := statusLine(s); got != want {
+		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, BestTimeID: 7, ReferenceTimeMs: 52300,
+		RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
+		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true,
+		Running: []evolve.RunningEval{{ChildID: 12, Kind: "confirm"}}}
+	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  record #7 41.20s +21.2% (confirmed n=5 p=0.002)" +
+		"  cand #12 39.10s once (running)  loss 2.6810  |  eval #12 confirm pair 2/5 program  |  $1.23  14m2s  [draining]"
+	if got := statusLine(s, stepOf("pair 2 of 5: program (seed 3)")); got != want {
 		t.Errorf("status line\n got %s\nwant %s", got, want)
+	}
+	s = evolve.Status{RunName: "r", BestTimeMs: 52300, BestTimeID: 1, ReferenceTimeMs: 52300, RecordBrief: "reference",
+		Running: []evolve.RunningEval{{ChildID: 4, Kind: "full"}}}
+	if got := statusLine(s, stepOf("  step:120 train_time:900ms step_avg:7.50ms")); !strings.Contains(got, "record: the reference 52.30s") ||
+		!strings.Contains(got, "eval #4 full step 120") {
+		t.Errorf("status line %s", got)
 	}
 }
 
@@ -272,5 +295,48 @@ func checkRun(t *testing.T, g *globals, name, state, reason string) {
 		if e.State == store.StateRunning {
 			t.Errorf("evaluation %d is left running", e.ID)
 		}
+	}
+}
+
+// A run started on a track folder resumes from that folder (it failed with
+// "no track named ..."), or from --track when the folder moved.
+func TestRunTrack(t *testing.T) {
+	home := t.TempDir()
+	cfg, err := (&globals{configPath: writeTemp(t, home, "frontier.yaml", "home: "+home+"\n")}).loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(filepath.Join(quickTracks, "quick"))
+	run := &store.Run{Name: "r", Track: "quick", TrackDir: abs}
+	if spec, err := runTrack(cfg, run, ""); err != nil || spec.Name != "quick" {
+		t.Errorf("from the recorded folder: %v, %v", spec, err)
+	}
+	run.TrackDir = filepath.Join(home, "gone")
+	if _, err := runTrack(cfg, run, ""); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "pass --track") {
+		t.Errorf("a folder that is gone: %v", err)
+	}
+	if spec, err := runTrack(cfg, run, abs); err != nil || spec.Name != "quick" {
+		t.Errorf("--track: %v, %v", spec, err)
+	}
+}
+
+// The end of a run says what its record rests on and points at the
+// confirmation of a candidate that has none.
+func TestEvolveSummaryPointsAtConfirm(t *testing.T) {
+	var b bytes.Buffer
+	printEvolveSummary(&b, &evolve.Summary{RunID: 3, RunName: "run-3", StopReason: "usd", StopDetail: "spent", Status: evolve.Status{
+		BestTimeMs: 1000, BestTimeID: 1, ReferenceTimeMs: 1000, RecordBrief: "reference", FastestID: 9, FastestMs: 700, FastestClaim: "queued"}})
+	out := b.String()
+	for _, want := range []string{"record: still the reference (1.00s)", "candidate: #9 measured 0.70s once (speedup +30.0% over the record), claim queued",
+		"confirm it: frontier runs confirm run-3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	printEvolveSummary(&b, &evolve.Summary{RunName: "r", Status: evolve.Status{BestTimeMs: 800, BestTimeID: 4, ReferenceTimeMs: 1000,
+		RecordBrief: "confirmed n=5 p=0.001", RecordEvidence: "confirmed in alternation, n = 5 each: +20.0%"}})
+	if out := b.String(); !strings.Contains(out, "speedup +20.0% over the reference") || !strings.Contains(out, "evidence: confirmed in alternation") {
+		t.Errorf("summary of a confirmed record:\n%s", out)
 	}
 }

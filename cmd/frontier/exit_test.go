@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
 )
@@ -70,5 +73,77 @@ func TestCommandLineErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"help", "eval"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "Exit codes") {
 		t.Errorf("help eval: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// A command run with --json that fails before it printed its JSON prints
+// a JSON error on stdout, with the exit code; one that printed its JSON
+// adds nothing to it.
+func TestJSONErrors(t *testing.T) {
+	home := t.TempDir()
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--config", "/nonexistent.yaml", "doctor", "--json"}, exitUsage, "read config"},
+		{[]string{"track", "list", "--json", "--nosuchflag"}, exitUsage, "unknown flag"},
+		{[]string{"nosuchcommand", "--json"}, exitUsage, "unknown command"},
+		{[]string{"llm", "models", "--json", "extra"}, exitUsage, "unknown command"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"--home", home}, c.args...), &stdout, &stderr)
+		var got jsonError
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || code != c.code || got.ExitCode != c.code || !strings.Contains(got.Error, c.want) {
+			t.Errorf("%q: exit %d, stdout %q (%v); want exit %d and a JSON error with %q", c.args, code, stdout.String(), err, c.code, c.want)
+		}
+	}
+	// Without --json, stdout stays empty.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--config", "/nonexistent.yaml", "track", "list"}, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 {
+		t.Errorf("without --json: exit %d, stdout %q", code, stdout.String())
+	}
+}
+
+// Log lines read as text among a command's output: no time stamps, a
+// word for what needs attention.
+func TestHumanLogs(t *testing.T) {
+	var b bytes.Buffer
+	g := &globals{logLevel: "info", logFormat: "human"}
+	h, err := g.logHandler(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(h).With("track", "tiny")
+	log.Info("fetching", "dir", "/tmp/a b", "n", 3)
+	log.Warn("slow", "took", 2*time.Second)
+	log.WithGroup("g").Error("failed", "err", errors.New("boom"))
+	log.Debug("hidden")
+	want := "fetching track=tiny dir=\"/tmp/a b\" n=3\nwarning: slow track=tiny took=2s\nerror: failed track=tiny g.err=boom\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	for _, f := range []string{"text", "json"} {
+		g.logFormat = f
+		if _, err := g.logHandler(&b); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	g.logFormat = "xml"
+	if _, err := g.logHandler(&b); exitCode(err) != exitUsage {
+		t.Errorf("--log-format xml: %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "frontier ") {
+		t.Errorf("--version: exit %d: %q", code, stdout.String())
+	}
+	stdout.Reset()
+	var v versionInfo
+	if code := run(context.Background(), []string{"version", "--json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &v) != nil || v.Version == "" || v.Go == "" {
+		t.Errorf("version --json: exit %d: %q", code, stdout.String())
 	}
 }

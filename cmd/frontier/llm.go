@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +49,8 @@ GEMINI_API_KEY, OPENROUTER_API_KEY) or a key file named in the config.`,
 	pf := ping.Flags()
 	pf.StringVar(&po.prompt, "prompt", "Reply with the single word: pong", "the message to send")
 	pf.IntVar(&po.maxTokens, "max-tokens", 1024, "output token limit (reasoning models think within it)")
-	pf.DurationVar(&po.timeout, "timeout", 2*time.Minute, "give up after this long")
-	pf.IntVar(&po.attempts, "attempts", 1, "attempts, retries included (the config's retry settings apply between them)")
+	pf.DurationVar(&po.timeout, "timeout", 2*time.Minute, "give up after this long (a positive duration, like 30s)")
+	pf.IntVar(&po.attempts, "attempts", 1, "attempts, retries included (1 to 100; the config's retry settings apply between them)")
 	pf.BoolVar(&po.json, "json", false, "print the response as JSON")
 	cmd.AddCommand(ping)
 
@@ -84,6 +83,16 @@ type llmPingOptions struct {
 
 // runLLMPing sends one small request to a model and reports how it went.
 func runLLMPing(ctx context.Context, w io.Writer, log *slog.Logger, cfg llm.Config, model string, o llmPingOptions) error {
+	// The flags first: a bad one is said before any key is looked for.
+	if o.attempts < 1 || o.attempts > 100 {
+		return usage(fmt.Errorf("--attempts %d: use 1 to 100 (1: no retries)", o.attempts))
+	}
+	if o.timeout <= 0 {
+		return usage(fmt.Errorf("--timeout %v: use a positive duration, like 30s or 2m", o.timeout))
+	}
+	if o.maxTokens < 1 {
+		return usage(fmt.Errorf("--max-tokens %d: use 1 or more", o.maxTokens))
+	}
 	if err := cfg.Validate(); err != nil {
 		return usage(err)
 	}
@@ -92,7 +101,7 @@ func runLLMPing(ctx context.Context, w io.Writer, log *slog.Logger, cfg llm.Conf
 		return usage(err)
 	}
 	retry := cfg.Retry
-	retry.MaxAttempts = max(o.attempts, 1)
+	retry.MaxAttempts = o.attempts
 	set, err := provider.New(cfg, provider.Options{Log: log, LookupEnv: o.lookupEnv, Retry: &retry})
 	if err != nil {
 		return usage(err)
@@ -113,20 +122,15 @@ func runLLMPing(ctx context.Context, w io.Writer, log *slog.Logger, cfg llm.Conf
 	if m.Reasoning() && m.Config.ReasoningEffort == "" && m.Spec.Protocol() == llm.ProtocolOpenAI {
 		req.ReasoningEffort = "low"
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	resp, err := c.Complete(ctx, req)
 	if err != nil {
 		return fmt.Errorf("ping %s (%s at %s): %w", m.Name, m.Spec.Provider+"/"+m.Spec.Model, m.Spec.BaseURL, err)
 	}
 	resp.Text = llm.Redact(resp.Text)
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(w, struct {
 			Name     string `json:"name"`
 			Spec     string `json:"spec"`
 			Endpoint string `json:"endpoint"`
@@ -208,12 +212,10 @@ func runLLMModels(w io.Writer, cfg llm.Config, lookup llm.LookupEnv, asJSON bool
 		rows = append(rows, r)
 	}
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
 		if rows == nil {
 			rows = []llmModelInfo{}
 		}
-		return enc.Encode(rows)
+		return writeJSON(w, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "No models configured. Add them under llm.models in frontier.yaml (see docs/llm.md),")
@@ -231,7 +233,7 @@ func runLLMModels(w io.Writer, cfg llm.Config, lookup llm.LookupEnv, asJSON bool
 		if r.KeyStatus != "not needed" {
 			key = fmt.Sprintf("%s (%s)", r.Key, r.KeyStatus)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, r.Provider, r.Model, r.Endpoint, key, llmPriceCell(r.Price))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(name), printable(r.Provider), printable(r.Model), printable(r.Endpoint), printable(key), llmPriceCell(r.Price))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -141,6 +141,10 @@ func TestLLMModels(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 4 || rows[0].Weight != 2 || !rows[0].Reasoning || rows[2].Price != nil {
 		t.Errorf("json %v %+v", err, rows)
 	}
+	// snake_case keys everywhere, the prices' too.
+	if !strings.Contains(out.String(), `"cached_input": 0.125`) || strings.Contains(out.String(), `"CachedInput"`) || strings.Contains(out.String(), `"Input"`) {
+		t.Errorf("keys are not snake_case:\n%s", out.String())
+	}
 	out.Reset()
 	if err := runLLMModels(&out, llm.Config{}, env, false); err != nil || !strings.Contains(out.String(), "No models configured") {
 		t.Errorf("empty: %v %s", err, out.String())
@@ -172,5 +176,22 @@ func TestLLMCommandLine(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"--config", conf, "llm", "ping"}, &stdout, &stderr); code != exitUsage {
 		t.Errorf("ping without a model: exit %d", code)
+	}
+	// Flags that cannot mean anything are refused before any request.
+	for _, c := range []struct{ flag, want string }{
+		{"--attempts=0", "--attempts 0: use 1 to 100"},
+		{"--attempts=-3", "--attempts -3"},
+		{"--timeout=0s", "--timeout 0s: use a positive duration"},
+		{"--timeout=-1m", "--timeout -1m0s"},
+		{"--max-tokens=0", "--max-tokens 0"},
+	} {
+		stderr.Reset()
+		code := run(context.Background(), []string{"--config", conf, "llm", "ping", "local", c.flag}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s: exit %d, %q; want exit 2 and %q", c.flag, code, stderr.String(), c.want)
+		}
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d requests reached the server, want the first ping's only", n)
 	}
 }

@@ -3,11 +3,17 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
@@ -16,6 +22,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 	"github.com/frontier-bench/frontier/tracks"
 )
 
@@ -29,7 +36,8 @@ func newTrackCmd(g *globals) *cobra.Command {
 		Use:   "track",
 		Short: "List, show and check tracks",
 	}
-	cmd.AddCommand(&cobra.Command{
+	var listJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the built-in and user tracks",
 		Args:  cobra.NoArgs,
@@ -38,79 +46,153 @@ func newTrackCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runTrackList(g.stdout, registry(cfg))
+			return runTrackList(g.stdout, registry(cfg), listJSON)
 		},
-	})
-	var showProgram, showYAML bool
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the list as JSON")
+	cmd.AddCommand(list)
+	var showProgram, showYAML, showJSON bool
 	show := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a track's specification",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if showProgram && (showYAML || showJSON) || showYAML && showJSON {
+				return usage(errors.New("use one of --program, --yaml and --json"))
+			}
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}
-			return runTrackShow(g.stdout, registry(cfg), args[0], showProgram, showYAML)
+			return runTrackShow(g.stdout, registry(cfg), args[0], trackShowOptions{program: showProgram, yaml: showYAML, json: showJSON})
 		},
 	}
 	show.Flags().BoolVar(&showProgram, "program", false, "print the reference program")
-	show.Flags().BoolVar(&showYAML, "yaml", false, "print the specification as YAML, defaults filled in")
+	show.Flags().BoolVar(&showYAML, "yaml", false, "print the specification as YAML, every default filled in with the value that applies")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the specification as JSON, every default filled in")
 	cmd.AddCommand(show)
 	cmd.AddCommand(newTrackImportCmd(g))
-	cmd.AddCommand(&cobra.Command{
-		Use:   "check PATH",
-		Short: "Validate a track folder (or its track.yaml)",
-		Args:  cobra.ExactArgs(1),
+	var checkJSON bool
+	check := &cobra.Command{
+		Use:   "check TRACK",
+		Short: "Validate a track: a folder, its track.yaml, or a track's name",
+		Long: `Validate a track: every error of its track.yaml with file:line:col, and its
+reference program (a regular file inside the folder). TRACK is a track folder,
+its track.yaml, or the name of a built-in or configured track.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTrackCheck(cmd.Context(), g.stdout, args[0])
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			return runTrackCheck(cmd.Context(), g.stdout, registry(cfg), args[0], checkJSON)
 		},
-	})
+	}
+	check.Flags().BoolVar(&checkJSON, "json", false, "print the outcome as JSON, each error located")
+	cmd.AddCommand(check)
 	return cmd
 }
 
-func runTrackList(w io.Writer, reg *track.Registry) error {
+// trackInfo is one track of track list --json.
+type trackInfo struct {
+	Name          string  `json:"name"`
+	Description   string  `json:"description"`
+	Device        string  `json:"device"`
+	GPUs          int     `json:"gpus"`
+	TargetValLoss float64 `json:"target_val_loss"`
+	LossFloor     float64 `json:"loss_floor,omitempty"`
+	Builtin       bool    `json:"builtin"`
+	Location      string  `json:"location"`
+}
+
+// trackList is track list --json: the tracks that load, and an error for
+// each that does not.
+type trackList struct {
+	Tracks []trackInfo `json:"tracks"`
+	Errors []string    `json:"errors"`
+}
+
+func runTrackList(w io.Writer, reg *track.Registry, asJSON bool) error {
 	specs, err := reg.List()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDEVICE\tTARGET\tFLOOR\tLOCATION\tDESCRIPTION")
-	for _, s := range specs {
-		dev := s.Hardware.Device
-		if s.Hardware.GPUs > 0 {
-			dev = fmt.Sprintf("%dx %s", s.Hardware.GPUs, dev)
+	if asJSON {
+		out := trackList{Tracks: []trackInfo{}, Errors: errorLines(err)}
+		for _, s := range specs {
+			out.Tracks = append(out.Tracks, trackInfo{Name: s.Name, Description: firstLine(s.Description), Device: s.Hardware.Device,
+				GPUs: s.Hardware.GPUs, TargetValLoss: s.TargetValLoss, LossFloor: s.Data.LossFloor, Builtin: s.Builtin, Location: s.Location()})
 		}
-		floor := "-"
-		if s.Data.LossFloor > 0 {
-			floor = fmt.Sprintf("%.4f", s.Data.LossFloor)
+		if jerr := writeJSON(w, out); jerr != nil {
+			return jerr
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.4g\t%s\t%s\t%s\n", s.Name, dev, s.TargetValLoss, floor, s.Location(), firstLine(s.Description))
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tDEVICE\tTARGET\tFLOOR\tLOCATION\tDESCRIPTION")
+		for _, s := range specs {
+			dev := s.Hardware.Device
+			if s.Hardware.GPUs > 0 {
+				dev = fmt.Sprintf("%dx %s", s.Hardware.GPUs, dev)
+			}
+			floor := "-"
+			if s.Data.LossFloor > 0 {
+				floor = fmt.Sprintf("%.4f", s.Data.LossFloor)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.4g\t%s\t%s\t%s\n", s.Name, dev, s.TargetValLoss, floor, printable(s.Location()), printable(firstLine(s.Description)))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	if err != nil {
 		return usage(fmt.Errorf("some tracks could not be loaded:\n%w", err))
 	}
 	return nil
 }
 
-func runTrackShow(w io.Writer, reg *track.Registry, name string, program, asYAML bool) error {
+// errorLines splits a joined error into its lines; never nil.
+func errorLines(err error) []string {
+	out := []string{}
+	if err == nil {
+		return out
+	}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+type trackShowOptions struct{ program, yaml, json bool }
+
+func runTrackShow(w io.Writer, reg *track.Registry, name string, o trackShowOptions) error {
 	s, err := reg.Get(name)
 	if err != nil {
 		return usage(err)
 	}
-	if program {
+	switch {
+	case o.program:
 		src, err := s.ReferenceSource()
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(src)
 		return err
-	}
-	if asYAML {
-		b, err := yaml.Marshal(s)
+	case o.yaml:
+		b, err := yaml.Marshal(effectiveSpec(s))
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(b)
 		return err
+	case o.json:
+		// Through YAML, so that the keys are the spec's own (snake_case)
+		// and durations and sizes read as they are written.
+		b, err := yaml.Marshal(effectiveSpec(s))
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		return writeJSON(w, v)
 	}
 	d := s.Data
 	fmt.Fprintf(w, "%s (%s)\n%s\n\n", s.Name, s.Location(), strings.TrimSpace(s.Description))
@@ -136,8 +218,8 @@ func runTrackShow(w io.Writer, reg *track.Registry, name string, program, asYAML
 		fmt.Fprintf(w, ", generated by frontier (%s)", d.Builtin)
 	}
 	fmt.Fprintf(w, "\nvalidation       %d tokens as %d windows of %d, %d windows per batch\n", d.ValTokens, d.ValTokens/int64(d.ValSeqLen), d.ValSeqLen, d.ValBatchSeqs)
-	fmt.Fprintf(w, "limits           fast check %s (%d steps), full run %s, compile budget %s\n",
-		s.Limits.FastCheck.D(), s.Limits.FastSteps, s.Limits.FullRun.D(), s.Limits.CompileBudget.D())
+	fmt.Fprintf(w, "limits           fast check %s (%d steps), full run %s (up to %s when this machine is slower), compile budget %s\n",
+		s.Limits.FastCheck.D(), s.Limits.FastSteps, s.Limits.FullRun.D(), s.Limits.FullRunMax.D(), s.Limits.CompileBudget.D())
 	fmt.Fprintf(w, "telemetry        every %d steps, profiled steps %v, top %d ops\n", s.Telemetry.LogEvery, s.Telemetry.ProfileSteps, s.Telemetry.TopK)
 	fmt.Fprintf(w, "verification     repeats %d, alpha %g, causality probe %v, protected regions %v\n",
 		s.Verification.Repeats, s.Verification.Alpha, s.Verification.Probe.Enabled, s.Verification.ProtectedRegions)
@@ -161,20 +243,105 @@ func runTrackShow(w io.Writer, reg *track.Registry, name string, program, asYAML
 	return nil
 }
 
-func runTrackCheck(ctx context.Context, w io.Writer, path string) error {
-	dir := path
-	if strings.HasSuffix(path, ".yaml") {
-		dir = strings.TrimSuffix(path, track.SpecFile)
-		if dir == "" {
-			dir = "."
-		}
+// effectiveSpec is s with the values that apply where the spec leaves a
+// zero to mean "the default": the static rules its contract runs, the
+// logit noise the judge allows, the lowest initial loss, the fast check's
+// validation tokens. Parse filled in the other defaults.
+func effectiveSpec(s *track.Spec) *track.Spec {
+	e := *s
+	e.Verification.StaticRules = s.StaticRules()
+	if len(e.Verification.StaticRules) == 0 {
+		e.Verification.StaticRules = []string{"none"}
 	}
-	s, err := track.LoadDir(dir)
+	if e.Verification.MaxNoise == 0 {
+		e.Verification.MaxNoise = harness.DefaultMaxNoise
+	}
+	if e.Verification.MinInitialLoss == 0 {
+		e.Verification.MinInitialLoss = eval.MinInitialLoss(s)
+	}
+	if e.Limits.FastValTokens == 0 {
+		e.Limits.FastValTokens = min(int64(e.Data.ValSeqLen*e.Data.ValBatchSeqs), e.Data.ValTokens)
+	}
+	return &e
+}
+
+// trackCheck is track check --json.
+type trackCheck struct {
+	Valid         bool         `json:"valid"`
+	Name          string       `json:"name,omitempty"`
+	Location      string       `json:"location,omitempty"`
+	TargetValLoss float64      `json:"target_val_loss,omitempty"`
+	Reference     string       `json:"reference,omitempty"`
+	Errors        []checkError `json:"errors"`
+}
+
+// checkError is one problem of a track, located where it can be.
+type checkError struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+// runTrackCheck validates a track: a folder, its track.yaml, or the name
+// of a track the registry knows (a name that is also a folder here is the
+// folder).
+func runTrackCheck(ctx context.Context, w io.Writer, reg *track.Registry, arg string, asJSON bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var s *track.Spec
+	var err error
+	dir := arg
+	if strings.HasSuffix(arg, ".yaml") {
+		dir = filepath.Dir(arg)
+	}
+	if fi, statErr := os.Stat(dir); statErr == nil && fi.IsDir() || strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
+		s, err = track.LoadDir(dir)
+	} else {
+		s, err = reg.Get(arg)
+	}
+	if asJSON {
+		out := trackCheck{Valid: err == nil, Errors: checkErrors(err)}
+		if s != nil {
+			out.Name, out.Location, out.TargetValLoss, out.Reference = s.Name, s.Location(), s.TargetValLoss, s.Reference
+		}
+		if jerr := writeJSON(w, out); jerr != nil {
+			return jerr
+		}
+		return usage(err)
+	}
 	if err != nil {
 		return usage(err)
 	}
-	fmt.Fprintf(w, "track %s in %s is valid (target %.4g, reference %s)\n", s.Name, dir, s.TargetValLoss, s.Reference)
+	fmt.Fprintf(w, "track %s in %s is valid (target %.4g, reference %s)\n", s.Name, s.Location(), s.TargetValLoss, s.Reference)
 	return nil
+}
+
+// checkErrors lists the problems in err, each located where it is a
+// located YAML error; never nil.
+func checkErrors(err error) []checkError {
+	out := []checkError{}
+	var walk func(err error)
+	walk = func(err error) {
+		var ye *yamlfile.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ye) && ye.Error() == err.Error():
+			out = append(out, checkError{File: ye.File, Line: ye.Line, Column: ye.Column, Key: ye.Path, Message: ye.Msg})
+		default:
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					walk(e)
+				}
+				return
+			}
+			out = append(out, checkError{Message: err.Error()})
+		}
+	}
+	walk(err)
+	return out
 }
 
 func firstLine(s string) string {
@@ -183,4 +350,14 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// printable escapes what would break a table or a terminal (control
+// characters, escape sequences) in text that comes from a file.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/importer"
+	"github.com/frontier-bench/frontier/internal/track"
 )
 
 func TestTrackImport(t *testing.T) {
@@ -43,7 +44,7 @@ func TestTrackImport(t *testing.T) {
 		}
 	}
 	var check bytes.Buffer
-	if err := runTrackCheck(context.Background(), &check, out); err != nil || !strings.Contains(check.String(), "is valid") {
+	if err := runTrackCheck(context.Background(), &check, track.NewRegistry(nil), out, false); err != nil || !strings.Contains(check.String(), "is valid") {
 		t.Fatalf("track check: %v %s", err, check.String())
 	}
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // LoadDir reads and validates the suite in folder dir (or the folder of
@@ -19,10 +21,10 @@ func LoadDir(dir string) (*Suite, error) {
 		dir = filepath.Dir(dir)
 	}
 	p := filepath.Join(dir, SuiteFile)
-	b, err := os.ReadFile(p)
+	b, err := yamlfile.ReadFile(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a suite folder: it has no %s", dir, SuiteFile)
+			return nil, fmt.Errorf("%s is not a suite folder: it has no %s (a suite folder holds %s, its records and hints; see docs/bench.md)", dir, SuiteFile, SuiteFile)
 		}
 		return nil, fmt.Errorf("read suite: %w", err)
 	}

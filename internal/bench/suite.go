@@ -112,8 +112,12 @@ type FieldError = yamlfile.Error
 // errors: every unknown key and every invalid value is reported with its
 // line and column.
 func Parse(file string, b []byte) (*Suite, error) {
+	// Size, nesting and aliases first: listing suites reads every one.
+	if err := yamlfile.Check(file, b); err != nil {
+		return nil, err
+	}
 	s := &Suite{}
-	if err := yamlfile.Join(yamlfile.UnknownKeys(file, b, s)); err != nil {
+	if err := yamlfile.Join(yamlfile.Inspect(file, b, s)); err != nil {
 		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())

@@ -66,6 +66,22 @@ func (c *Config) SetHome(home string) {
 	c.RunsDir = filepath.Join(home, "runs")
 }
 
+// MakeDirs creates the state folders that do not exist yet (home, the
+// database's folder, data and runs) private to this user: they hold every
+// program, prompt and answer, and a program's run folder. Folders that
+// exist keep their permissions.
+func (c *Config) MakeDirs() error {
+	for _, d := range []string{c.Home, filepath.Dir(c.DB), c.DataDir, c.RunsDir} {
+		if d == "" || d == "." {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create the state folder %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 func defaultHome() string {
 	if h := os.Getenv("FRONTIER_HOME"); h != "" {
 		return h
@@ -93,7 +109,7 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := yamlfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -103,6 +119,10 @@ func Load(path string) (*Config, error) {
 // Parse decodes a config file's bytes. Relative paths in the file are
 // resolved against the file's folder.
 func Parse(path string, b []byte) (*Config, error) {
+	// Size, nesting and aliases first: every command reads this file.
+	if err := yamlfile.Check(path, b); err != nil {
+		return nil, err
+	}
 	c := Default()
 	var raw struct {
 		Home string `yaml:"home"`
@@ -113,7 +133,7 @@ func Parse(path string, b []byte) (*Config, error) {
 	}
 	// Every unknown key, first to last, before the decoder would stop at
 	// the first one.
-	if err := yamlfile.Join(yamlfile.UnknownKeys(path, b, c)); err != nil {
+	if err := yamlfile.Join(yamlfile.Inspect(path, b, c)); err != nil {
 		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())

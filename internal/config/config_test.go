@@ -69,21 +69,30 @@ func TestParseErrorsLocated(t *testing.T) {
 		{"llm:\n  models:\n    - spec: openai/gpt-5\n    - name: b\n", []string{
 			"frontier.yaml:4:11: llm.models[1] (b): spec is missing",
 		}},
+		// Durations, sizes and whole numbers are located too, every one.
+		{"llm:\n  retry:\n    max_backoff: 10000000h\n    initial_backoff: soon\nevolve:\n  islands: 2.5\n", []string{
+			`frontier.yaml:3:18: llm.retry.max_backoff: "10000000h" is too long: the longest duration is 2562047h47m16s`,
+			`frontier.yaml:4:22: llm.retry.initial_backoff: invalid duration "soon"`,
+			"frontier.yaml:6:12: evolve.islands: 2.5: want a whole number",
+		}},
+		{"home: x\nllm: " + strings.Repeat("[", 100000) + "\n", []string{
+			"frontier.yaml:2:69: llm: nested deeper than 64 levels",
+		}},
 	}
 	for _, c := range cases {
 		_, err := Parse("frontier.yaml", []byte(c.src))
 		if err == nil {
-			t.Errorf("%q: no error", c.src)
+			t.Errorf("%.80q: no error", c.src)
 			continue
 		}
 		lines := strings.Split(err.Error(), "\n")
 		if len(lines) != len(c.want) {
-			t.Errorf("%q: %d errors, want %d:\n%v", c.src, len(lines), len(c.want), err)
+			t.Errorf("%.80q: %d errors, want %d:\n%v", c.src, len(lines), len(c.want), err)
 			continue
 		}
 		for i, w := range c.want {
 			if !strings.HasPrefix(lines[i], w) {
-				t.Errorf("%q: error %d is %q, want it to start with %q", c.src, i+1, lines[i], w)
+				t.Errorf("%.80q: error %d is %q, want it to start with %q", c.src, i+1, lines[i], w)
 			}
 		}
 	}
@@ -110,5 +119,31 @@ func TestLoad(t *testing.T) {
 	os.WriteFile("empty.yaml", nil, 0o644)
 	if _, err := Load("empty.yaml"); err != nil {
 		t.Fatalf("an empty file: %v", err)
+	}
+	// Only a regular file of bounded size is read: /dev/zero would be
+	// read forever, a named pipe would wait for a writer.
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	os.WriteFile("big.yaml", []byte("a: \""+strings.Repeat("x", 300<<10)+"\"\n"), 0o644)
+	if _, err := Load("big.yaml"); err == nil || !strings.Contains(err.Error(), "more than the 256 KiB") {
+		t.Errorf("a large file: %v", err)
+	}
+}
+
+// The state folders are made private: they hold every program, prompt and
+// answer.
+func TestMakeDirs(t *testing.T) {
+	c := Default()
+	c.SetHome(filepath.Join(t.TempDir(), "home"))
+	c.RunsDir = filepath.Join(t.TempDir(), "elsewhere", "runs")
+	if err := c.MakeDirs(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{c.Home, c.DataDir, c.RunsDir, filepath.Dir(c.RunsDir)} {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want a folder 0700", d, fi.Mode(), err)
+		}
 	}
 }

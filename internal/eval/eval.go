@@ -37,6 +37,8 @@ type Evaluator struct {
 	Store Store
 	// Python is the interpreter that runs programs (see pyenv.Find).
 	Python string
+	// Version is frontier's own, recorded with every result.
+	Version string
 	// Torch is its PyTorch version, for the report.
 	Torch string
 	// RunsDir holds the run folders.
@@ -99,12 +101,13 @@ var ErrBadProgram = errors.New("bad program")
 // failed) the full run, and returns the result. An error means the
 // evaluation itself could not happen (bad input, unusable data, a store
 // failure); a failing program is a Result with a failing verdict.
-func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) {
+func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err error) {
 	if err := checkProgram(req.Program, req.Name); err != nil {
 		return nil, err
 	}
 	spec := req.Track
-	specHash, err := SpecHash(spec)
+	var specHash string
+	specHash, err = SpecHash(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +120,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			LossFloor: spec.Data.LossFloor, Device: spec.Hardware.Device,
 		},
 		Program:     ProgramInfo{Name: req.Name, Hash: store.Hash(req.Program), Bytes: len(req.Program)},
-		Environment: Environment{Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
+		Environment: Environment{Frontier: e.Version, Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
 	}
 	if spec.Contract == "log" {
 		res.Verification = "log"
@@ -141,18 +144,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 	orig := req.Program
 	req.Program = prog
 
-	var rec *store.Evaluation
-	if e.Store != nil {
-		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
-			return nil, err
-		}
-		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: specHash, Seed: req.Seed, FastOnly: req.FastOnly}
-		if err := e.Store.CreateEvaluation(ctx, rec); err != nil {
-			return nil, err
-		}
-		res.EvaluationID = rec.ID
-	}
-
+	// The run folder first, so that the row names it: the next process
+	// cleans up after one that was killed.
 	runDir, err := e.newRunDir(res.Program.Hash, req.Seed)
 	if err != nil {
 		return nil, err
@@ -163,6 +156,23 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 			os.RemoveAll(runDir)
 		}
 	}()
+	var rec *store.Evaluation
+	if e.Store != nil {
+		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
+			return nil, err
+		}
+		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: specHash, Seed: req.Seed, FastOnly: req.FastOnly, RunDir: runDir}
+		if err := e.Store.CreateEvaluation(ctx, rec); err != nil {
+			return nil, err
+		}
+		res.EvaluationID = rec.ID
+		// An evaluation that cannot finish leaves no row running behind it.
+		defer func() {
+			if rec.State == store.StateRunning {
+				e.interrupt(ctx, rec, err)
+			}
+		}()
+	}
 
 	for _, f := range findings {
 		if f.Severity == SeverityInvalid {
@@ -228,6 +238,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		} else {
 			res.RunDir = req.Keep
 		}
+	} else {
+		// Free the run folder's space before the verdict is written: a
+		// program that filled the disk must not cost the verdict.
+		os.RemoveAll(runDir)
 	}
 	if rec != nil {
 		if err := e.record(ctx, rec, res, telemetry); err != nil {
@@ -235,6 +249,21 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Result, error) 
 		}
 	}
 	return res, nil
+}
+
+// interrupt marks an evaluation that could not finish as interrupted, with
+// why, so that no row stays running.
+func (e *Evaluator) interrupt(ctx context.Context, rec *store.Evaluation, cause error) {
+	rec.State, rec.Verdict = store.StateInterrupted, ""
+	rec.Reason = "interrupted"
+	if cause != nil {
+		rec.Reason = "interrupted: " + cause.Error()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := e.Store.FinishEvaluation(sctx, rec, nil); err != nil && e.Log != nil {
+		e.Log.Warn("could not mark an unfinished evaluation interrupted", "evaluation", rec.ID, "err", err)
+	}
 }
 
 // record stores the finished evaluation. It uses a context that survives
@@ -278,15 +307,20 @@ func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
 // run folder is read.
 func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result, limit time.Duration) (*phaseOutcome, []byte, error) {
 	dir := filepath.Join(runDir, mode)
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create run folder: %w", err)
 	}
+	scratch, err := newScratch()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(scratch)
 	progPath := filepath.Join(dir, harness.Program)
 	if err := os.WriteFile(progPath, req.Program, 0o444); err != nil {
 		return nil, nil, fmt.Errorf("write program: %w", err)
 	}
 	if spec.Contract == "log" {
-		return e.runLogPhase(ctx, spec, files, req, dir, mode, limit)
+		return e.runLogPhase(ctx, spec, files, req, dir, scratch, mode, limit)
 	}
 	if _, err := harness.Materialize(dir); err != nil {
 		return nil, nil, fmt.Errorf("write harness: %w", err)
@@ -314,19 +348,24 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	}
 
 	argv, henv := harness.Command(e.Python, dir, cfg)
-	env := append(append(baseEnv(dir), henv...), gpuEnv...)
-	// Compile caches live in the run folder: nothing a program writes
-	// reaches another evaluation.
-	env = append(env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
+	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
 	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
 		StdoutFile: filepath.Join(runDir, mode+"-stdout.log"), StderrFile: filepath.Join(runDir, mode+"-stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
-		LoopbackTCP: cfg.WorldSize > 1,
-		ExtraFiles:  judge.Clients(), // descriptors 3, 4, ...: one socket per process
-		Hidden:      e.hiddenFor(runDir, files),
-		Visible:     e.Visible,
+		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
+		ExtraFiles: judge.Clients(), // descriptors 3, 4, ...: one socket per process
+		Hidden:     e.hiddenFor(runDir, files),
+		Visible:    e.Visible,
+	}
+	if e.Sandbox == "landlock" {
+		// Landlock checks a file opened through /proc/PID/fd/N against its
+		// path: the links the client makes to the descriptors the judge
+		// sends at train_begin would be refused. The training shards stay
+		// readable by path under Landlock, before the clock too (the
+		// threat model says so); the validation shard stays hidden.
+		job.Visible = append(slices.Clone(job.Visible), files.Train...)
 	}
 	rr, err := e.Runner.Run(ctx, job)
 	if err != nil {
@@ -446,6 +485,11 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 		p.StderrTail = lastLines(rr.Stderr.String(), 30)
 	}
 	switch {
+	case tel.Finals > 1 || tel.Misattributed > 0:
+		// The judge writes one result and reports the program's events as
+		// the program's: anything else is not the judge's record.
+		o.verdict = Error
+		o.reason = fmt.Sprintf("internal: the telemetry holds %d results and %d events of the program's of kinds only the judge writes", tel.Finals, tel.Misattributed)
 	case broken != nil:
 		// A broken rule outranks how the process ended: the judge wrote
 		// it the moment it found it, and the program may have hung or
@@ -795,15 +839,20 @@ const minInitialMargin = 0.1
 
 // baseEnv is the environment every program gets: enough to run Python and
 // find libraries, and nothing else. API keys and other secrets of the
-// user's shell never reach a candidate program.
-func baseEnv(dir string) []string {
+// user's shell never reach a candidate program. Temporary files and the
+// compile caches go to scratch, a short path of the run's own (a
+// multiprocessing listener's socket path must fit 107 bytes): nothing a
+// program writes reaches another evaluation.
+func baseEnv(scratch string) []string {
 	env := []string{
-		"TMPDIR=" + filepath.Join(dir, "tmp"),
+		"TMPDIR=" + scratch,
 		"LANG=C.UTF-8",
 		"PYTHONDONTWRITEBYTECODE=1",
-		"MPLCONFIGDIR=" + filepath.Join(dir, "tmp"),
-		"XDG_CACHE_HOME=" + filepath.Join(dir, "tmp"),
-		"CUDA_CACHE_PATH=" + filepath.Join(dir, "tmp", "nv"),
+		"MPLCONFIGDIR=" + scratch,
+		"XDG_CACHE_HOME=" + scratch,
+		"CUDA_CACHE_PATH=" + filepath.Join(scratch, "nv"),
+		"TORCHINDUCTOR_CACHE_DIR=" + filepath.Join(scratch, "inductor"),
+		"TRITON_CACHE_DIR=" + filepath.Join(scratch, "triton"),
 	}
 	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
 		"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"} {
@@ -814,8 +863,18 @@ func baseEnv(dir string) []string {
 	return env
 }
 
+// newScratch makes a run's temporary folder under the system's: short,
+// private (0700), removed when the phase ends.
+func newScratch() (string, error) {
+	d, err := os.MkdirTemp("", "fr-")
+	if err != nil {
+		return "", fmt.Errorf("create the run's temporary folder: %w", err)
+	}
+	return d, nil
+}
+
 func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {
-	if err := os.MkdirAll(e.RunsDir, 0o755); err != nil {
+	if err := os.MkdirAll(e.RunsDir, 0o700); err != nil {
 		return "", fmt.Errorf("create runs folder: %w", err)
 	}
 	prefix := fmt.Sprintf("%s-%s-s%d-", time.Now().Format("20060102-150405"), progHash[:12], seed)

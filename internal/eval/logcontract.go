@@ -59,7 +59,7 @@ const (
 // runLogPhase runs a program under the legacy "log" contract: an unmodified
 // speedrun script whose parameters are injected and whose log lines are
 // parsed.
-func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, dir, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
+func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, dir, scratch, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
 	vals := logValues(spec, files, mode)
 	prog, err := importer.Inject(req.Program, vals)
 	switch {
@@ -98,7 +98,7 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 		return nil, nil, err
 	}
 	defer releaseGPUs()
-	env := append(baseEnv(dir), "PYTHONUNBUFFERED=1")
+	env := append(baseEnv(scratch), "PYTHONUNBUFFERED=1")
 	if n := spec.Hardware.Threads; n > 0 {
 		t := strconv.Itoa(n)
 		env = append(env, "OMP_NUM_THREADS="+t, "MKL_NUM_THREADS="+t, "OPENBLAS_NUM_THREADS="+t)
@@ -114,9 +114,7 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 		// The workers rendezvous over TCP on 127.0.0.1, even alone.
 		LoopbackTCP: true,
 	}
-	// Compile caches live in the run folder: nothing a program writes
-	// reaches another evaluation.
-	job.Env = append(job.Env, "TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "tmp", "inductor"), "TRITON_CACHE_DIR="+filepath.Join(dir, "tmp", "triton"))
+	job.Scratch, job.DiskBytes = scratch, int64(spec.Limits.Disk)
 	if e.Progress != nil {
 		job.OnLine = func(stream, line string) {
 			if stream == runner.StreamStdout && strings.HasPrefix(line, "step:") && strings.Contains(line, "val_loss:") {

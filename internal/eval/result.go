@@ -135,11 +135,13 @@ type Metrics struct {
 
 // Environment is the software that ran the program.
 type Environment struct {
-	Python  string `json:"python"`
-	Torch   string `json:"torch"`
-	Threads int    `json:"threads"`
-	Device  string `json:"device"`
-	Sandbox string `json:"sandbox"`
+	// Frontier is the version of frontier that judged the run.
+	Frontier string `json:"frontier,omitempty"`
+	Python   string `json:"python"`
+	Torch    string `json:"torch"`
+	Threads  int    `json:"threads"`
+	Device   string `json:"device"`
+	Sandbox  string `json:"sandbox"`
 }
 
 // Phase is how one process (fast check or full run) went.

@@ -9,6 +9,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/stats"
 )
 
 // Config is the evolve section of frontier.yaml. Every field has a default
@@ -92,6 +93,28 @@ type Config struct {
 	// MaxConsecutiveFailures stops the run when this many model calls in a
 	// row fail (a wrong key, a server that is down). Default 20.
 	MaxConsecutiveFailures int `yaml:"max_consecutive_failures" json:"max_consecutive_failures"`
+	// Confirm says how a candidate record (a program that measured faster
+	// than the standing record once) is tested before it is called a
+	// record (docs/evolve.md, "The record rule").
+	Confirm ConfirmConfig `yaml:"confirm" json:"confirm"`
+}
+
+// ConfirmConfig says how the search confirms candidate records.
+type ConfirmConfig struct {
+	// Enabled: the engine tests candidates itself, within the run's
+	// budget. Off, candidates stay single timings (frontier runs confirm
+	// tests them later). Default true.
+	Enabled *bool `yaml:"enabled" json:"enabled"`
+	// Pairs is the number of runs of each program in a series (the
+	// candidate and the standing record, in alternation). 0 means the
+	// smallest number for which the track's alpha is reachable at all
+	// (stats.MinPairs: 5 at alpha 0.01).
+	Pairs int `yaml:"pairs" json:"pairs"`
+	// NoiseDF is how much measured noise (degrees of freedom of the
+	// run-to-run variation, from earlier series) the engine needs before
+	// it judges a single timing against the noise instead of running a
+	// series. Default 4; negative: always run a series.
+	NoiseDF int `yaml:"noise_df" json:"noise_df"`
 }
 
 // MigrationConfig says when and what migrates.
@@ -311,6 +334,10 @@ func (c Config) Resolved() Config {
 	setInt(&c.Prompt.MaxErrorChars, 3000)
 	setInt(&c.Budget.MaxIterations, 100)
 	setInt(&c.MaxConsecutiveFailures, 20)
+	if c.Confirm.Enabled == nil {
+		c.Confirm.Enabled = ptr(true)
+	}
+	setInt(&c.Confirm.NoiseDF, 4)
 	c.Models = slices.Clone(c.Models)
 	c.Prompt.Templates = slices.Clone(c.Prompt.Templates)
 	return c
@@ -411,11 +438,23 @@ func (c Config) Validate() error {
 	if t := c.Prompt.Temperature; t != nil && (*t < 0 || *t > 2) {
 		bad("prompt.temperature: %g is outside 0..2", *t)
 	}
+	if p := c.Confirm.Pairs; p < 0 || p == 1 || p > 50 {
+		bad("confirm.pairs: %d: a series needs 2 to 50 runs of each program (0: the fewest that can reach the track's alpha)", p)
+	}
 	b := c.Budget
 	if b.MaxDuration < 0 || b.MaxUSD < 0 || b.MaxTokens < 0 {
 		bad("budget: limits must not be negative; use 0 for no limit")
 	}
 	return errors.Join(errs...)
+}
+
+// ConfirmPairs is the number of runs of each program in a series at
+// alpha: the configured number, else the fewest that can reach alpha.
+func (c Config) ConfirmPairs(alpha float64) int {
+	if c.Confirm.Pairs > 0 {
+		return c.Confirm.Pairs
+	}
+	return stats.MinPairs(alpha)
 }
 
 // slotsFor returns the number of evaluation slots: the configured number,

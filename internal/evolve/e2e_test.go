@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/llm"
@@ -47,6 +48,11 @@ func TestEndToEnd(t *testing.T) {
 		MetaPrompting: MetaConfig{StartIteration: ptr(2)},
 		Slots:         1, LLMConcurrency: 3, Seed: 42,
 		Budget: BudgetConfig{MaxIterations: 2, MaxUSD: 5},
+		// Series of two pairs (fewer than alpha 0.01 can be shown with
+		// without normality: the run warns), to keep the test short: on a
+		// loaded 2-core machine a series of three pairs took 1-3 minutes,
+		// and a refuted claim opens the next.
+		Confirm: ConfirmConfig{Pairs: 2},
 	}
 	budget, err := NewBudget(ctx, st, 0, cfg.Budget, llmCfg.Budget)
 	if err != nil {
@@ -219,11 +225,35 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("call %d: the stored request lacks the program", c.ID)
 		}
 	}
-	if purposes[1][PurposeIdea] != 0 || purposes[1][PurposeTemplate] != 4 || purposes[2][PurposeIdea] != 4 || purposes[2][PurposeImplement] != 4 || purposes[2][PurposeTemplate] != 0 {
+	// Iteration 2's attempt 3 answered its idea prompt with code, was sent
+	// back once, and gave an idea: five idea calls, four implementations.
+	if purposes[1][PurposeIdea] != 0 || purposes[1][PurposeTemplate] != 4 || purposes[2][PurposeIdea] != 5 || purposes[2][PurposeImplement] != 4 || purposes[2][PurposeTemplate] != 0 {
 		t.Errorf("calls by iteration and purpose: %v", purposes)
+	}
+	for _, c := range calls {
+		req := c.Request
+		if c.Purpose == PurposeImplement && !strings.Contains(req, "Leaner steps (idea for attempt") {
+			t.Errorf("implement call %d does not carry the idea", c.ID)
+		}
+		if ch := byID[c.ChildID]; c.Purpose == PurposeFix && ch.Stage == runs.StageMeta && !strings.Contains(req, "implementing this idea") && !strings.Contains(req, "It implements this idea") {
+			t.Errorf("fix call %d of meta-prompted child %d does not carry its idea", c.ID, ch.ID)
+		}
 	}
 	if iterByN[1].Stage != runs.StageTemplate || iterByN[2].Stage != runs.StageMeta {
 		t.Errorf("stages %s %s", iterByN[1].Stage, iterByN[2].Stage)
+	}
+	// Iteration 1 has only the reference: no top set, and no combine
+	// prompt about one. Iteration 2 has programs: both sets are shown.
+	if it := iterByN[1]; len(it.TopIDs) != 0 {
+		t.Errorf("iteration 1's top set %v", it.TopIDs)
+	}
+	for _, c := range children {
+		if c.Iteration == 1 && c.Template == "combine" {
+			t.Errorf("child %d drew combine with an empty top set", c.ID)
+		}
+	}
+	if it := iterByN[2]; len(it.TopIDs) == 0 || len(it.DiverseIDs) == 0 {
+		t.Errorf("iteration 2: top %v, diverse %v; want both non-empty", it.TopIDs, it.DiverseIDs)
 	}
 	for _, c := range children {
 		if want := iterByN[c.Iteration].Stage; c.Stage != want {
@@ -312,9 +342,34 @@ func TestEndToEnd(t *testing.T) {
 			fastest = c
 		}
 	}
-	if sum.Status.BestTimeID != fastest.ID || sum.Status.BestTimeMs != fastest.TrainTimeMs {
-		t.Errorf("status best #%d (%.0f ms), want the fastest acceptable program #%d (%.0f ms)",
-			sum.Status.BestTimeID, sum.Status.BestTimeMs, fastest.ID, fastest.TrainTimeMs)
+	// The record is what the claims say: the engine tested the fastest
+	// single timings itself, in alternation with the standing record,
+	// and stored every outcome.
+	s, err := Summarize(ctx, st, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Claims) == 0 {
+		t.Fatal("no claim: the fastest child was never tested")
+	}
+	for _, cl := range s.Claims {
+		took := cl.FinishedAt.Sub(cl.CreatedAt)
+		t.Logf("claim %d: #%d against #%d, %s %s in %s: %s (%s)", cl.ID, cl.ChildID, cl.BaselineID, cl.Method, cl.State, took.Round(time.Second), cl.Evidence(), cl.Reason)
+		if !cl.State.Done() {
+			t.Errorf("claim %d left %s", cl.ID, cl.State)
+		}
+		if cl.Method == runs.MethodSeries && (cl.State == runs.ClaimConfirmed || cl.State == runs.ClaimRejected) && (cl.Pairs != 2 || len(cl.Evaluations) != 4) {
+			t.Errorf("claim %d: %d pairs, %d evaluations; want 2 and 4", cl.ID, cl.Pairs, len(cl.Evaluations))
+		}
+	}
+	if s.Record == nil || sum.Status.BestTimeID != s.Record.ID || sum.Status.BestTimeMs != s.RecordMs {
+		t.Errorf("status record #%d (%.0f ms), summary record %v (%.0f ms)", sum.Status.BestTimeID, sum.Status.BestTimeMs, s.Record, s.RecordMs)
+	}
+	if s.RecordClaim == nil && s.Record.ID != ref.ID {
+		t.Errorf("record #%d without a confirmed claim", s.Record.ID)
+	}
+	if s.Fastest == nil || s.Fastest.ID != fastest.ID {
+		t.Errorf("summary fastest %v, want #%d", s.Fastest, fastest.ID)
 	}
 	leaner := 0
 	for _, c := range children {
@@ -335,8 +390,11 @@ func TestEndToEnd(t *testing.T) {
 	if leaner == 0 {
 		t.Error("no acceptable child does less work than the reference")
 	}
-	if sum.Status.BestTimeMs <= 0 || sum.Status.BestTimeMs >= ref.TrainTimeMs {
-		t.Errorf("best acceptable time %.0f ms does not beat the reference's %.0f ms", sum.Status.BestTimeMs, ref.TrainTimeMs)
+	if fastest.TrainTimeMs >= ref.TrainTimeMs {
+		t.Errorf("best acceptable time %.0f ms does not beat the reference's %.0f ms", fastest.TrainTimeMs, ref.TrainTimeMs)
+	}
+	if s.RecordClaim == nil {
+		t.Logf("no claim was confirmed: the record is still the reference (a loaded machine may not show a several-fold speedup in 2 pairs)")
 	}
 	var bandit map[string]*armStats
 	if err := json.Unmarshal(run.Bandit, &bandit); err != nil || bandit["scripted"] == nil || bandit["scripted"].Children != 8 {

@@ -70,7 +70,12 @@ type Options struct {
 	// MachineGPUs is the number of GPUs of the machine, for the default
 	// number of slots of CUDA tracks.
 	MachineGPUs int
-	Log         *slog.Logger
+	// RunsDir is the evaluator's folder of run folders
+	// (eval.Evaluator.RunsDir): a resumed run removes there what the
+	// evaluations cut off with the last session left. Empty: nothing is
+	// removed.
+	RunsDir string
+	Log     *slog.Logger
 	// OnStatus, when set, is called from the engine's goroutine after every
 	// change; it must return quickly.
 	OnStatus func(Status)
@@ -95,16 +100,40 @@ type Status struct {
 	// ReferenceTimeMs and ReferenceLoss are the reference's measurements.
 	ReferenceTimeMs float64
 	ReferenceLoss   float64
-	// BestTimeMs is the shortest train time among acceptable programs
-	// (the record); BestLoss the lowest validation loss of any valid one.
-	BestTimeMs float64
-	BestTimeID int64
-	BestLoss   float64
+	// BestTimeMs and BestTimeID are the run's record (the reference until
+	// a claim is confirmed; see docs/evolve.md, "The record rule"): its
+	// best time estimate, and RecordEvidence what it rests on. BestLoss is
+	// the lowest validation loss of any valid program.
+	BestTimeMs     float64
+	BestTimeID     int64
+	RecordEvidence string
+	// RecordBrief is the evidence in a few words ("confirmed n=5
+	// p=0.002"), "reference" for the reference.
+	RecordBrief string
+	BestLoss    float64
+	// FastestID and FastestMs are the candidate record: the fastest
+	// single timing of an acceptable child whose claim was not refuted,
+	// when it is faster than the record; FastestClaim is where its claim
+	// stands ("" when it has none).
+	FastestID    int64
+	FastestMs    float64
+	FastestClaim string
+	// Confirming names the series running, if any ("#12 vs #1, 5 pairs").
+	Confirming string
+	// Running lists the evaluations in the slots.
+	Running    []RunningEval
 	USD        float64
 	Tokens     int64
 	Elapsed    time.Duration // active time, all sessions
 	Draining   bool
 	StopReason string
+}
+
+// RunningEval is an evaluation in a slot.
+type RunningEval struct {
+	ChildID int64
+	Kind    string // fast, full or confirm
+	Since   time.Time
 }
 
 // Stop reasons.
@@ -154,7 +183,11 @@ type Engine struct {
 	spentTokens     int64
 	failStreak      int
 	lastAttempt     map[int64]*store.Attempt
-	lastFail        map[int64]*store.Child // parent id -> its newest buggy child
+	// lastChecked is, per child, its newest attempt whose program failed
+	// a fast check: what the child's attempts did, whatever its fixes
+	// came to later.
+	lastChecked map[int64]*store.Attempt
+	lastFail    map[int64]*store.Child // parent id -> its newest buggy child
 	// children tallies the settled children (originals, not the
 	// reference): the status's counts, the record and the lowest loss
 	// among them. The record is tracked apart from the archive, which
@@ -162,6 +195,23 @@ type Engine struct {
 	// that trains fewer steps at the same step time scores no better).
 	children  runs.Tally
 	reference *store.Child
+
+	// claims are the run's candidate records with their evidence, in the
+	// order made (see confirm.go); confirmQ the ones waiting for a
+	// series, confirming the one whose series runs.
+	// running are the fast checks and full runs in the slots, by child.
+	running map[int64]RunningEval
+
+	claims         []*store.Confirmation
+	confirmQ       []*store.Confirmation
+	confirming     *store.Confirmation
+	confirmStarted time.Time
+	confirmDone    chan *confirmResult
+	// fullWall sums the wall time of the full evaluations this session
+	// ran (fullRuns of them), to tell whether a series fits the duration
+	// budget.
+	fullWall time.Duration
+	fullRuns int
 
 	noMoreIterations bool
 	stopping         bool
@@ -265,11 +315,14 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		models:      map[string]*Model{},
 		iters:       map[int]*iterState{},
 		lastAttempt: map[int64]*store.Attempt{},
+		lastChecked: map[int64]*store.Attempt{},
 		lastFail:    map[int64]*store.Child{},
 		diffs:       map[string]string{},
 		drainCh:     make(chan string, 4),
 		propDone:    make(chan *proposalResult),
 		evalDone:    make(chan *evalResult),
+		confirmDone: make(chan *confirmResult),
+		running:     map[int64]RunningEval{},
 		pop:         newPopulation(cfg.Objective, cfg.Islands, cfg.ArchiveSize),
 		ens:         newEnsemble(opts.Models, cfg.Bandit),
 		name:        filepath.Base(opts.Track.Reference),
@@ -371,7 +424,7 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		tmpName = fmt.Sprintf("run-pending-%d", time.Now().UnixNano())
 	}
 	run := &store.Run{
-		Name: tmpName, Track: e.spec.Name, TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
+		Name: tmpName, Track: e.spec.Name, TrackDir: trackDir(e.spec), TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
 		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
 		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
@@ -393,6 +446,18 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1}
 	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
 	return e, nil
+}
+
+// trackDir is where a track that is not built in was read from, as an
+// absolute path, for a resume to find it again; "" for built-in tracks.
+func trackDir(s *track.Spec) string {
+	if s.Builtin || s.Dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(s.Dir); err == nil {
+		return abs
+	}
+	return s.Dir
 }
 
 // RunID returns the run's id.

@@ -33,6 +33,8 @@ type Store interface {
 	RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error)
 
 	InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error
+	RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*store.Evaluation, error)
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 	LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*store.Evaluation, error)
 }
 
@@ -186,6 +188,9 @@ type settlement struct {
 	// settleCopies is called with the copies once they have ids, and
 	// returns the archive when the copies (or the child) changed it.
 	settleCopies func(copies []*store.Child) (archive []int64, changed bool)
+	// claim, when set, is the child's claim to be a record (it gets its
+	// id).
+	claim *store.Confirmation
 }
 
 // childSettled records a child's final verdict with everything it changes:
@@ -218,6 +223,11 @@ func (j *journal) childSettled(ctx context.Context, c *store.Child, iteration in
 				return err
 			}
 		}
+		if s.claim != nil {
+			if err := tx.InsertConfirmation(s.claim); err != nil {
+				return err
+			}
+		}
 		if archive, changed := s.settleCopies(copies); changed {
 			if err := tx.SetArchive(j.run.ID, archive); err != nil {
 				return err
@@ -225,6 +235,25 @@ func (j *journal) childSettled(ctx context.Context, c *store.Child, iteration in
 		}
 		j.snapshot()
 		return tx.UpdateRun(j.run)
+	})
+}
+
+// claimsChanged records claims: new ones (no id yet) and the state and
+// numbers of known ones, in one transaction.
+func (j *journal) claimsChanged(ctx context.Context, claims ...*store.Confirmation) error {
+	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+		for _, c := range claims {
+			var err error
+			if c.ID == 0 {
+				err = tx.InsertConfirmation(c)
+			} else {
+				err = tx.UpdateConfirmation(c)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -261,6 +290,15 @@ func (j *journal) iterationClosed(ctx context.Context, iteration int) error {
 // archiveRebuilt records the archive as a resumed run rebuilt it.
 func (j *journal) archiveRebuilt(ctx context.Context, ids []int64) error {
 	return j.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(j.run.ID, ids) })
+}
+
+// ideaFellBack records that a meta-prompted child got no idea from its
+// model and was asked with a templated prompt instead (its row, written
+// with the attempt, holds the new stage and template).
+func (j *journal) ideaFellBack(ctx context.Context, c *store.Child, reason string) error {
+	detail, _ := json.Marshal(map[string]any{"child": c.ID, "template": c.Template, "reason": reason})
+	return j.st.AddRunEvent(ctx, &store.RunEvent{RunID: j.run.ID, Kind: "idea_fallback", Key: fmt.Sprint(c.ID),
+		Iteration: c.Iteration, Detail: detail})
 }
 
 // evaluationAdopted records that a resumed run takes the result of an

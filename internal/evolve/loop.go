@@ -33,6 +33,9 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 	}
 	e.log.Info("evolve: run started", "run", e.run.Name, "id", e.run.ID, "track", e.spec.Name,
 		"iteration", e.run.Iterations, "slots", e.slots, "llm_concurrency", e.cfg.LLMConcurrency, "models", e.ens.names)
+	if w := e.SeriesWarning(); w != "" {
+		e.log.Warn("evolve: " + w)
+	}
 	for _, r := range e.adopted {
 		if r.work.kind == kindFull {
 			e.fullStarted++
@@ -58,7 +61,10 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 			e.onProposal(ctx, r)
 		case r := <-e.evalDone:
 			e.evaluating--
+			delete(e.running, r.work.child.ID)
 			e.onEval(ctx, r)
+		case r := <-e.confirmDone:
+			e.onConfirm(ctx, r)
 		case reason := <-e.drainCh:
 			e.stop(StopInterrupted, reason)
 		case <-ticker.C:
@@ -90,6 +96,12 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 
 // finish records how the session ended.
 func (e *Engine) finish(ctx context.Context) (*Summary, error) {
+	if e.stopReason == "" {
+		// Nothing stopped the run on the way, but a model budget spent by
+		// the last calls leaves children queued: that, not the iteration
+		// budget, is why it ends, and a resume needs a larger budget.
+		e.stopReason, e.stopDetail = e.spendLimit()
+	}
 	if e.stopReason == "" {
 		e.stopReason = StopIterations
 		e.stopDetail = fmt.Sprintf("all %d iterations are done (budget.max_iterations = %d)", e.run.Iterations, e.cfg.Budget.MaxIterations)

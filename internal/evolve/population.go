@@ -259,27 +259,62 @@ func weighted(r *rand.Rand, w []float64) int {
 	return len(w) - 1
 }
 
-// sampleTop draws up to k elite programs, excluding parent's program.
-func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child) []*store.Child {
-	skip := p.original(parent).ID
-	var cands []int64
-	for _, id := range p.archive {
-		if id != skip {
-			cands = append(cands, id)
-		}
-	}
-	return p.pick(r, cands, k)
-}
-
-// sampleDiverse draws up to k non-elite programs, excluding parent's
-// program. The pool may be large, so it draws by rejection and falls back
-// to a scan only when most candidates are excluded.
-func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child) []*store.Child {
+// sampleTop draws the top set T of an iteration: up to k programs other
+// than the parent's, drawn uniformly from the 2k best acceptable ones of
+// the archive (best first), and when fewer than k are acceptable, all of
+// them and then the next programs of the archive in rank order (loss too
+// high). When the diverse set wants programs too (wantDiverse), T leaves
+// at least one program of the run for it, so that both sets are non-empty
+// whenever the run has two programs besides the parent.
+func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child, wantDiverse bool) []*store.Child {
 	if k <= 0 {
 		return nil
 	}
 	skip := p.original(parent).ID
-	ok := func(id int64) bool { return id != skip && !p.inArch[id] }
+	others := len(p.programs)
+	if slices.Contains(p.programs, skip) {
+		others--
+	}
+	if wantDiverse && others >= 2 {
+		k = min(k, others-1)
+	}
+	var acceptable, rest []int64
+	for _, id := range p.archive {
+		switch {
+		case id == skip:
+		case p.members[id].Verdict == runs.Acceptable:
+			acceptable = append(acceptable, id)
+		default:
+			rest = append(rest, id)
+		}
+	}
+	if len(acceptable) > k {
+		return p.pick(r, acceptable[:min(len(acceptable), 2*k)], k)
+	}
+	out := p.pick(r, acceptable, k)
+	for _, id := range rest {
+		if len(out) == k {
+			break
+		}
+		out = append(out, p.members[id])
+	}
+	return out
+}
+
+// sampleDiverse draws the diverse set D: up to k programs uniformly from
+// every settled program of the run (failed ones included: they show what
+// did not work) that is neither the parent's nor in the top set. The pool
+// may be large, so it draws by rejection and falls back to a scan only when
+// most candidates are excluded.
+func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top []*store.Child) []*store.Child {
+	if k <= 0 {
+		return nil
+	}
+	skip := map[int64]bool{p.original(parent).ID: true}
+	for _, c := range top {
+		skip[c.ID] = true
+	}
+	ok := func(id int64) bool { return !skip[id] }
 	n := len(p.programs)
 	chosen := map[int64]bool{}
 	var out []*store.Child

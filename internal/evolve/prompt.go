@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -32,10 +33,70 @@ func BuiltinTemplates() []string {
 }
 
 // prompts is a parsed set of prompt templates: the pool and the special
-// prompts, each a template with "system" and "user" blocks.
+// prompts, each a template with "system" and "user" blocks, and what each
+// template of the pool needs to make sense (see Needs).
 type prompts struct {
-	pool []string
-	byID map[string]*template.Template
+	pool  []string
+	byID  map[string]*template.Template
+	needs map[string][]string
+}
+
+// Things a template may need, declared in it as {{/* needs: top */}}: a
+// template is drawn only for an iteration that has them. "combine" asks
+// the model to bring in an idea of the top programs, which an empty top
+// set makes a prompt about programs that are not there.
+const (
+	NeedTop     = "top"     // a non-empty top set
+	NeedDiverse = "diverse" // a non-empty diverse set
+	NeedProfile = "profile" // the parent's profile (sections, operators)
+)
+
+var needsRe = regexp.MustCompile(`\{\{-?\s*/\*\s*needs:\s*([a-z_, ]*?)\s*\*/\s*-?\}\}`)
+
+// parseNeeds reads a template's declared needs.
+func parseNeeds(name, src string) ([]string, error) {
+	m := needsRe.FindStringSubmatch(src)
+	if m == nil {
+		return nil, nil
+	}
+	var out []string
+	for _, n := range strings.Split(m[1], ",") {
+		n = strings.TrimSpace(n)
+		switch n {
+		case "":
+		case NeedTop, NeedDiverse, NeedProfile:
+			out = append(out, n)
+		default:
+			return nil, fmt.Errorf("prompt template %s: unknown need %q (known: %s, %s, %s)", name, n, NeedTop, NeedDiverse, NeedProfile)
+		}
+	}
+	return out, nil
+}
+
+// drawable returns the templates of the pool whose needs have holds, in
+// the pool's order; when none qualifies, those that need nothing, and as a
+// last resort the whole pool.
+func (p *prompts) drawable(have map[string]bool) []string {
+	var ok, free []string
+	for _, name := range p.pool {
+		all := true
+		for _, n := range p.needs[name] {
+			all = all && have[n]
+		}
+		if all {
+			ok = append(ok, name)
+		}
+		if len(p.needs[name]) == 0 {
+			free = append(free, name)
+		}
+	}
+	switch {
+	case len(ok) > 0:
+		return ok
+	case len(free) > 0:
+		return free
+	}
+	return p.pool
 }
 
 // loadPrompts parses the built-in templates, then those of dir (which add
@@ -77,7 +138,7 @@ func loadPrompts(dir string, names []string) (*prompts, error) {
 			}
 		}
 	}
-	p := &prompts{byID: map[string]*template.Template{}}
+	p := &prompts{byID: map[string]*template.Template{}, needs: map[string][]string{}}
 	base, err := template.New(promptCommon).Option("missingkey=error").Parse(sources[promptCommon])
 	if err != nil {
 		return nil, fmt.Errorf("prompt template common: %w", err)
@@ -96,7 +157,11 @@ func loadPrompts(dir string, names []string) (*prompts, error) {
 		if t.Lookup("user") == nil || t.Lookup("system") == nil {
 			return nil, fmt.Errorf("prompt template %s: it must define a \"user\" block (and may redefine \"system\")", name)
 		}
-		p.byID[name] = t
+		needs, err := parseNeeds(name, src)
+		if err != nil {
+			return nil, err
+		}
+		p.byID[name], p.needs[name] = t, needs
 	}
 	for _, n := range []string{promptIdea, promptImplement, promptFixRun, promptFixApply} {
 		if p.byID[n] == nil {
@@ -169,6 +234,12 @@ type promptData struct {
 	Error          string
 	Description    string
 	PreviousAnswer string
+	// Change is, for a fix of a run that failed, the child's change to
+	// its parent (a diff). Excerpts, when set, are the parts of Program a
+	// fix prompt shows instead of all of it (ExcerptNote says which).
+	Change      string
+	Excerpts    []excerptView
+	ExcerptNote string
 }
 
 type trackView struct {
@@ -182,18 +253,32 @@ type programView struct {
 	Metrics     string
 	Summary     string
 	Description string
-	Diff        string
+	// Diff is the program's change to its own parent (ParentID), whose
+	// measurements are ParentMetrics.
+	Diff              string
+	ParentID          int64
+	ParentMetrics     string
+	ParentDescription string
 }
 
-// objectiveText explains the objective to a model.
+// objectiveText says what the search ranks acceptable programs by (which
+// ones become parents and top programs) and what a record is, consistently
+// with the configured objective: under the paper's score, cutting steps
+// shortens the train time, which sets records, but does not raise a
+// program's rank.
 func objectiveText(objective string) string {
+	const record = "A record is the shortest training time at the target, confirmed by repeated runs against the standing record."
 	switch objective {
 	case ObjectiveTime:
-		return "the search ranks programs by training time"
+		return "among acceptable programs the search ranks by training time, lower is better: " +
+			"fewer steps or faster steps both count. " + record
 	case ObjectiveLoss:
-		return "the search ranks programs by validation loss"
+		return "among acceptable programs the search ranks by validation loss, lower is better; " +
+			"time does not change the rank. " + record
 	}
-	return "the search ranks programs by step_avg_ms x val_loss, so both faster steps and a lower loss help"
+	return "among acceptable programs the search ranks by step_avg_ms x val_loss, lower is better: " +
+		"a faster step or a lower loss raises a program, while cutting the number of steps changes neither " +
+		"(it shortens the training time, which is what a record is). " + record
 }
 
 // clip cuts s to at most n bytes, keeping its start and end.

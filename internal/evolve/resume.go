@@ -2,12 +2,16 @@ package evolve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -85,6 +89,9 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 		run.Config = cfgJSON
 	}
 	run.Objective, run.MetaStart = e.cfg.Objective, e.cfg.plannedMetaStart(opts.Models)
+	if dir := trackDir(opts.Track); dir != "" {
+		run.TrackDir = dir // where the track is now, if it moved
+	}
 	e.pcg = rand.NewPCG(run.Seed, run.Seed^0x9e3779b97f4a7c15)
 	if len(run.RNG) > 0 {
 		if err := e.pcg.UnmarshalBinary(run.RNG); err != nil {
@@ -131,6 +138,9 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	for _, a := range attempts {
 		e.lastAttempt[a.ChildID] = a
+		if a.ProgramHash != "" && a.FastVerdict != "" && a.FastVerdict != runs.FastOK {
+			e.lastChecked[a.ChildID] = a
+		}
 	}
 	iters, err := e.st.Iterations(ctx, runID)
 	if err != nil {
@@ -146,28 +156,21 @@ func (e *Engine) restore(ctx context.Context) error {
 			e.reference = c
 		}
 	}
-	for _, c := range kids {
-		if !c.Origin.IsCopy() && c.NormHash != "" && c.Verdict != runs.Duplicate {
-			e.pop.claim(c.NormHash, c.ID)
-		}
-		if c.State == runs.Done {
-			e.admit(c)
-			if !c.Origin.IsCopy() && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
-				e.fullStarted++
-			}
-		}
-	}
-	// Earlier attempts claim their programs too: a program that failed its
-	// fast check and was then fixed is no longer any child's, but it was
-	// evaluated, and while running the engine would not evaluate it again.
+	// The dedup index: every program a child of the run had, in the order
+	// the run saw them (attempts in creation order), duplicates' earlier
+	// programs included: a program that failed its fast check and was then
+	// fixed, or whose fix came back to a known program, was evaluated, and
+	// while running the engine would not evaluate it again.
 	byID := map[int64]*store.Child{}
 	for _, c := range kids {
 		byID[c.ID] = c
 	}
 	norms := map[string]string{}
-	for _, a := range attempts {
+	byCreation := slices.Clone(attempts)
+	slices.SortFunc(byCreation, func(a, b *store.Attempt) int { return cmp.Compare(a.ID, b.ID) })
+	for _, a := range byCreation {
 		c := byID[a.ChildID]
-		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() || c.Verdict == runs.Duplicate {
+		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() {
 			continue
 		}
 		norm, ok := norms[a.ProgramHash]
@@ -180,6 +183,17 @@ func (e *Engine) restore(ctx context.Context) error {
 			norms[a.ProgramHash] = norm
 		}
 		e.pop.claim(norm, a.ChildID)
+	}
+	for _, c := range kids {
+		if !c.Origin.IsCopy() && c.NormHash != "" {
+			e.pop.claim(c.NormHash, c.ID) // a child whose attempts were not recorded (an older run)
+		}
+		if c.State == runs.Done {
+			e.admit(c)
+			if !c.Origin.IsCopy() && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+				e.fullStarted++
+			}
+		}
 	}
 	if e.reference == nil {
 		return errors.New("the run has no reference program")
@@ -284,9 +298,95 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := e.j.archiveRebuilt(ctx, e.pop.archive); err != nil {
 		return err
 	}
+	if err := e.restoreClaims(ctx); err != nil {
+		return err
+	}
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.completed,
 		"members", len(kids), "requeued", requeued, "spent_usd", e.spentUSD)
 	return nil
+}
+
+// restoreClaims reads the run's claims back: series that were queued or
+// cut off run again (what the cut-off one had started is marked
+// interrupted), finished ones count against the evaluation budget, and a
+// fastest child that should have a claim and has none (a run recorded
+// before claims existed) gets one.
+func (e *Engine) restoreClaims(ctx context.Context) error {
+	claims, err := e.st.Confirmations(ctx, e.run.ID)
+	if err != nil {
+		return err
+	}
+	e.claims = claims
+	var requeued []*store.Confirmation
+	for _, cl := range claims {
+		switch {
+		case cl.State == runs.ClaimRunning:
+			for _, id := range []int64{cl.ChildID, cl.BaselineID} {
+				if c := e.pop.members[id]; c != nil {
+					if err := e.interruptAndClean(ctx, c.ProgramHash, cl.CreatedAt.Add(-time.Second)); err != nil {
+						return err
+					}
+				}
+			}
+			cl.State = runs.ClaimQueued
+			requeued = append(requeued, cl)
+			fallthrough
+		case cl.State == runs.ClaimQueued:
+			e.confirmQ = append(e.confirmQ, cl)
+		case cl.Method == runs.MethodSeries:
+			e.fullStarted += len(cl.Evaluations)
+		}
+	}
+	if len(requeued) > 0 {
+		if err := e.j.claimsChanged(ctx, requeued...); err != nil {
+			return err
+		}
+	}
+	e.openNext(ctx)
+	return e.fatal
+}
+
+// interruptAndClean marks the evaluations of a program still running since
+// as interrupted (the process that ran them is gone) and removes the run
+// folders they left.
+func (e *Engine) interruptAndClean(ctx context.Context, programHash string, since time.Time) error {
+	evs, err := e.st.RunningEvaluations(ctx, programHash, since)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		for _, dir := range leftFolders(e.opts.RunsDir, ev) {
+			if err := os.RemoveAll(dir); err != nil {
+				e.log.Warn("evolve: could not remove the folder of an interrupted evaluation", "dir", dir, "err", err)
+				continue
+			}
+			e.log.Info("evolve: removed the folder of an evaluation the last session left", "evaluation", ev.ID, "dir", dir)
+		}
+	}
+	return e.j.evaluationsInterrupted(ctx, programHash, since)
+}
+
+// leftFolders are the run folders an evaluation that never finished left
+// under runsDir: the one it recorded, else those named as the evaluator
+// names them (<start time>-<program hash prefix>-s<seed>-<random>) and
+// created within seconds of its start. Another process's evaluation of the
+// same program and seed started in the same seconds would match too; that
+// is the price of the evaluator not recording its folder before it starts
+// (it records it only when asked to keep it).
+func leftFolders(runsDir string, ev *store.Evaluation) []string {
+	if ev.RunDir != "" {
+		return []string{ev.RunDir}
+	}
+	if runsDir == "" || len(ev.ProgramHash) < 12 {
+		return nil
+	}
+	var out []string
+	for d := -1; d <= 5; d++ {
+		stamp := ev.StartedAt.Add(time.Duration(d) * time.Second).Format("20060102-150405")
+		m, _ := filepath.Glob(filepath.Join(runsDir, fmt.Sprintf("%s-%s-s%d-*", stamp, ev.ProgramHash[:12], ev.Seed)))
+		out = append(out, m...)
+	}
+	return out
 }
 
 // adopt looks for an evaluation of c's program that finished after c
@@ -297,7 +397,7 @@ func (e *Engine) restore(ctx context.Context) error {
 // running are marked interrupted.
 func (e *Engine) adopt(ctx context.Context, c *store.Child, kind string) (bool, error) {
 	since := c.UpdatedAt.Add(-time.Second)
-	if err := e.j.evaluationsInterrupted(ctx, c.ProgramHash, since); err != nil {
+	if err := e.interruptAndClean(ctx, c.ProgramHash, since); err != nil {
 		return false, err
 	}
 	row, err := e.st.LatestEvaluation(ctx, c.ProgramHash, kind == kindFast, since)

@@ -24,11 +24,12 @@ func (e *Engine) idle() bool {
 	if e.stopping {
 		return true
 	}
-	return len(e.proposalQ) == 0 && len(e.fastQ) == 0 && len(e.fullQ) == 0 && !e.canSample()
+	return len(e.proposalQ) == 0 && len(e.fastQ) == 0 && len(e.fullQ) == 0 && len(e.confirmQ) == 0 && !e.canSample()
 }
 
 // schedule starts whatever work can start: evaluations first (fast checks
-// before full runs, since they unblock more work), then proposals up to
+// before confirmation series before full runs, since they unblock more
+// work), then proposals up to
 // the prefetch depth, then new iterations when the open ones have no
 // proposals left to make.
 func (e *Engine) schedule(ctx context.Context) {
@@ -39,6 +40,15 @@ func (e *Engine) schedule(ctx context.Context) {
 				e.startEval(ctx, j)
 				progress = true
 				continue
+			}
+			// A candidate record's series comes before full runs: the
+			// record is what the search is for, and prompts quote it.
+			if e.confirming == nil && len(e.confirmQ) > 0 {
+				if e.startConfirm(ctx) {
+					progress = true
+					continue
+				}
+				progress = true
 			}
 			if len(e.fullQ) == 0 {
 				break
@@ -147,8 +157,8 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 	if parent == nil {
 		return errors.New("no program to sample a parent from")
 	}
-	top := e.pop.sampleTop(e.rng, *e.cfg.TopPrograms, parent)
-	div := e.pop.sampleDiverse(e.rng, *e.cfg.DiversePrograms, parent)
+	top := e.pop.sampleTop(e.rng, *e.cfg.TopPrograms, parent, *e.cfg.DiversePrograms > 0)
+	div := e.pop.sampleDiverse(e.rng, *e.cfg.DiversePrograms, parent, top)
 	stage := runs.StageTemplate
 	if ms := e.cfg.metaStart(); ms >= 0 && n >= ms && e.rng.Float64() < *e.cfg.MetaPrompting.Probability {
 		stage = runs.StageMeta
@@ -156,11 +166,12 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 	it := &store.Iteration{RunID: e.run.ID, Iteration: n, Island: island, ParentID: parent.ID, Stage: stage,
 		TopIDs: ids(top), DiverseIDs: ids(div)}
 	var kids []*store.Child
+	pool := e.prompts.drawable(map[string]bool{NeedTop: len(top) > 0, NeedDiverse: len(div) > 0, NeedProfile: parent.Summary != ""})
 	for slot := 0; slot < e.cfg.BranchingFactor; slot++ {
 		m := e.models[e.ens.choose(e.rng)]
 		c := &store.Child{RunID: e.run.ID, Iteration: n, Slot: slot, Island: island, ParentID: parent.ID,
 			Origin: runs.Origin(m.Kind), Model: m.Name, State: runs.Queued, Seed: e.rng.Uint64() >> 1}
-		c.Template = e.prompts.pool[e.rng.IntN(len(e.prompts.pool))]
+		c.Template = pool[e.rng.IntN(len(pool))]
 		switch {
 		case m.Kind == propose.KindMutate:
 			c.Stage, c.Template = runs.StageMutate, ""
@@ -211,18 +222,24 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		if m.Kind == propose.KindMutate {
 			c.Stage, c.Template = runs.StageMutate, ""
 		} else if c.Stage == runs.StageMutate || (c.Stage == runs.StageMeta && !m.ideas()) {
-			c.Stage, c.Template = runs.StageTemplate, e.prompts.pool[e.rng.IntN(len(e.prompts.pool))]
+			c.Stage, c.Template = runs.StageTemplate, e.fallbackTemplate(c)
 		}
 	}
-	w := &proposalWork{child: *c, kind: j.kind, model: m, name: e.name}
+	w := &proposalWork{child: *c, kind: j.kind, model: m, name: e.name, fallback: e.fallbackTemplate(c)}
 	if it := e.iters[c.Iteration]; it != nil {
 		w.iteration = it.it.Iteration
 		w.parent = snapshot(it.parent)
-		for _, t := range it.top {
-			w.top = append(w.top, *t)
-		}
-		for _, d := range it.diverse {
-			w.diverse = append(w.diverse, *d)
+		w.parents = map[int64]store.Child{}
+		for _, group := range []struct {
+			in  []*store.Child
+			out *[]store.Child
+		}{{it.top, &w.top}, {it.diverse, &w.diverse}} {
+			for _, c := range group.in {
+				*group.out = append(*group.out, *c)
+				if p := e.pop.members[c.ParentID]; p != nil {
+					w.parents[p.ID] = *p
+				}
+			}
 		}
 	} else if p := e.pop.members[c.ParentID]; p != nil {
 		w.parent = snapshot(p)
@@ -234,9 +251,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 	if e.reference != nil {
 		w.reference = snapshot(e.reference)
 	}
-	if b := e.record(); b.ID != 0 {
-		w.record = fmt.Sprintf("#%d trains to the target in %s", b.ID, fmtMs(b.TrainTimeMs))
-	}
+	w.record = e.recordText()
 	w.lastError = e.lastFailure(w.parent.ID)
 	switch j.kind {
 	case kindFixRun:
@@ -287,6 +302,7 @@ func (e *Engine) startEval(ctx context.Context, j *job) {
 	}
 	w := &evalWork{child: *c, kind: j.kind, started: time.Now()}
 	e.evaluating++
+	e.running[c.ID] = RunningEval{ChildID: c.ID, Kind: j.kind, Since: w.started}
 	go func() {
 		var r *evalResult
 		defer func() {
@@ -297,6 +313,20 @@ func (e *Engine) startEval(ctx context.Context, j *job) {
 		}()
 		r = e.doEval(ctx, w)
 	}()
+}
+
+// fallbackTemplate is the templated prompt a child gets when its stage
+// cannot be what it was drawn as (its model writes no ideas, or no idea
+// came): one its iteration has what it needs for, chosen by the child's
+// seed.
+func (e *Engine) fallbackTemplate(c *store.Child) string {
+	have := map[string]bool{}
+	if it := e.iters[c.Iteration]; it != nil {
+		have[NeedTop], have[NeedDiverse] = len(it.top) > 0, len(it.diverse) > 0
+		have[NeedProfile] = it.parent != nil && it.parent.Summary != ""
+	}
+	pool := e.prompts.drawable(have)
+	return pool[c.Seed%uint64(len(pool))]
 }
 
 // fixInsertPos puts fixes after earlier fixes but ahead of first

@@ -22,7 +22,8 @@ import (
 // cuts the steps so far that the loss misses the target on odd iterations,
 // and on even ones writes a SEARCH that matches nothing and then, given
 // the error, a good answer; attempt 4 makes attempt 1's change cleanly, so
-// that one of the two is a duplicate.
+// that one of the two is a duplicate. Asked for an idea, attempt 3 first
+// answers with a SEARCH/REPLACE block, and with an idea when sent back.
 type scripted struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -56,8 +57,25 @@ func (s *scripted) Counts() map[string]int {
 // respond is the llmtest.Server's Respond hook.
 func (s *scripted) respond(r llmtest.Recorded) llmtest.Step {
 	user := lastUser(r)
+	if strings.HasPrefix(user, "That is not what was asked") {
+		// Sent back an answer that was not an idea: answer the first
+		// question again, properly this time.
+		user = firstUser(r) + "\n(asked again)"
+	}
 	text := s.answer(user)
 	return llmtest.Step{Text: text, Usage: &llm.Usage{InputTokens: int64(len(user)/4 + 100), OutputTokens: int64(len(text)/4 + 20)}}
+}
+
+func firstUser(r llmtest.Recorded) string {
+	msgs, _ := r.JSON["messages"].([]any)
+	for _, x := range msgs {
+		m, _ := x.(map[string]any)
+		if m["role"] == "user" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 func lastUser(r llmtest.Recorded) string {
@@ -102,6 +120,10 @@ func (s *scripted) answer(user string) string {
 		m := attemptRe.FindStringSubmatch(user)
 		if m == nil {
 			return "I have no idea."
+		}
+		if m[1] == "3" && !strings.HasSuffix(user, "(asked again)") {
+			// An imperfect model answers the idea prompt with code.
+			return "Here is the change.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 3\n>>>>>>> REPLACE\n"
 		}
 		return fmt.Sprintf("Leaner steps (idea for attempt %s in iteration %s)\n\nEach step spends about half its time in busywork products whose result is never used. Removing one keeps the model and the data order the same, so the loss is unchanged and every step is shorter.", m[1], m[3])
 	case strings.Contains(user, "## Task: implement this idea"):

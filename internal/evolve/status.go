@@ -3,6 +3,7 @@ package evolve
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/frontier-bench/frontier/internal/runs"
@@ -40,9 +41,29 @@ func (e *Engine) publish() {
 	if e.reference != nil && e.reference.Verdict.Valid() {
 		s.ReferenceTimeMs, s.ReferenceLoss = e.reference.TrainTimeMs, e.reference.ValLoss
 	}
-	if b := e.record(); b.ID != 0 {
-		s.BestTimeMs, s.BestTimeID = b.TrainTimeMs, b.ID
+	if rec, ms, _ := e.standing(); rec != nil {
+		s.BestTimeMs, s.BestTimeID = ms, rec.ID
+		s.RecordEvidence, s.RecordBrief = "single timing (the reference)", "reference"
+		if r, ok := runs.Standing(claimsOf(e.claims)); ok && r.ChildID == rec.ID {
+			s.RecordEvidence, s.RecordBrief = r.Evidence(), r.Brief()
+		}
+		if f := e.fastestOpen(); f != nil && f.ID != rec.ID && f.TrainTimeMs < ms {
+			s.FastestID, s.FastestMs = f.ID, f.TrainTimeMs
+			for _, cl := range e.claims {
+				if cl.ChildID == f.ID {
+					s.FastestClaim = string(cl.State)
+				}
+			}
+		}
 	}
+	if cl := e.confirming; cl != nil {
+		s.Confirming = fmt.Sprintf("#%d vs #%d, %d pairs", cl.ChildID, cl.BaselineID, cl.Pairs)
+		s.Running = append(s.Running, RunningEval{ChildID: cl.ChildID, Kind: "confirm", Since: e.confirmStarted})
+	}
+	for _, r := range e.running {
+		s.Running = append(s.Running, r)
+	}
+	slices.SortFunc(s.Running, func(a, b RunningEval) int { return a.Since.Compare(b.Since) })
 	e.statusMu.Lock()
 	e.status = s
 	e.statusMu.Unlock()
@@ -74,23 +95,6 @@ func (e *Engine) count(c *store.Child) {
 			e.lastFail[c.ParentID] = c
 		}
 	}
-}
-
-// record is the run's record (see recordOf).
-func (e *Engine) record() runs.Outcome { return recordOf(e.reference, e.children) }
-
-// recordOf is a run's record: the fastest acceptable program among the
-// reference and the settled children tallied in children; the reference,
-// which settles first, keeps a tie. ID 0 when there is none.
-func recordOf(reference *store.Child, children runs.Tally) runs.Outcome {
-	var rec runs.Outcome
-	if reference != nil && reference.State == runs.Done && reference.Outcome().Timed() {
-		rec = reference.Outcome()
-	}
-	if children.Record.Faster(rec) {
-		rec = children.Record
-	}
-	return rec
 }
 
 // bestLoss is the lowest validation loss of a valid program, the

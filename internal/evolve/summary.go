@@ -24,14 +24,34 @@ type RunSummary struct {
 	Children []*store.Child
 	// Settled tallies the settled children: counts by class and verdict.
 	Settled runs.Tally
+	// EndedOnDuplicate counts settled children whose last program was one
+	// the run knew (not evaluated again) after a program of their own had
+	// failed its fast check: they count by that failure in Settled, and
+	// are shown apart from the duplicates.
+	EndedOnDuplicate int
 	// Evaluations is the number of full evaluations (the reference's
 	// included); FastChecks the number of fast checks.
 	Evaluations int
 	FastChecks  int
 	Reference   *store.Child
-	// Record is the acceptable program with the shortest train time (the
-	// record metric); nil when none is acceptable.
-	Record *store.Child
+	// Record is the run's record (docs/evolve.md, "The record rule"): the
+	// program of the confirmed claim with the shortest mean time, else the
+	// reference; nil before the reference has a time. RecordMs is its best
+	// time estimate and RecordClaim the claim it rests on (nil for the
+	// reference).
+	Record      *store.Child
+	RecordMs    float64
+	RecordN     int // the timings behind RecordMs: 1, or a series' runs
+	RecordClaim *runs.Claim
+	// Fastest is the acceptable child with the shortest single timing,
+	// nil when none. Candidate is the candidate record: the fastest single
+	// timing whose claim was not refuted, when it is faster than the
+	// record; nil when there is none.
+	Fastest   *store.Child
+	Candidate *store.Child
+	// Claims are the run's candidate records with their evidence, in the
+	// order made, failed and rejected ones included.
+	Claims []*store.Confirmation
 	// Top are the best programs by the run's objective, best first.
 	Top      []*store.Child
 	Archive  []int64
@@ -43,11 +63,42 @@ type RunSummary struct {
 	Calls      int
 	LostCalls  int
 	Migrations int
+	// Islands are per island: its members, its best program and the
+	// migrants it sent and received.
+	Islands []IslandStats
+	// Purposes is the spend per purpose of model calls (template, idea,
+	// implement, fix), in that order.
+	Purposes []PurposeStats
+	// Sessions counts the sessions that ran the run; Resumed the times
+	// it was resumed (sessions after the first).
+	Resumed int
 	// MetaStart is the first iteration that used meta-prompting; -1 if
 	// none did.
 	MetaStart int
 	// Active is the run's active time over all sessions.
 	Active time.Duration
+}
+
+// IslandStats are one island's population.
+type IslandStats struct {
+	Island int
+	// Members are the settled members holding a program: Originals were
+	// made here, Copies came as the reference's seed or as migrants.
+	Members, Originals, Copies int
+	// Best is the island's best program by the run's objective.
+	Best *store.Child
+	// Iterations that worked on the island; MigrantsIn and MigrantsOut
+	// count the programs migration moved.
+	Iterations              int
+	MigrantsIn, MigrantsOut int
+}
+
+// PurposeStats is the spend of the model calls of one purpose.
+type PurposeStats struct {
+	Purpose                   string
+	Calls, Failed, Lost       int
+	InputTokens, OutputTokens int64
+	CostUSD                   float64
 }
 
 // GroupStats are the outcomes of the children of one model or stage.
@@ -66,6 +117,7 @@ type Reader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
 	Archive(ctx context.Context, runID int64) ([]int64, error)
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
 	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
 }
@@ -122,6 +174,9 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 		}
 		o := c.Outcome()
 		s.Settled.Add(o)
+		if c.SourceID != 0 && c.Verdict != runs.Duplicate {
+			s.EndedOnDuplicate++
+		}
 		for _, g := range []*GroupStats{group(models, c.Model), group(stages, string(c.Stage))} {
 			g.Add(o)
 			if p := byID[c.ParentID]; p != nil && beats(s.Config.Objective, c, p) {
@@ -132,8 +187,18 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 			}
 		}
 	}
-	if rec := recordOf(s.Reference, s.Settled); rec.ID != 0 {
-		s.Record = byID[rec.ID]
+	if s.Claims, err = st.Confirmations(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	s.Record, s.RecordMs, s.RecordN = standingOf(s.Claims, byID, s.Reference)
+	if rec, ok := runs.Standing(claimsOf(s.Claims)); ok && s.Record != nil && rec.ChildID == s.Record.ID {
+		s.RecordClaim = &rec
+	}
+	if f := s.Settled.Fastest; f.ID != 0 {
+		s.Fastest = byID[f.ID]
+	}
+	if c := fastestOpenOf(s.Claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordMs {
+		s.Candidate = c
 	}
 	sort.Slice(valids, func(i, j int) bool {
 		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
@@ -163,19 +228,47 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	if err != nil {
 		return nil, err
 	}
+	byPurpose := map[string]*PurposeStats{}
 	for _, c := range calls {
 		s.Calls++
 		s.USD += c.CostUSD
 		s.Tokens += c.InputTokens + c.OutputTokens
-		if c.State == store.CallLost {
-			s.LostCalls++
+		p := byPurpose[c.Purpose]
+		if p == nil {
+			p = &PurposeStats{Purpose: c.Purpose}
+			byPurpose[c.Purpose] = p
 		}
+		p.Calls++
+		p.InputTokens += c.InputTokens
+		p.OutputTokens += c.OutputTokens
+		p.CostUSD += c.CostUSD
+		switch c.State {
+		case store.CallLost:
+			s.LostCalls++
+			p.Lost++
+		case store.CallFailed:
+			p.Failed++
+		}
+	}
+	for _, name := range []string{PurposeTemplate, PurposeIdea, PurposeImplement, PurposeFix} {
+		if p := byPurpose[name]; p != nil {
+			s.Purposes = append(s.Purposes, *p)
+			delete(byPurpose, name)
+		}
+	}
+	for _, p := range byPurpose { // purposes of other versions
+		s.Purposes = append(s.Purposes, *p)
 	}
 	migs, err := st.RunEvents(ctx, run.ID, "migration")
 	if err != nil {
 		return nil, err
 	}
 	s.Migrations = len(migs)
+	sessions, err := st.RunEvents(ctx, run.ID, "session_start")
+	if err != nil {
+		return nil, err
+	}
+	s.Resumed = max(0, len(sessions)-1)
 	its, err := st.Iterations(ctx, run.ID)
 	if err != nil {
 		return nil, err
@@ -186,12 +279,57 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 			break
 		}
 	}
+	s.Islands = islandStats(s.Config, members, its, migs)
 	return s, nil
 }
 
-// Best returns the program `frontier runs best` writes: the record (the
-// acceptable program with the shortest train time) when there is one,
-// else the best program by the run's objective, else nil.
+// islandStats describes each island: its settled members, its best
+// program, its iterations, and the migrants of the recorded migrations.
+func islandStats(cfg Config, members []*store.Child, its []*store.Iteration, migs []*store.RunEvent) []IslandStats {
+	out := make([]IslandStats, cfg.Islands)
+	for i := range out {
+		out[i].Island = i
+	}
+	in := func(i int) bool { return i >= 0 && i < len(out) }
+	for _, c := range members {
+		if !in(c.Island) || !holdsProgram(c) {
+			continue
+		}
+		is := &out[c.Island]
+		is.Members++
+		if c.Origin.IsCopy() {
+			is.Copies++
+		} else {
+			is.Originals++
+		}
+		if c.Verdict.Valid() && (is.Best == nil || rankKey(cfg.Objective, c).less(rankKey(cfg.Objective, is.Best))) {
+			is.Best = c
+		}
+	}
+	for _, it := range its {
+		if it.Iteration > 0 && in(it.Island) {
+			out[it.Island].Iterations++
+		}
+	}
+	for _, ev := range migs {
+		var d struct {
+			Moves []struct{ From, To int }
+		}
+		if json.Unmarshal(ev.Detail, &d) != nil {
+			continue
+		}
+		for _, m := range d.Moves {
+			if in(m.From) && in(m.To) {
+				out[m.From].MigrantsOut++
+				out[m.To].MigrantsIn++
+			}
+		}
+	}
+	return out
+}
+
+// Best returns the program `frontier runs best` writes: the record when
+// there is one, else the best program by the run's objective, else nil.
 func (s *RunSummary) Best() *store.Child {
 	if s.Record != nil {
 		return s.Record

@@ -51,6 +51,14 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 	if r.idea != "" {
 		c.Idea = r.idea
 	}
+	if r.ideaFallback != "" {
+		e.log.Info("evolve: no idea from the model; the child falls back to a templated prompt", "child", c.ID,
+			"template", c.Template, "reason", r.ideaFallback)
+		if err := e.j.ideaFellBack(ctx, c, r.ideaFallback); err != nil {
+			e.fail(err)
+			return
+		}
+	}
 	var callID int64
 	if n := len(r.calls); n > 0 {
 		callID = r.calls[n-1].ID
@@ -132,6 +140,13 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		default:
 			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
 		}
+		if chk := e.lastChecked[c.ID]; chk != nil {
+			// The child ran a program of its own that failed, and its fix
+			// came back to a known one (its parent's, a sibling's): what
+			// its attempts did is that failure.
+			c.Verdict = chk.FastVerdict
+			c.Reason = fmt.Sprintf("%s (its fix then gave #%d's program, which is not evaluated again)", chk.FastReason, first)
+		}
 		e.persistAttemptOnly(ctx, c, attempt)
 		e.finishChild(ctx, c)
 		return
@@ -142,11 +157,11 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 }
 
 // endFailed ends a child that produced no program it could run, after its
-// fixes (if any): with the verdict of its last fast check when it had a
-// program (prev, the attempt before the one that just failed), else
-// apply_failed or no_proposal.
-func (e *Engine) endFailed(ctx context.Context, c *store.Child, prev *store.Attempt, reason, detail string) {
-	a := prev
+// fixes (if any): with the verdict of its last fast check when one of its
+// programs ran, else apply_failed (no answer applied: nothing ran) or
+// no_proposal.
+func (e *Engine) endFailed(ctx context.Context, c *store.Child, _ *store.Attempt, reason, detail string) {
+	a := e.lastChecked[c.ID]
 	switch {
 	case a != nil && a.ProgramHash != "" && a.FastVerdict != "":
 		c.Verdict = a.FastVerdict
@@ -186,6 +201,10 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		e.onFast(ctx, c, res)
 		return
 	}
+	if !r.work.started.IsZero() {
+		e.fullWall += time.Since(r.work.started)
+		e.fullRuns++
+	}
 	c.EvaluationID = res.EvaluationID
 	c.Verdict, c.Reason = runs.Verdict(res.Verdict), res.Reason
 	if res.Traceback != "" {
@@ -208,6 +227,9 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	a := e.lastAttempt[c.ID]
 	if a != nil {
 		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, runs.Verdict(res.Verdict), res.Reason
+		if res.Verdict != eval.FastOK {
+			e.lastChecked[c.ID] = a
+		}
 	}
 	if res.Verdict == eval.FastOK {
 		c.State = runs.Ready
@@ -294,7 +316,8 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 			migration, copies = e.migrate(c.Iteration, copies)
 		}
 	}
-	err := e.j.childSettled(ctx, c, c.Iteration, settlement{migration: migration, copies: copies, iterationDone: iterDone,
+	claim := e.newClaim(c)
+	err := e.j.childSettled(ctx, c, c.Iteration, settlement{migration: migration, copies: copies, iterationDone: iterDone, claim: claim,
 		settleCopies: func(copies []*store.Child) ([]int64, bool) {
 			for _, cp := range copies {
 				if e.pop.settle(cp) {
@@ -309,6 +332,13 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 	}
 	if iterDone {
 		delete(e.iters, c.Iteration)
+	}
+	if claim != nil {
+		e.claims = append(e.claims, claim)
+		if claim.State == runs.ClaimQueued {
+			e.confirmQ = append(e.confirmQ, claim)
+		}
+		e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", claim.State, "reason", claim.Reason)
 	}
 	e.logChild(c)
 }

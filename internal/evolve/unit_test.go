@@ -174,29 +174,58 @@ func TestParentSampling(t *testing.T) {
 	}
 }
 
+// T is drawn from the best acceptable programs, not uniformly from an
+// archive that holds failures; D from outside T; and both are non-empty
+// whenever the run has two programs besides the parent (the runs
+// never showed a diverse set, and showed three failures as "top").
 func TestInspirationSets(t *testing.T) {
-	p := newPopulation(ObjectiveScore, 1, 2)
-	for i := int64(1); i <= 6; i++ {
+	p := newPopulation(ObjectiveScore, 1, 10)
+	p.settle(child(1, 0, "acceptable", 500, 10))
+	for i := int64(2); i <= 4; i++ {
+		p.settle(child(i, 0, "loss_too_high", float64(10*i), 10)) // better scores, worse verdict
+	}
+	for i := int64(5); i <= 9; i++ {
 		p.settle(child(i, 0, "acceptable", float64(100*i), 10))
 	}
+	p.settle(child(10, 0, "error", 0, 0))
 	r := rand.New(rand.NewPCG(2, 2))
 	parent := p.members[1]
-	for range 100 {
-		top := p.sampleTop(r, 3, parent)
-		if len(top) != 1 || top[0].ID != 2 {
-			t.Fatalf("top set %v: the archive minus the parent", ids(top))
+	best := map[int64]bool{5: true, 6: true, 7: true, 8: true, 9: true} // the acceptable ones, parent excluded
+	for range 200 {
+		top := p.sampleTop(r, 2, parent, true)
+		if len(top) != 2 {
+			t.Fatalf("top set %v", ids(top))
 		}
-		div := p.sampleDiverse(r, 3, parent)
+		for _, c := range top {
+			if !best[c.ID] || c.ID > 8 { // the 2k = 4 best acceptable: 5, 6, 7, 8
+				t.Fatalf("top set %v: want two of the four best acceptable programs", ids(top))
+			}
+		}
+		div := p.sampleDiverse(r, 3, parent, top)
 		if len(div) != 3 {
 			t.Fatalf("diverse set %v", ids(div))
 		}
 		seen := map[int64]bool{}
-		for _, c := range div {
-			if p.inArch[c.ID] || c.ID == 1 || seen[c.ID] {
-				t.Fatalf("diverse set %v holds an elite, the parent or a repeat", ids(div))
+		for _, c := range append(div, top...) {
+			if c.ID == 1 || seen[c.ID] {
+				t.Fatalf("sets %v / %v hold the parent or a repeat", ids(top), ids(div))
 			}
 			seen[c.ID] = true
 		}
+	}
+	// Fewer acceptable than asked for: all of them, then the rest in rank
+	// order; and a program is left for D.
+	q := newPopulation(ObjectiveScore, 1, 10)
+	q.settle(child(1, 0, "acceptable", 500, 10))
+	q.settle(child(2, 0, "loss_too_high", 100, 10))
+	q.settle(child(3, 0, "acceptable", 300, 10))
+	top := q.sampleTop(r, 3, q.members[1], true)
+	div := q.sampleDiverse(r, 2, q.members[1], top)
+	if len(top) != 1 || top[0].ID != 3 || len(div) != 1 || div[0].ID != 2 {
+		t.Errorf("two programs besides the parent: top %v, diverse %v; want [3] and [2]", ids(top), ids(div))
+	}
+	if top := q.sampleTop(r, 3, q.members[1], false); len(top) != 2 || top[0].ID != 3 || top[1].ID != 2 {
+		t.Errorf("no diverse set wanted: top %v, want [3 2]", ids(top))
 	}
 }
 
@@ -321,12 +350,17 @@ func TestPromptsRender(t *testing.T) {
 }
 
 func TestTelemetrySummary(t *testing.T) {
+	// Shares of step time for sections, with time outside every section
+	// said apart (it took a slot of four before); operator shares said to
+	// be of the listed operators.
 	res := &eval.Result{
-		Sections: []harness.Section{{Name: "data", Pct: 2, AvgMs: 0.1}, {Name: "forward", Pct: 41, AvgMs: 12}, {Name: "backward", Pct: 38, AvgMs: 11}},
-		TopOps:   &harness.TopOps{Kind: "cpu", Ops: []harness.Op{{Name: "aten::mm", TotalMs: 30}, {Name: "aten::bmm", TotalMs: 10}}},
+		Sections: []harness.Section{{Name: "data", Pct: 2, AvgMs: 0.1}, {Name: "(untracked)", Pct: 15, AvgMs: 4}, {Name: "forward", Pct: 41, AvgMs: 12},
+			{Name: "backward", Pct: 38, AvgMs: 11}, {Name: "optimizer", Pct: 3, AvgMs: 1}},
+		TopOps: &harness.TopOps{Kind: "cpu", Ops: []harness.Op{{Name: "aten::mm", TotalMs: 30}, {Name: "aten::bmm", TotalMs: 10}}},
 	}
 	got := telemetrySummary(res)
-	want := "sections: forward 41% (12.00 ms/step), backward 38% (11.00 ms/step), data 2% (0.10 ms/step); top cpu ops: aten::mm 75%, aten::bmm 25%"
+	want := "share of step time: forward 41% (12.00 ms/step), backward 38% (11.00 ms/step), optimizer 3% (1.00 ms/step), data 2% (0.10 ms/step), outside any section 15%; " +
+		"top cpu ops (share of the 2 listed ops' time): aten::mm 75%, aten::bmm 25%"
 	if got != want {
 		t.Errorf("summary\n got %s\nwant %s", got, want)
 	}

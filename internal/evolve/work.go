@@ -29,6 +29,9 @@ type proposalWork struct {
 	parent    *store.Child
 	top       []store.Child
 	diverse   []store.Child
+	// parents are the parents of the top and diverse programs, whose
+	// changes the prompt shows against them.
+	parents   map[int64]store.Child
 	reference *store.Child
 	record    string
 	lastError string
@@ -37,6 +40,9 @@ type proposalWork struct {
 	baseHash     string
 	fixError     string
 	previousCall int64
+	// fallback is the template a meta-prompted child falls back to when
+	// its model gives no idea.
+	fallback string
 }
 
 type proposalResult struct {
@@ -46,9 +52,12 @@ type proposalResult struct {
 	norm     string
 	editJSON string
 	idea     string
-	calls    []*store.LLMCall
-	err      error
-	storeErr error
+	// ideaFallback says why a meta-prompted child fell back to a
+	// templated prompt: its model's answers were not ideas.
+	ideaFallback string
+	calls        []*store.LLMCall
+	err          error
+	storeErr     error
 }
 
 // storeFailure marks errors of the store inside a model call, which end
@@ -104,6 +113,14 @@ func (e *Engine) doProposal(ctx context.Context, w *proposalWork) (r *proposalRe
 		rec := e.recorder(m.Client, w.child, PurposeIdea)
 		r.idea, r.err = propose.NewLLM(rec).Idea(ctx, ideaReq)
 		r.calls = append(r.calls, rec.calls...)
+		if pe := propose.AsError(r.err); pe != nil && pe.Kind == propose.FailNotIdea {
+			// Asked twice for an idea, the model gave code or nothing:
+			// ask for a change directly, with a templated prompt.
+			r.ideaFallback, r.err = pe.Error(), nil
+			w.child.Stage, w.child.Template = runs.StageTemplate, w.fallback
+			name = w.fallback
+			break
+		}
 		if r.err != nil {
 			return r
 		}
@@ -239,7 +256,7 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 		Objective: objectiveText(e.cfg.Objective), ProgramName: w.name, Program: string(base),
 		Parent: e.view(w.parent), Record: w.record, LastError: w.lastError,
 		Attempt: w.child.Slot + 1, Branching: e.cfg.BranchingFactor, Iteration: w.iteration,
-		Error: w.fixError, Description: w.child.Description,
+		Error: w.fixError, Description: w.child.Description, Idea: clip(w.child.Idea, 8000),
 	}
 	if d.Track.CompileBudget == "0s" {
 		d.Track.CompileBudget = "the track's limit"
@@ -247,10 +264,12 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 	if w.reference != nil && w.reference.ID != w.parent.ID {
 		d.Reference = e.view(w.reference)
 	}
+	if w.kind == kindFixRun || w.kind == kindFixApply {
+		return d, e.fixContext(ctx, w, base, d)
+	}
 	if w.kind != kindPropose {
 		return d, nil
 	}
-	parentSrc := base
 	for _, group := range []struct {
 		in  []store.Child
 		out *[]programView
@@ -258,32 +277,65 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 		for i := range group.in {
 			c := &group.in[i]
 			v := e.view(c)
-			diff, err := e.diff(ctx, w.baseHash, parentSrc, c)
-			if err != nil {
-				return nil, err
+			// What it tried: its change to its own parent, not the
+			// difference to this iteration's parent, which would show
+			// the parent's own changes as its.
+			if par, ok := w.parents[c.ParentID]; ok && par.ProgramHash != "" {
+				pv := e.view(&par)
+				v.ParentID, v.ParentMetrics, v.ParentDescription = par.ID, pv.Metrics, pv.Description
+				diff, err := e.diff(ctx, &par, c)
+				if err != nil {
+					return nil, err
+				}
+				v.Diff = diff
 			}
-			v.Diff = diff
 			*group.out = append(*group.out, v)
 		}
 	}
 	return d, nil
 }
 
-// diff returns the (clipped) diff from the base program to c's, computed
+// fixContext fills what a fix prompt shows: for a run that failed, the
+// change the child made to its parent; and the program as excerpts around
+// the lines the error points at and the change touched (the whole program
+// when it is short).
+func (e *Engine) fixContext(ctx context.Context, w *proposalWork, base []byte, d *promptData) error {
+	anchors := errorAnchors(w.fixError, w.name)
+	if w.kind == kindFixRun && w.parent != nil && w.parent.ProgramHash != "" && w.parent.ProgramHash != w.baseHash {
+		parent, err := e.st.Program(ctx, w.parent.ProgramHash)
+		if err != nil {
+			return err
+		}
+		change, _ := edit.Diff(w.name+" (the working parent)", w.name+" (the change)", parent, base)
+		d.Change = clip(change, e.cfg.Prompt.MaxDiffChars)
+		anchors = append(anchors, diffAnchors(change)...)
+	}
+	d.Excerpts = excerpts(base, anchors, excerptContext)
+	if d.Excerpts != nil {
+		d.ExcerptNote = excerptSummary(base, d.Excerpts)
+	}
+	return nil
+}
+
+// diff returns the (clipped) diff from parent's program to c's, computed
 // once per pair: the children of an iteration share their inspirations.
-func (e *Engine) diff(ctx context.Context, baseHash string, base []byte, c *store.Child) (string, error) {
-	key := baseHash + ":" + c.ProgramHash
+func (e *Engine) diff(ctx context.Context, parent, c *store.Child) (string, error) {
+	key := parent.ProgramHash + ":" + c.ProgramHash
 	e.diffMu.Lock()
 	d, ok := e.diffs[key]
 	e.diffMu.Unlock()
 	if ok {
 		return d, nil
 	}
+	base, err := e.st.Program(ctx, parent.ProgramHash)
+	if err != nil {
+		return "", err
+	}
 	src, err := e.st.Program(ctx, c.ProgramHash)
 	if err != nil {
 		return "", err
 	}
-	d, _ = edit.Diff(e.name, fmt.Sprintf("%s (#%d)", e.name, c.ID), base, src)
+	d, _ = edit.Diff(fmt.Sprintf("%s (#%d, its parent)", e.name, parent.ID), fmt.Sprintf("%s (#%d)", e.name, c.ID), base, src)
 	if d == "" {
 		d = "(no difference)\n"
 	}
@@ -297,14 +349,21 @@ func (e *Engine) diff(ctx context.Context, baseHash string, base []byte, c *stor
 	return d, nil
 }
 
-// view describes a program in one line of metrics.
+// view describes a program in one line of metrics. Times are single
+// timings, and say so.
 func (e *Engine) view(c *store.Child) programView {
 	v := programView{ID: c.ID, Summary: c.Summary, Description: clip(c.Description, 300)}
-	if c.Origin == runs.OriginReference {
+	switch {
+	case c.Origin == runs.OriginReference:
 		v.Description = "the track's reference program"
+	case c.Origin == runs.OriginSeed:
+		// An island's seed is a copy of the reference.
+		v.Description = fmt.Sprintf("the track's reference program (this island's copy of #%d)", c.SourceID)
+	case c.Origin == runs.OriginMigrant:
+		v.Description = fmt.Sprintf("a copy of #%d from another island: %s", c.SourceID, v.Description)
 	}
 	if c.Verdict.Valid() {
-		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s, %.2f ms/step, score %.1f",
+		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s (one timing), %.2f ms/step, score %.1f",
 			strings.ReplaceAll(string(c.Verdict), "_", " "), c.ValLoss, e.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
 	} else if c.Verdict != "" {
 		v.Metrics = fmt.Sprintf("%s: %s", c.Verdict, clip(firstLine(c.Reason), 300))
@@ -313,6 +372,10 @@ func (e *Engine) view(c *store.Child) programView {
 	}
 	return v
 }
+
+// untrackedSection is the judge's name for step time outside every
+// section.
+const untrackedSection = "(untracked)"
 
 // telemetrySummary says in one line where a run's time went: the largest
 // sections and the most expensive operators.
@@ -329,16 +392,26 @@ func telemetrySummary(res *eval.Result) string {
 		return strings.Compare(a.Name, b.Name)
 	})
 	var s []string
-	for i, x := range secs {
-		if i == 4 {
-			break
+	var untracked *harness.Section
+	for i := range secs {
+		x := &secs[i]
+		if x.Name == untrackedSection {
+			untracked = x // time outside every section: said apart, not a slot
+			continue
 		}
-		s = append(s, fmt.Sprintf("%s %.0f%% (%.2f ms/step)", x.Name, x.Pct, x.AvgMs))
+		if len(s) < 4 {
+			s = append(s, fmt.Sprintf("%s %.0f%% (%.2f ms/step)", x.Name, x.Pct, x.AvgMs))
+		}
+	}
+	if untracked != nil {
+		s = append(s, fmt.Sprintf("outside any section %.0f%%", untracked.Pct))
 	}
 	if len(s) > 0 {
-		parts = append(parts, "sections: "+strings.Join(s, ", "))
+		parts = append(parts, "share of step time: "+strings.Join(s, ", "))
 	}
 	if res.TopOps != nil && len(res.TopOps.Ops) > 0 {
+		// The profiler lists its top operators only: shares are of their
+		// summed time, not of the step's.
 		total := 0.0
 		for _, op := range res.TopOps.Ops {
 			total += op.TotalMs
@@ -350,7 +423,7 @@ func telemetrySummary(res *eval.Result) string {
 			}
 			o = append(o, fmt.Sprintf("%s %.0f%%", op.Name, 100*op.TotalMs/max(total, 1e-9)))
 		}
-		parts = append(parts, fmt.Sprintf("top %s ops: %s", res.TopOps.Kind, strings.Join(o, ", ")))
+		parts = append(parts, fmt.Sprintf("top %s ops (share of the %d listed ops' time): %s", res.TopOps.Kind, len(res.TopOps.Ops), strings.Join(o, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }

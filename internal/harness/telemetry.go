@@ -45,8 +45,10 @@ type Telemetry struct {
 	Skipped int
 	TooLong int
 	// Unknown counts well-formed events of kinds this version does not
-	// know (kept in Lines).
-	Unknown int
+	// know (kept in Lines). Misattributed counts events the program
+	// reported of kinds only the judge writes (dropped).
+	Unknown       int
+	Misattributed int
 
 	rawBytes int
 }
@@ -107,13 +109,33 @@ func (t *Telemetry) add(line []byte) {
 		return
 	}
 	var head struct {
-		Event string `json:"event"`
+		Event  string `json:"event"`
+		Source string `json:"source"`
 	}
 	if line[0] != '{' || json.Unmarshal(line, &head) != nil || head.Event == "" {
 		t.Skipped++
 		return
 	}
+	if head.Source == SourceProgram && !programKind(head.Event) {
+		// What the program reports is telemetry, never a result: an event
+		// of a kind that decides a verdict, said to be the program's, is
+		// not believed (the judge never writes one).
+		t.Misattributed++
+		return
+	}
 	t.decodeKept(head.Event, line)
+}
+
+// SourceProgram marks the events the program reported itself (advisory).
+const SourceProgram = "program"
+
+// programKind reports whether a program may report events of this kind.
+func programKind(kind string) bool {
+	switch kind {
+	case EventRunStart, EventSections, EventTopOps, EventMemory, EventWarning:
+		return true
+	}
+	return false
 }
 
 // decodeKept decodes a line and keeps its raw form.

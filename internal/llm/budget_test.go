@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -69,5 +70,68 @@ func TestBudgetWrapCountsConcurrentCalls(t *testing.T) {
 	}
 	if s := b.Spent(); s.Calls != 10 || !near(s.USD, 5) || s.Tokens != 50 {
 		t.Errorf("spent %+v", s)
+	}
+}
+
+// The issue: --max-usd 1.5 spent $2.00 with one call at a time, because a
+// call went out whenever the spending was under the limit. A call now goes
+// out only when its worst case fits in what is left.
+func TestBudgetNeverExceedsItsLimit(t *testing.T) {
+	for _, concurrent := range []int{1, 8} {
+		b := NewBudget(BudgetConfig{MaxUSD: 1.5}, Spend{})
+		c := b.WrapWorst(ClientFunc(func(ctx context.Context, req Request) (*Response, error) {
+			return &Response{CostUSD: 0.5, Usage: Usage{InputTokens: 100, OutputTokens: 400}}, nil
+		}), func(Request) (float64, int64) { return 0.5, 500 })
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var refusals []error
+		for range concurrent {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 10 {
+					if _, err := c.Complete(context.Background(), Request{}); err != nil {
+						mu.Lock()
+						refusals = append(refusals, err)
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if s := b.Spent(); s.USD > 1.5+1e-9 || !near(s.USD, 1.5) || s.Calls != 3 {
+			t.Errorf("%d at a time: spent %+v, want $1.50 in 3 calls", concurrent, s)
+		}
+		var be *BudgetError
+		if len(refusals) == 0 || !errors.As(refusals[0], &be) || be.Budget != "usd" {
+			t.Fatalf("%d at a time: refusals %v", concurrent, refusals)
+		}
+	}
+	// The message says why a call was refused while money is left.
+	b := NewBudget(BudgetConfig{MaxUSD: 1.5}, Spend{USD: 1.2})
+	_, err := b.WrapWorst(ClientFunc(func(context.Context, Request) (*Response, error) { return &Response{}, nil }),
+		func(Request) (float64, int64) { return 0.5, 0 }).Complete(context.Background(), Request{})
+	if err == nil || !strings.Contains(err.Error(), "could use up to $0.5000") || !strings.Contains(err.Error(), "max_usd = $1.50") {
+		t.Errorf("refusal: %v", err)
+	}
+	// Token budgets hold the same way.
+	tb := NewBudget(BudgetConfig{MaxTokens: 1000}, Spend{Tokens: 600})
+	var be *BudgetError
+	if err := tb.reserve(0, 500); !errors.As(err, &be) || be.Budget != "tokens" {
+		t.Errorf("tokens: %v", err)
+	}
+}
+
+func TestWorstCase(t *testing.T) {
+	p := Price{Input: 1, Output: 10} // per million tokens
+	req := Request{Messages: []Message{{Role: RoleUser, Content: "hello"}}, MaxOutputTokens: 1000}
+	usd, tokens := WorstCase(p, true)(req)
+	in := EstimateInputTokens(req)
+	if tokens != in+1000 || !near(usd, float64(in)*1e-6+1000*10e-6) {
+		t.Errorf("WorstCase = $%g, %d tokens; prompt %d", usd, tokens, in)
+	}
+	if usd, _ := WorstCase(p, false)(req); usd != 0 {
+		t.Errorf("without a price: $%g", usd)
 	}
 }

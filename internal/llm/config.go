@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Config is the llm section of frontier.yaml:
@@ -101,29 +103,29 @@ func (l Limits) IsZero() bool { return l.MaxConcurrency == 0 && l.RequestsPerMin
 // Price is what a model costs, in USD per million tokens.
 type Price struct {
 	// Input is the price of prompt tokens.
-	Input float64 `yaml:"input"`
+	Input float64 `yaml:"input" json:"input"`
 	// Output is the price of generated tokens, reasoning included.
-	Output float64 `yaml:"output"`
+	Output float64 `yaml:"output" json:"output"`
 	// CachedInput is the price of prompt tokens read from a cache; unset
 	// means the input price.
-	CachedInput *float64 `yaml:"cached_input"`
+	CachedInput *float64 `yaml:"cached_input" json:"cached_input,omitempty"`
 	// CacheWrite is the price of prompt tokens written to a cache; unset
 	// means the input price.
-	CacheWrite *float64 `yaml:"cache_write"`
+	CacheWrite *float64 `yaml:"cache_write" json:"cache_write,omitempty"`
 	// Tiers are dearer prices for long prompts.
-	Tiers []PriceTier `yaml:"tiers"`
+	Tiers []PriceTier `yaml:"tiers" json:"tiers,omitempty"`
 }
 
 // PriceTier replaces a Price's figures for prompts longer than
 // AboveInputTokens.
 type PriceTier struct {
 	// AboveInputTokens is the prompt length above which the tier applies.
-	AboveInputTokens int64 `yaml:"above_input_tokens"`
+	AboveInputTokens int64 `yaml:"above_input_tokens" json:"above_input_tokens"`
 	// Input, Output, CachedInput and CacheWrite are as in Price.
-	Input       float64  `yaml:"input"`
-	Output      float64  `yaml:"output"`
-	CachedInput *float64 `yaml:"cached_input"`
-	CacheWrite  *float64 `yaml:"cache_write"`
+	Input       float64  `yaml:"input" json:"input"`
+	Output      float64  `yaml:"output" json:"output"`
+	CachedInput *float64 `yaml:"cached_input" json:"cached_input,omitempty"`
+	CacheWrite  *float64 `yaml:"cache_write" json:"cache_write,omitempty"`
 }
 
 // RetryConfig controls retries of failed calls. Rate limits (429), server
@@ -186,9 +188,9 @@ type Duration time.Duration
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := yamlfile.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q: use a number with a unit, like 90s or 5m", b)
+		return err
 	}
 	*d = Duration(v)
 	return nil

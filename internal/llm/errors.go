@@ -115,19 +115,37 @@ type BudgetError struct {
 	Budget string  // "usd", "tokens" or "calls"
 	Limit  float64 // the configured maximum
 	Spent  float64 // what the run had spent when the request was refused
+	// Next is the worst case of the request refused, when it was refused
+	// because that does not fit beside Spent and Held, the worst case of
+	// the calls in flight; 0 when the budget was spent.
+	Next, Held float64
 }
 
 func (e *BudgetError) Error() string {
-	var spent, limit, key string
+	money := func(v float64) string { return fmt.Sprintf("$%.4f", v) }
+	var key string
+	amount := money
 	switch e.Budget {
 	case "usd":
-		spent, limit, key = fmt.Sprintf("$%.4f", e.Spent), fmt.Sprintf("$%.2f", e.Limit), "max_usd"
+		key = "max_usd"
 	case "tokens":
-		spent, limit, key = fmt.Sprintf("%.0f tokens", e.Spent), fmt.Sprintf("%.0f", e.Limit), "max_tokens"
+		key, amount = "max_tokens", func(v float64) string { return fmt.Sprintf("%.0f tokens", v) }
 	default:
-		spent, limit, key = fmt.Sprintf("%.0f calls", e.Spent), fmt.Sprintf("%.0f", e.Limit), "max_calls"
+		key, amount = "max_calls", func(v float64) string { return fmt.Sprintf("%.0f calls", v) }
 	}
-	return fmt.Sprintf("llm budget exhausted: the run spent %s of llm.budget.%s = %s; no new requests are sent (raise the budget to continue)", spent, key, limit)
+	limit := fmt.Sprintf("%.0f", e.Limit)
+	if e.Budget == "usd" {
+		limit = fmt.Sprintf("$%.2f", e.Limit)
+	}
+	if e.Next > 0 {
+		held := ""
+		if e.Held > 0 {
+			held = fmt.Sprintf(" and the calls in flight may use %s more", amount(e.Held))
+		}
+		return fmt.Sprintf("llm budget: the next request could use up to %s (its prompt and max_output_tokens), more than is left of llm.budget.%s = %s: the run spent %s%s; no new requests are sent, so that the budget is never exceeded (raise the budget, or lower max_output_tokens)",
+			amount(e.Next), key, limit, amount(e.Spent), held)
+	}
+	return fmt.Sprintf("llm budget exhausted: the run spent %s of llm.budget.%s = %s; no new requests are sent (raise the budget to continue)", amount(e.Spent), key, limit)
 }
 
 // Is makes errors.Is(err, ErrBudgetExhausted) true.

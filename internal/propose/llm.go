@@ -3,7 +3,6 @@ package propose
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/frontier-bench/frontier/internal/llm"
 )
@@ -30,26 +29,4 @@ func (p *LLM) Propose(ctx context.Context, req Request) (*Proposal, error) {
 		return nil, &Error{Kind: FailNoAnswer, Proposer: KindLLM, Model: req.Prompt.Model}
 	}
 	return finish(KindLLM, req, resp)
-}
-
-// Idea asks the model for an idea in free text: the first stage of
-// meta-prompting, whose answer the implementation prompt then carries. It
-// fails with an *Error of kind FailCall (the call failed) or FailNoAnswer
-// (no answer, or an empty one).
-func (p *LLM) Idea(ctx context.Context, prompt llm.Request) (string, error) {
-	if p.client == nil {
-		return "", &Error{Kind: FailCall, Proposer: KindLLM, Model: prompt.Model, Err: errors.New("no model client configured")}
-	}
-	resp, err := p.client.Complete(ctx, prompt)
-	if err != nil {
-		return "", &Error{Kind: FailCall, Proposer: KindLLM, Model: prompt.Model, Err: err}
-	}
-	idea := ""
-	if resp != nil {
-		idea = strings.TrimSpace(resp.Text)
-	}
-	if idea == "" {
-		return "", &Error{Kind: FailNoAnswer, Proposer: KindLLM, Model: prompt.Model}
-	}
-	return idea, nil
 }

@@ -134,6 +134,8 @@ func (e *Error) Error() string {
 		what = "find something to change"
 	case FailExhausted:
 		what = "replay a recorded answer"
+	case FailNotIdea:
+		what = "get an idea from the model"
 	default:
 		what = string(e.Kind)
 	}

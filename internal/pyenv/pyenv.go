@@ -112,7 +112,20 @@ var Candidates = []string{"python3", "/usr/bin/python3", "python"}
 // imports torch. A configured interpreter without torch is an error with
 // the install hint.
 func Find(ctx context.Context, configured string) (*Info, error) {
+	return FindNotify(ctx, configured, nil)
+}
+
+// FindNotify is Find that calls probing (when not nil) with each
+// interpreter before it probes it: importing torch takes seconds, more on
+// a busy machine, and the caller may say what is happening meanwhile.
+func FindNotify(ctx context.Context, configured string, probing func(python string)) (*Info, error) {
+	notify := func(p string) {
+		if probing != nil {
+			probing(p)
+		}
+	}
 	if configured != "" {
+		notify(configured)
 		info, err := Probe(ctx, configured)
 		if err != nil {
 			return nil, err
@@ -130,6 +143,7 @@ func Find(ctx context.Context, configured string) (*Info, error) {
 			continue
 		}
 		seen[path] = true
+		notify(path)
 		info, err := Probe(ctx, path)
 		if err != nil {
 			tried = append(tried, fmt.Sprintf("%s (%v)", path, err))

@@ -32,9 +32,14 @@ func TestConfiguredWithoutTorch(t *testing.T) {
 	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Find(context.Background(), py)
+	var probed []string
+	_, err := FindNotify(context.Background(), py, func(p string) { probed = append(probed, p) })
 	if !errors.Is(err, ErrNoTorch) || !strings.Contains(err.Error(), "apt-get install python3-torch") {
 		t.Fatalf("error = %v", err)
+	}
+	// The caller hears of each interpreter before its probe starts.
+	if len(probed) != 1 || probed[0] != py {
+		t.Errorf("probing was called with %v, want [%s]", probed, py)
 	}
 }
 

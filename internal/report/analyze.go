@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -15,8 +16,10 @@ type analysis struct {
 	// progs are the programs sorted by iteration, then creation, then ID.
 	progs []*Program
 
-	total     int
-	counts    [numCategories]int
+	total  int
+	counts [numCategories]int
+	// neverRan counts buggy children no process ran (apply_failed).
+	neverRan  int
 	tokensIn  int64
 	tokensOut int64
 	cost      float64
@@ -32,9 +35,11 @@ type analysis struct {
 	// accUntimed counts acceptable programs without a train time.
 	accUntimed int
 
-	fastest  *Program // acceptable with the lowest train time
-	lowest   *Program // valid (acceptable or too high) with the lowest loss
-	records  []*Program
+	fastest *Program // acceptable with the lowest train time
+	lowest  *Program // valid (acceptable or too high) with the lowest loss
+	records []*Program
+	// claims maps a program to its newest claim to be a record.
+	claims   map[int64]*Claim
 	trend    fit
 	byModel  []group
 	byStage  []group
@@ -52,7 +57,9 @@ type iterStats struct {
 	bestLoss   float64
 }
 
-// evaluated is the number of programs with a final verdict.
+// evaluated is the number of programs with a final verdict of the
+// breakdown (buggy, too high, acceptable): the ones judged, whether a
+// process ran them or their edit never applied.
 func (s iterStats) evaluated() int { return s.counts[Buggy] + s.counts[TooHigh] + s.counts[Acceptable] }
 
 // group aggregates the programs of one model, stage or phase.
@@ -60,6 +67,7 @@ type group struct {
 	name       string
 	programs   int // every child
 	counts     [numCategories]int
+	neverRan   int
 	bestTimeMs float64
 	bestLoss   float64
 	tokensIn   int64
@@ -73,6 +81,9 @@ func (g *group) evaluated() int {
 	return g.counts[Buggy] + g.counts[TooHigh] + g.counts[Acceptable]
 }
 
+// ran is the number of judged programs a process ran.
+func (g *group) ran() int { return g.evaluated() - g.neverRan }
+
 // rate returns part/whole, or NaN when whole is 0 (shown as "–").
 func rate(part, whole int) float64 {
 	if whole == 0 {
@@ -81,11 +92,33 @@ func rate(part, whole int) float64 {
 	return float64(part) / float64(whole)
 }
 
-// fit is a least-squares line y = a + b·x.
+// fit is a least-squares line y = a + b·x through n points at iters
+// distinct x values.
 type fit struct {
-	ok   bool
-	a, b float64
-	n    int
+	ok    bool
+	a, b  float64
+	n     int
+	iters int
+}
+
+// Minimum support of a trend worth reading: below it the line is drawn
+// and quoted with a caveat (the run printed a slope through two
+// points as if it meant something).
+const (
+	trendMinPoints = 5
+	trendMinIters  = 3
+)
+
+// weak reports whether the fit rests on too few programs or iterations to
+// say whether the search is improving.
+func (f fit) weak() bool { return f.n < trendMinPoints || f.iters < trendMinIters }
+
+// caveat says why a weak fit is weak, "" for a sound one.
+func (f fit) caveat() string {
+	if !f.ok || !f.weak() {
+		return ""
+	}
+	return fmt.Sprintf("only %s over %s: too few to read as a trend", plural(f.n, "program", "programs"), plural(f.iters, "iteration", "iterations"))
 }
 
 // at returns the line's value at x.
@@ -121,17 +154,24 @@ func leastSquares(xs, ys []float64) fit {
 func trendOf(ps []*Program) fit {
 	xs := make([]float64, len(ps))
 	ys := make([]float64, len(ps))
+	iters := map[int]bool{}
 	for i, p := range ps {
 		xs[i] = float64(p.Iteration)
 		ys[i] = p.TrainTimeMs
+		iters[p.Iteration] = true
 	}
-	return leastSquares(xs, ys)
+	f := leastSquares(xs, ys)
+	f.iters = len(iters)
+	return f
 }
 
 // analyze derives the report's numbers from d. It never fails: whatever
 // is missing shows up as empty tables and notes, not as errors.
 func analyze(d *Data) *analysis {
-	a := &analysis{d: d, total: len(d.Programs)}
+	a := &analysis{d: d, total: len(d.Programs), claims: map[int64]*Claim{}}
+	for i := range d.Claims {
+		a.claims[d.Claims[i].ChildID] = &d.Claims[i]
+	}
 	a.progs = make([]*Program, len(d.Programs))
 	for i := range d.Programs {
 		a.progs[i] = &d.Programs[i]
@@ -207,6 +247,12 @@ func analyze(d *Data) *analysis {
 		it.counts[c]++
 		for _, g := range gs {
 			g.counts[c]++
+			if p.NeverRan() {
+				g.neverRan++
+			}
+		}
+		if p.NeverRan() {
+			a.neverRan++
 		}
 		valid := c == Acceptable || c == TooHigh
 		if valid && measured(p.ValLoss) {

@@ -160,8 +160,8 @@ func TestAnalyzeNoMetaPrompting(t *testing.T) {
 
 func TestFormat(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{speedup(172_680, 176_700), "+2.33%"},
-		{speedup(180_000, 176_700), "-1.83%"},
+		{speedup(172_680, 176_700), "+2.3%"}, // (176.70 - 172.68) / 176.70
+		{speedup(180_000, 176_700), "-1.9%"},
 		{speedup(0, 176_700), dash},
 		{speedup(1000, math.NaN()), dash},
 		{secs(172_680), "172.68"},

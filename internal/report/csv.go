@@ -12,7 +12,7 @@ import (
 var csvHeader = []string{
 	"id", "hash", "iteration", "island", "parent_id", "model", "stage", "verdict", "category", "reason",
 	"val_loss", "train_time_ms", "step_avg_ms", "score", "input_tokens", "output_tokens", "cost_usd",
-	"fix_attempts", "duplicate", "created_at",
+	"fix_attempts", "duplicate", "created_at", "prompt_stage", "source_id", "claim",
 }
 
 // writeCSV writes one row per program in the analysis's order.
@@ -42,12 +42,19 @@ func writeCSV(w io.Writer, a *analysis) error {
 		if !p.CreatedAt.IsZero() {
 			created = p.CreatedAt.UTC().Format(time.RFC3339Nano)
 		}
+		source, claim := "", ""
+		if p.SourceID != 0 {
+			source = strconv.FormatInt(p.SourceID, 10)
+		}
+		if c := a.claims[p.ID]; c != nil {
+			claim = c.State
+		}
 		rec := []string{
 			strconv.FormatInt(p.ID, 10), p.Hash, strconv.Itoa(p.Iteration), strconv.Itoa(p.Island), parent,
 			p.Model, p.Stage, p.Verdict, p.Category().String(), p.Reason,
 			optional(p.ValLoss), optional(p.TrainTimeMs), optional(p.StepAvgMs), optional(p.Score),
 			strconv.FormatInt(p.InputTokens, 10), strconv.FormatInt(p.OutputTokens, 10), cost(p.CostUSD),
-			strconv.Itoa(p.FixAttempts), strconv.FormatBool(p.Duplicate), created,
+			strconv.Itoa(p.FixAttempts), strconv.FormatBool(p.Duplicate), created, p.PromptStage, source, claim,
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -23,9 +23,15 @@ type Data struct {
 	// Programs holds every child the run created, in any order, including
 	// duplicates and children still being evaluated.
 	Programs []Program `json:"programs"`
-	// Best is the run's best program by its objective with its source and
-	// telemetry; nil when no program is acceptable.
+	// Best is the run's record program (what `frontier runs best`
+	// writes: the program of the confirmed claim, else the reference)
+	// with its source and telemetry; nil when there is none.
 	Best *Best `json:"best,omitempty"`
+	// Record is the run's record and what it rests on; nil when unknown.
+	Record *Record `json:"record,omitempty"`
+	// Claims are the candidate records and what testing them found, in
+	// the order made, failed and rejected ones included.
+	Claims []Claim `json:"claims,omitempty"`
 	// GeneratedAt is when the data was read from the database; the report
 	// shows it in its footer. Zero leaves it out.
 	GeneratedAt time.Time `json:"generated_at,omitzero"`
@@ -63,6 +69,47 @@ type Run struct {
 	// FingerprintClass is the hardware and software class every time in
 	// the run was measured on.
 	FingerprintClass string `json:"fingerprint_class,omitempty"`
+	// Sessions is the number of sessions that ran the run: more than one
+	// means it was stopped (or killed) and resumed.
+	Sessions int `json:"sessions,omitempty"`
+}
+
+// Record is the run's record: the program of the confirmed claim with the
+// shortest time, else the reference.
+type Record struct {
+	// ID is the program; Reference is true when it is the reference.
+	ID        int64 `json:"id"`
+	Reference bool  `json:"reference,omitempty"`
+	// TrainTimeMs is the best estimate of its time: a series' mean, else
+	// its single timing.
+	TrainTimeMs float64 `json:"train_time_ms"`
+	// Evidence says what the record rests on (runs.Claim.Evidence).
+	Evidence string `json:"evidence"`
+}
+
+// Claim is a candidate record (a program that measured faster than the
+// standing record once) and what testing it found; see runs.Claim. Times
+// are means over a series (single timings for method "noise"); 0 is not
+// measured, and a missing p-value or interval means no test ran.
+type Claim struct {
+	ID         int64    `json:"id"`
+	ChildID    int64    `json:"child_id"`
+	BaselineID int64    `json:"baseline_id"`
+	Method     string   `json:"method"`
+	State      string   `json:"state"`
+	Source     string   `json:"source,omitempty"`
+	Pairs      int      `json:"pairs"`
+	Alpha      float64  `json:"alpha,omitempty"`
+	SingleMs   float64  `json:"single_ms,omitempty"`
+	TimeMs     float64  `json:"time_ms,omitempty"`
+	BaselineMs float64  `json:"baseline_ms,omitempty"`
+	Speedup    *float64 `json:"speedup,omitempty"`
+	SpeedupLo  *float64 `json:"speedup_lo,omitempty"`
+	SpeedupHi  *float64 `json:"speedup_hi,omitempty"`
+	TimeP      *float64 `json:"time_p,omitempty"`
+	LossP      *float64 `json:"loss_p,omitempty"`
+	Evidence   string   `json:"evidence,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 // Point is one measured program in the loss/time plane.
@@ -89,8 +136,11 @@ type Program struct {
 	// ParentID is 0 for a child of the reference program.
 	ParentID int64  `json:"parent_id,omitempty"`
 	Model    string `json:"model"`
-	// Stage is one of the Stage constants.
-	Stage string `json:"stage"`
+	// Stage is one of the Stage constants: "fix" for a child that reached
+	// its full run after the fix loop repaired it, whatever prompted it
+	// first (PromptStage says what did).
+	Stage       string `json:"stage"`
+	PromptStage string `json:"prompt_stage,omitempty"`
 	// Verdict is the evaluation's verdict ("acceptable", "loss_too_high",
 	// "error", "timeout", "invalid", "no_result"), the engine's own
 	// ("apply_failed": buggy; "duplicate"; "no_proposal"), or "" while the
@@ -109,11 +159,15 @@ type Program struct {
 	OutputTokens int64   `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 	FixAttempts  int     `json:"fix_attempts,omitempty"`
-	// Duplicate marks a child identical to a known program (after
-	// normalizing whitespace), like the verdict "duplicate"; it was not
-	// evaluated again, so the report leaves it out of every measured
-	// figure.
-	Duplicate bool      `json:"duplicate,omitempty"`
+	// Duplicate marks a child whose first program was identical to a
+	// known one (after normalizing whitespace), like the verdict
+	// "duplicate"; it was not evaluated again, so the report leaves it out
+	// of every measured figure.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// SourceID is the program a duplicate copies, or the known program a
+	// child's fix came back to after a program of its own failed (it then
+	// counts by that failure, not as a duplicate).
+	SourceID  int64     `json:"source_id,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
@@ -194,6 +248,10 @@ func Classify(verdict string) Category {
 	}
 	return Buggy
 }
+
+// NeverRan reports whether the child's verdict is one no process gave: an
+// edit that never applied (buggy, but not evaluated).
+func (p *Program) NeverRan() bool { return runs.Verdict(p.Verdict) == runs.ApplyFailed }
 
 // Category classifies the program: a duplicate by its flag or verdict,
 // anything else by its verdict.

@@ -305,19 +305,20 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.Fill(r.Path())
 }
 
-// stackedShares draws one bar per iteration stacking the shares of buggy,
-// too-high and acceptable programs, in data coordinates (gonum's BarChart
-// sizes bars in page units, which does not follow the iteration axis).
-type stackedShares struct {
+// stackedCounts draws one bar per iteration stacking the numbers of
+// buggy, too-high and acceptable programs, in data coordinates (gonum's
+// BarChart sizes bars in page units, which does not follow the iteration
+// axis). Counts, not shares: an iteration of one program and one of ten
+// must not look alike.
+type stackedCounts struct {
 	rows []iterStats
 }
 
-func (s stackedShares) Plot(c draw.Canvas, p *plot.Plot) {
+func (s stackedCounts) Plot(c draw.Canvas, p *plot.Plot) {
 	tx, ty := p.Transforms(&c)
 	cols := [numCategories]color.Color{Buggy: colBuggy, TooHigh: colTooHigh, Acceptable: colAccept}
 	for _, r := range s.rows {
-		n := r.evaluated()
-		if n == 0 {
+		if r.evaluated() == 0 {
 			continue
 		}
 		x0, x1 := tx(float64(r.iter)-0.42), tx(float64(r.iter)+0.42)
@@ -326,23 +327,60 @@ func (s stackedShares) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		base := 0.0
 		for _, cat := range []Category{Buggy, TooHigh, Acceptable} {
-			share := float64(r.counts[cat]) / float64(n)
-			if share == 0 {
+			n := float64(r.counts[cat])
+			if n == 0 {
 				continue
 			}
-			rect := vg.Rectangle{Min: vg.Point{X: x0, Y: ty(base)}, Max: vg.Point{X: x1, Y: ty(base + share)}}
+			rect := vg.Rectangle{Min: vg.Point{X: x0, Y: ty(base)}, Max: vg.Point{X: x1, Y: ty(base + n)}}
 			c.SetColor(cols[cat])
 			c.Fill(rect.Path())
-			base += share
+			base += n
 		}
 	}
 }
 
-func (s stackedShares) DataRange() (xmin, xmax, ymin, ymax float64) {
+func (s stackedCounts) DataRange() (xmin, xmax, ymin, ymax float64) {
 	if len(s.rows) == 0 {
 		return 0, 1, 0, 1
 	}
-	return float64(s.rows[0].iter) - 0.5, float64(s.rows[len(s.rows)-1].iter) + 0.5, 0, 1
+	top := 1.0
+	for _, r := range s.rows {
+		top = math.Max(top, float64(r.evaluated()))
+	}
+	return float64(s.rows[0].iter) - 0.5, float64(s.rows[len(s.rows)-1].iter) + 0.5, 0, top
+}
+
+// runAxis makes the x axis span every iteration of the run, so that a
+// figure whose points sit in a few iterations still shows where in the run
+// they are (the figure showed iterations 1-2 of 8).
+func (a *analysis) runAxis(p *plot.Plot) {
+	if a.iters == 0 {
+		return
+	}
+	p.X.Min = math.Min(p.X.Min, float64(a.minIter)-0.5)
+	p.X.Max = math.Max(p.X.Max, float64(a.maxIter)+0.5)
+}
+
+// metaInside reports whether the start of meta-prompting falls between
+// two iterations the figure shows: a line at the frame's edge (the first
+// iteration, or past the last) says nothing.
+func (a *analysis) metaInside() bool {
+	m := a.d.Run.MetaPromptFrom
+	return a.hasPhase && a.iters > 0 && m > a.minIter && m <= a.maxIter
+}
+
+// metaNote says where meta-prompting stands when its line is not drawn.
+func (a *analysis) metaNote() string {
+	m := a.d.Run.MetaPromptFrom
+	switch {
+	case !a.hasPhase || a.iters == 0:
+		return ""
+	case m <= a.minIter:
+		return " Every iteration shown is meta-prompted."
+	case m > a.maxIter:
+		return fmt.Sprintf(" Meta-prompting starts at iteration %d, after the last one shown.", m)
+	}
+	return ""
 }
 
 func metaLine(at int) vline {
@@ -373,7 +411,7 @@ func (a *analysis) timeFigure() *figure {
 	}
 	p, l := newPlot(f.Title, "iteration", "train time (s)")
 	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
-	if a.hasPhase && a.d.Run.MetaPromptFrom <= a.maxIter+1 {
+	if a.metaInside() {
 		m := metaLine(a.d.Run.MetaPromptFrom)
 		p.Add(m)
 		l.Add("meta-prompting starts", m)
@@ -411,11 +449,17 @@ func (a *analysis) timeFigure() *figure {
 		line, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: t.at(xs[0]) / 1000}, {X: xs[1], Y: t.at(xs[1]) / 1000}})
 		if err == nil {
 			line.LineStyle = draw.LineStyle{Color: colTrend, Width: 1.4}
+			label := fmt.Sprintf("trend %+.3g s/iter", t.b/1000)
+			if t.weak() {
+				line.LineStyle.Dashes = []vg.Length{2, 2}
+				label = fmt.Sprintf("trend %+.3g s/iter (%d pts)", t.b/1000, t.n)
+			}
 			p.Add(line)
-			l.Add(fmt.Sprintf("trend %+.3g s/iter", t.b/1000), line)
+			l.Add(label, line)
 		}
 	}
 	padY(p, 0.04)
+	a.runAxis(p)
 	f.plot, f.legend = p, l
 	f.Caption = a.timeCaption()
 	return f
@@ -428,17 +472,22 @@ func (a *analysis) timeCaption() string {
 		fmt.Fprintf(&b, " (%d more without a train time are not shown)", a.accUntimed)
 	}
 	b.WriteString(". ")
-	if a.trend.ok {
+	switch {
+	case a.trend.ok && a.trend.weak():
+		fmt.Fprintf(&b, "The least-squares line (dashed) has a slope of %+.3g s per iteration, but it rests on %s: do not read it as a trend. ", a.trend.b/1000, a.trend.caveat())
+	case a.trend.ok:
 		fmt.Fprintf(&b, "The least-squares trend is %+.3g s per iteration; negative means later acceptable programs are faster. ", a.trend.b/1000)
-	} else {
+	default:
 		b.WriteString("A trend needs acceptable programs from at least two iterations. ")
 	}
 	if measured(a.d.Reference.TrainTimeMs) {
 		b.WriteString("The dashed grey line is the reference program's time. ")
 	}
-	if a.hasPhase {
+	if a.metaInside() {
 		fmt.Fprintf(&b, "The dotted red line marks iteration %d, where meta-prompting starts.", a.d.Run.MetaPromptFrom)
 	}
+	b.WriteString(a.metaNote())
+	fmt.Fprintf(&b, " The axis spans the run's iterations %d to %d; times are single timings.", a.minIter, a.maxIter)
 	return strings.TrimSpace(b.String())
 }
 
@@ -450,22 +499,25 @@ func (a *analysis) breakdownFigure() *figure {
 		f.Note = "No program has finished its evaluation yet."
 		return f
 	}
-	p, l := newPlot(f.Title, "iteration", "share of programs")
+	p, l := newPlot(f.Title, "iteration", "programs")
 	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Add(stackedShares{rows: a.perIter})
+	p.Y.Tick.Marker = plot.TickerFunc(integerTicks)
+	p.Add(stackedCounts{rows: a.perIter})
+	p.Y.Min = 0
 	l.Add("acceptable", swatch{colAccept})
 	l.Add("loss too high", swatch{colTooHigh})
 	l.Add("buggy", swatch{colBuggy})
-	if a.hasPhase && a.d.Run.MetaPromptFrom <= a.maxIter {
+	if a.metaInside() {
 		m := metaLine(a.d.Run.MetaPromptFrom)
 		m.style.Color = color.Black
 		p.Add(m)
 		l.Add("meta-prompting starts", m)
 	}
+	a.runAxis(p)
 	f.plot, f.legend = p, l
-	f.Caption = "Each bar is one iteration's programs that finished evaluation (duplicates, failed proposals and pending children left out): " +
-		"buggy (error, timeout, invalid, no result, edit did not apply) at the bottom, then loss too high, then acceptable."
+	f.Caption = "Each bar is one iteration's judged programs, counted (duplicates, failed proposals and pending children left out): " +
+		"buggy (error, timeout, invalid, no result, edit did not apply) at the bottom, then loss too high, then acceptable. " +
+		"The shares are in the per-iteration table." + a.metaNote()
 	if a.iters == 1 {
 		f.Caption += " The run has a single iteration so far."
 	}
@@ -497,8 +549,9 @@ func (a *analysis) frontierTimeFigure() *figure {
 		return f
 	}
 	padY(p, 0.04)
+	a.runAxis(p)
 	f.plot, f.legend = p, l
-	f.Caption = "After each iteration, the fastest acceptable program found so far; dots mark the iterations that set a record."
+	f.Caption = "After each iteration, the fastest acceptable single timing so far; dots mark the iterations that lowered it. A lower timing is a candidate record until a claim confirms it."
 	return f
 }
 
@@ -533,6 +586,7 @@ func (a *analysis) frontierLossFigure() *figure {
 		return f
 	}
 	padY(p, 0.04)
+	a.runAxis(p)
 	f.plot, f.legend = p, l
 	f.Caption = "After each iteration, the lowest validation loss of any program that ran correctly, acceptable or not."
 	return f

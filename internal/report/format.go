@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // dash stands for a value that was not measured or does not apply.
@@ -64,13 +66,14 @@ func percent(frac float64) string {
 	return strconv.FormatFloat(frac*100, 'f', 1, 64) + "%"
 }
 
-// speedup is how much faster t is than ref, in percent: ref/t − 1. A
-// program that trains in 172.68 s against 176.7 s is 2.33% faster.
+// speedup is runs.Speedup, the one definition: the share of the
+// reference's time the program saves, (ref − t) / ref. A program that
+// trains in 172.68 s against 176.70 s is +2.3%.
 func speedup(tMs, refMs float64) string {
 	if !measured(tMs) || !measured(refMs) {
 		return dash
 	}
-	return fmt.Sprintf("%+.2f%%", (refMs/tMs-1)*100)
+	return runs.FormatSpeedup(runs.Speedup(refMs, tMs))
 }
 
 // delta is t − ref in seconds, signed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 //go:embed report.tmpl
@@ -38,6 +39,7 @@ type page struct {
 	Stages    table
 	Phases    table
 	Records   table
+	Claims    table
 	Iters     table
 	Programs  table
 	Best      *bestView
@@ -51,6 +53,7 @@ type table struct {
 	Head  []string
 	Rows  [][]cell
 	Note  string // shown instead of the table when it has no rows
+	Foot  string // a note under the table
 	Class string
 }
 
@@ -127,6 +130,7 @@ func buildPage(a *analysis, figs []*figure, diff string, st edit.Stat) *page {
 		pg.Phases = groupTable(a, a.byPhase, "Phase", false)
 	}
 	pg.Records = recordsTable(a)
+	pg.Claims = claimsTable(a)
 	pg.Iters = itersTable(a)
 	pg.Programs = programsTable(a)
 	pg.Best = bestSection(a, diff, st)
@@ -146,18 +150,33 @@ func runState(r *Run) string {
 	return "still running"
 }
 
+// headline says what the run found: its record with the evidence, or
+// that the record is still the reference and what became of a faster
+// single timing, or why there is no acceptable program.
 func headline(a *analysis) string {
 	d := a.d
 	ref := d.Reference.TrainTimeMs
-	if p := a.fastest; p != nil {
-		s := fmt.Sprintf("Fastest acceptable program: #%d (%s, iteration %d) trains in %s at validation loss %s",
-			p.ID, displayName(p.Model), p.Iteration, withUnit(secs(p.TrainTimeMs), "s"), loss(p.ValLoss))
+	if r := d.Record; r != nil && !r.Reference {
+		s := fmt.Sprintf("Record: #%d trains in %s", r.ID, withUnit(secs(r.TrainTimeMs), "s"))
 		if measured(ref) {
-			s += fmt.Sprintf(", %s against the reference's %s s (%s s).", speedup(p.TrainTimeMs, ref), secs(ref), delta(p.TrainTimeMs, ref))
-		} else {
-			s += "; the reference time was not measured, so there is no speedup."
+			s += fmt.Sprintf(", speedup %s over the reference's %s s", speedup(r.TrainTimeMs, ref), secs(ref))
 		}
-		return s
+		return s + " (" + r.Evidence + ")."
+	}
+	if p := a.fastest; p != nil {
+		s := "The record is still the reference"
+		if measured(ref) {
+			s += fmt.Sprintf(" (%s s)", secs(ref))
+		}
+		if !measured(ref) || p.TrainTimeMs >= ref {
+			return s + fmt.Sprintf(": no acceptable program measured faster; the fastest is #%d at %s s.", p.ID, secs(p.TrainTimeMs))
+		}
+		s += fmt.Sprintf(". The fastest single timing, #%d (%s, iteration %d) at %s s (%s), is not a record: ",
+			p.ID, displayName(p.Model), p.Iteration, secs(p.TrainTimeMs), speedup(p.TrainTimeMs, ref))
+		if c := a.claims[p.ID]; c != nil {
+			return s + c.Evidence + claimReason(c) + "."
+		}
+		return s + "it was never confirmed (frontier runs confirm tests it)."
 	}
 	evaluated := a.counts[Buggy] + a.counts[TooHigh] + a.counts[Acceptable]
 	switch {
@@ -177,16 +196,27 @@ func headline(a *analysis) string {
 	return s + "."
 }
 
+// claimReason adds a claim's reason when it says more than its state.
+func claimReason(c *Claim) string {
+	if c.Reason == "" || c.State == "confirmed" {
+		return ""
+	}
+	return "; " + c.Reason
+}
+
 func alerts(a *analysis) []string {
 	var out []string
 	d := a.d
+	if r := d.Record; r != nil && r.Reference && a.fastest != nil && a.fastest.TrainTimeMs < d.Reference.TrainTimeMs {
+		out = append(out, "Every time below is a single timing unless its evidence says otherwise: on a busy machine one timing can be off by tens of percent, so a program that measured faster once is a candidate, not a record.")
+	}
 	if !measured(d.Reference.TrainTimeMs) {
 		out = append(out, "The reference program's train time was not measured in this run: speedups are not shown.")
 	}
 	if !measured(d.Run.TargetValLoss) {
 		out = append(out, "The run has no target validation loss recorded.")
 	}
-	if b := d.Best; b != nil && b.Program.Category() != Acceptable {
+	if b := d.Best; b != nil && b.Program.Category() != Acceptable && !(d.Record != nil && d.Record.Reference && b.Program.ID == d.Record.ID) {
 		out = append(out, fmt.Sprintf("The best program shown below (#%d) is not acceptable (verdict %q).", b.Program.ID, b.Program.Verdict))
 	}
 	if a.accUntimed > 0 {
@@ -218,6 +248,9 @@ func runFacts(a *analysis) []kv {
 		kvs = append(kvs, kv{"Meta-prompting", "never"})
 	}
 	kvs = append(kvs, kv{"Started", stamp(r.StartedAt)})
+	if r.Sessions > 1 {
+		kvs = append(kvs, kv{"Sessions", fmt.Sprintf("%d: stopped or killed and resumed %s", r.Sessions, plural(r.Sessions-1, "time", "times"))})
+	}
 	if !r.EndedAt.IsZero() {
 		kvs = append(kvs, kv{"Ended", stamp(r.EndedAt)}, kv{"Wall time", duration(r.EndedAt.Sub(r.StartedAt))})
 	}
@@ -242,9 +275,13 @@ func summary(a *analysis) []kv {
 		}
 		return fmt.Sprintf("%s (%s)", count(n), percent(rate(n, ev)))
 	}
+	judged := count(ev)
+	if a.neverRan > 0 {
+		judged += fmt.Sprintf(" (%s ran; %s never applied)", count(ev-a.neverRan), plural(a.neverRan, "edit", "edits"))
+	}
 	kvs := []kv{
 		{"Programs", count(a.total)},
-		{"Evaluated", count(ev)},
+		{"Judged", judged},
 		{"Acceptable", share(a.counts[Acceptable])},
 		{"Loss too high", share(a.counts[TooHigh])},
 		{"Buggy", share(a.counts[Buggy])},
@@ -289,9 +326,9 @@ func avgMs(x float64) string {
 // topTable is the paper's Fig. 2a: the reference and the fastest
 // acceptable programs.
 func topTable(a *analysis) table {
-	t := table{Head: []string{"#", "Program", "Iteration", "Model", "Stage", "Val loss", "Train time (s)", "Δ vs ref (s)", "Speedup"}, Class: "top"}
+	t := table{Head: []string{"#", "Program", "Iteration", "Model", "Stage", "Val loss", "Train time (s)", "Δ vs ref (s)", "Speedup", "Evidence"}, Class: "top"}
 	ref := a.d.Reference
-	t.Rows = append(t.Rows, []cell{dim(""), {Text: "reference", Class: "ref"}, dim(dash), dim(dash), dim(dash), num(loss(ref.ValLoss)), num(secs(ref.TrainTimeMs)), num(dash), num(dash)})
+	t.Rows = append(t.Rows, []cell{dim(""), {Text: "reference", Class: "ref"}, dim(dash), dim(dash), dim(dash), num(loss(ref.ValLoss)), num(secs(ref.TrainTimeMs)), num(dash), num(dash), dim("single timing")})
 	top := a.top(10)
 	for i, p := range top {
 		sp := cell{Text: speedup(p.TrainTimeMs, ref.TrainTimeMs), Class: "num"}
@@ -305,7 +342,7 @@ func topTable(a *analysis) table {
 		t.Rows = append(t.Rows, []cell{
 			num(fmt.Sprint(i + 1)), code(fmt.Sprintf("#%d %s", p.ID, shortHash(p.Hash))), num(fmt.Sprint(p.Iteration)),
 			txt(displayName(p.Model)), txt(displayName(p.Stage)), num(loss(p.ValLoss)), num(secs(p.TrainTimeMs)),
-			num(delta(p.TrainTimeMs, ref.TrainTimeMs)), sp,
+			num(delta(p.TrainTimeMs, ref.TrainTimeMs)), sp, evidenceCell(a, p),
 		})
 	}
 	if len(top) == 0 {
@@ -314,8 +351,27 @@ func topTable(a *analysis) table {
 	return t
 }
 
+// evidenceCell says what a program's time rests on: its claim, or one
+// timing.
+func evidenceCell(a *analysis, p *Program) cell {
+	c := a.claims[p.ID]
+	if c == nil {
+		return dim("single timing")
+	}
+	cl := cell{Text: c.State, Title: c.Evidence + claimReason(c), Class: "nw"}
+	if c.State == "confirmed" {
+		cl.Class += " good"
+		if c.Pairs > 1 {
+			cl.Text = fmt.Sprintf("confirmed, n = %d", c.Pairs)
+		} else {
+			cl.Text = "beyond noise"
+		}
+	}
+	return cl
+}
+
 func groupTable(a *analysis, gs []group, what string, costs bool) table {
-	head := []string{what, "Programs", "Evaluated", "Acceptable", "Accept rate", "Buggy rate", "Best time (s)", "Speedup", "Best loss", "Trend (s/iter)"}
+	head := []string{what, "Programs", "Judged", "Ran", "Acceptable", "Accept rate", "Buggy rate", "Fastest (s)", "Speedup", "Best loss", "Trend (s/iter)"}
 	if costs {
 		head = append(head, "Tokens in / out", "Cost", "Cost / acceptable")
 	}
@@ -323,14 +379,19 @@ func groupTable(a *analysis, gs []group, what string, costs bool) table {
 	ref := a.d.Reference.TrainTimeMs
 	for _, g := range gs {
 		ev := g.evaluated()
-		trend := dash
+		trend := cell{Text: dash, Class: "num"}
 		if g.trend.ok {
-			trend = fmt.Sprintf("%+.3g", g.trend.b/1000)
+			trend.Text = fmt.Sprintf("%+.3g", g.trend.b/1000)
+			if c := g.trend.caveat(); c != "" {
+				trend.Text += " *"
+				trend.Title = c
+				trend.Class += " dim"
+			}
 		}
 		row := []cell{
-			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.counts[Acceptable])),
+			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.ran())), num(count(g.counts[Acceptable])),
 			num(percent(rate(g.counts[Acceptable], ev))), num(percent(rate(g.counts[Buggy], ev))),
-			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), num(trend),
+			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), trend,
 		}
 		if costs {
 			per := dash
@@ -348,6 +409,48 @@ func groupTable(a *analysis, gs []group, what string, costs bool) table {
 	}
 	if len(t.Rows) == 0 {
 		t.Note = "No programs yet."
+	}
+	for _, g := range gs {
+		if g.trend.ok && g.trend.weak() {
+			t.Foot = fmt.Sprintf("* a trend through fewer than %d programs or %d iterations: too few to read as a trend.", trendMinPoints, trendMinIters)
+			break
+		}
+	}
+	return t
+}
+
+// claimsTable lists every claim to be a record and what testing it found,
+// failed and rejected ones included.
+func claimsTable(a *analysis) table {
+	t := table{Head: []string{"Claim", "Program", "Against", "Method", "By", "N", "State", "Single (s)", "Mean (s)", "Against (s)", "Speedup", "95% CI", "p (time)", "p (loss)", "Reason"}}
+	opt := func(x *float64, f func(float64) string) string {
+		if x == nil {
+			return dash
+		}
+		return f(*x)
+	}
+	sp := func(x float64) string { return runs.FormatSpeedup(x) }
+	pv := func(x float64) string { return strconv.FormatFloat(x, 'g', 2, 64) }
+	for _, c := range a.d.Claims {
+		state := cell{Text: c.State, Class: "nw"}
+		switch c.State {
+		case "confirmed":
+			state.Class += " good"
+		case "rejected", "failed":
+			state.Class += " bad"
+		}
+		ci := dash
+		if c.SpeedupLo != nil && c.SpeedupHi != nil {
+			ci = sp(*c.SpeedupLo) + " to " + sp(*c.SpeedupHi)
+		}
+		t.Rows = append(t.Rows, []cell{
+			num(fmt.Sprint(c.ID)), code(fmt.Sprintf("#%d", c.ChildID)), code(fmt.Sprintf("#%d", c.BaselineID)), txt(c.Method),
+			txt(orDash(c.Source)), num(fmt.Sprint(c.Pairs)), state, num(secs(c.SingleMs)), num(secs(c.TimeMs)), num(secs(c.BaselineMs)),
+			num(opt(c.Speedup, sp)), num(ci), num(opt(c.TimeP, pv)), num(opt(c.LossP, pv)), {Text: c.Reason, Class: "reason"},
+		})
+	}
+	if len(t.Rows) == 0 {
+		t.Note = "No program measured faster than the standing record, so nothing was claimed."
 	}
 	return t
 }
@@ -368,7 +471,7 @@ func recordsTable(a *analysis) table {
 		prev = p.TrainTimeMs
 	}
 	if len(t.Rows) == 0 {
-		t.Note = "No acceptable program yet, so no record has been set."
+		t.Note = "No acceptable program yet."
 	}
 	return t
 }
@@ -404,8 +507,11 @@ func programsTable(a *analysis) table {
 	t := table{Head: []string{"ID", "Hash", "Iter", "Island", "Parent", "Model", "Stage", "Verdict", "Val loss", "Time (s)", "Step avg (ms)", "Score", "Tokens", "Cost", "Fixes", "Reason"}, Class: "programs"}
 	for _, p := range a.progs {
 		verdict := cell{Text: orDash(p.Verdict), Class: "nw v-" + p.Category().String()}
-		if p.Duplicate && p.Verdict != "duplicate" {
+		switch {
+		case p.Duplicate && p.Verdict != "duplicate":
 			verdict.Text += " (duplicate)"
+		case p.SourceID != 0 && !p.Duplicate:
+			verdict.Text += fmt.Sprintf(" (fix gave #%d's)", p.SourceID)
 		}
 		parent := dash
 		if p.ParentID != 0 {
@@ -415,7 +521,7 @@ func programsTable(a *analysis) table {
 			num(fmt.Sprint(p.ID)), code(shortHash(p.Hash)), num(fmt.Sprint(p.Iteration)), num(fmt.Sprint(p.Island)), num(parent),
 			txt(displayName(p.Model)), txt(displayName(p.Stage)), verdict, num(loss(p.ValLoss)), num(secs(p.TrainTimeMs)),
 			num(avgMs(p.StepAvgMs)), num(general(p.Score)), num(compact(p.InputTokens + p.OutputTokens)), num(usd(p.CostUSD)),
-			num(fmt.Sprint(p.FixAttempts)), {Text: clip(p.Reason, 90), Title: p.Reason, Class: "reason"},
+			num(fmt.Sprint(p.FixAttempts)), {Text: p.Reason, Class: "reason"},
 		})
 	}
 	if len(t.Rows) == 0 {
@@ -437,6 +543,7 @@ func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
 	}
 	v := &bestView{Facts: []kv{
 		{"Program", fmt.Sprintf("#%d", p.ID)},
+		{"Record", recordFact(a, p)},
 		{"Hash", orDash(p.Hash)},
 		{"Found at", fmt.Sprintf("iteration %d, island %d, child of %s", p.Iteration, p.Island, parent)},
 		{"Model / stage", displayName(p.Model) + " / " + displayName(p.Stage)},
@@ -476,6 +583,20 @@ func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
 	}
 	v.Curve = curveTable(b)
 	return v
+}
+
+// recordFact says whether the best program is the record and on what.
+func recordFact(a *analysis, p Program) string {
+	r := a.d.Record
+	switch {
+	case r == nil:
+		return "not known"
+	case r.ID != p.ID:
+		return fmt.Sprintf("no: the record is #%d", r.ID)
+	case r.Reference:
+		return "the reference is still the record: " + r.Evidence
+	}
+	return fmt.Sprintf("%s s, %s", secs(r.TrainTimeMs), r.Evidence)
 }
 
 func diffClass(l string) string {

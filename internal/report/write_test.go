@@ -55,13 +55,13 @@ func TestWriteSynthetic(t *testing.T) {
 		}
 	}
 	wantTime := fmt.Sprintf("%.2f", fastest.TrainTimeMs/1000)
-	wantSpeedup := fmt.Sprintf("%+.2f%%", (d.Reference.TrainTimeMs/fastest.TrainTimeMs-1)*100)
+	wantSpeedup := fmt.Sprintf("%+.1f%%", 100*(d.Reference.TrainTimeMs-fastest.TrainTimeMs)/d.Reference.TrainTimeMs)
 	for _, want := range []string{
 		"Run o3-long on track nanogpt-124m",
-		fmt.Sprintf("Fastest acceptable program: #%d", fastest.ID),
+		fmt.Sprintf("The fastest single timing, #%d", fastest.ID), "is not a record",
 		wantTime, wantSpeedup, "176.70", "3.2797",
 		fmt.Sprintf("<dt>Acceptable</dt><dd>%d (", acc),
-		fmt.Sprintf("<dt>Evaluated</dt><dd>%d</dd>", evaluated),
+		fmt.Sprintf("<dt>Judged</dt><dd>%d", evaluated),
 		"<dt>Programs</dt><dd>300</dd>",
 		"from iteration 20",
 		"claude-sonnet-4", "gpt-5",
@@ -182,7 +182,7 @@ func TestWriteEdgeCases(t *testing.T) {
 				return d
 			},
 			want: []string{"No program reached the target validation loss 4.0000; the lowest is 4.1000 (#2, iteration 1).",
-				"No acceptable program yet, so no record has been set."},
+				"No acceptable program yet."},
 			figures: []string{"breakdown", "frontier_loss"},
 		},
 		{
@@ -193,7 +193,7 @@ func TestWriteEdgeCases(t *testing.T) {
 				return d
 			},
 			want: []string{"A trend needs acceptable programs from at least two iterations.", "The run has a single iteration so far.",
-				"trains in 19.00 s", "+5.26%"},
+				"at 19.00 s (+5.0%)", "it was never confirmed"},
 			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
 		},
 		{
@@ -263,6 +263,28 @@ func TestWriteEdgeCases(t *testing.T) {
 			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
 		},
 		{
+			name: "confirmed record, rejected claim, resumed",
+			data: func() *Data {
+				d := base()
+				d.Run.Sessions = 3
+				d.Programs = []Program{prog(1, 0, "acceptable", 3.9, 15_000), prog(2, 1, "acceptable", 3.95, 17_000)}
+				sp, lo, hi, p := 0.12, 0.08, 0.16, 0.002
+				bad, badP := 0.1, 0.4
+				d.Claims = []Claim{
+					{ID: 1, ChildID: 1, BaselineID: 9, Method: "series", State: "rejected", Pairs: 5, SingleMs: 15_000, TimeMs: 19_800,
+						BaselineMs: 20_000, Speedup: &bad, TimeP: &badP, Reason: "the time is not significantly under the baseline's"},
+					{ID: 2, ChildID: 2, BaselineID: 9, Method: "series", State: "confirmed", Pairs: 5, SingleMs: 17_000, TimeMs: 17_600,
+						BaselineMs: 20_000, Speedup: &sp, SpeedupLo: &lo, SpeedupHi: &hi, TimeP: &p, Evidence: "confirmed in alternation, n = 5 each: +12.0%"},
+				}
+				d.Record = &Record{ID: 2, TrainTimeMs: 17_600, Evidence: "confirmed in alternation, n = 5 each: +12.0%"}
+				return d
+			},
+			want: []string{"Record: #2 trains in 17.60 s, speedup +12.0% over the reference's 20.00 s (confirmed in alternation, n = 5 each: +12.0%).",
+				"Claims to be a record", "the time is not significantly under the baseline's", "+8.0% to +16.0%",
+				"confirmed, n = 5", "3: stopped or killed and resumed 2 times"},
+			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
+		},
+		{
 			name: "engine verdicts",
 			data: func() *Data {
 				d := base()
@@ -270,7 +292,7 @@ func TestWriteEdgeCases(t *testing.T) {
 					prog(3, 2, "duplicate", 0, 0), prog(4, 2, "acceptable", 3.9, 19_000), prog(5, 2, "loss_too_high", 4.1, 18_000)}
 				return d
 			},
-			want: []string{"<dt>Evaluated</dt><dd>3</dd>", "<dt>Buggy</dt><dd>1 (33.3%)</dd>", "<dt>No proposal</dt><dd>1</dd>",
+			want: []string{"<dt>Judged</dt><dd>3 (2 ran; 1 edit never applied)</dd>", "<dt>Buggy</dt><dd>1 (33.3%)</dd>", "<dt>No proposal</dt><dd>1</dd>",
 				"<dt>Duplicates</dt><dd>1</dd>", "<dt>Acceptable</dt><dd>1 (33.3%)</dd>"},
 			figures: []string{"time_vs_iteration", "breakdown", "frontier_time", "frontier_loss"},
 		},

@@ -25,7 +25,7 @@ type limiter struct {
 	// disk bounds the blocks used under dir, measured every
 	// diskInterval (a walk of the folder).
 	disk     int64
-	dir      string
+	dirs     []string
 	diskNext time.Time
 }
 
@@ -42,7 +42,11 @@ func newLimiter(job Job, cg *jobCgroup, tr *tracker) *limiter {
 	if job.MemoryBytes == 0 && job.MaxTasks == 0 && job.DiskBytes == 0 {
 		return nil
 	}
-	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr, disk: job.DiskBytes, dir: job.Dir}
+	dirs := []string{job.Dir}
+	if job.Scratch != "" {
+		dirs = append(dirs, job.Scratch)
+	}
+	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr, disk: job.DiskBytes, dirs: dirs}
 }
 
 // kernelMemory reports whether the kernel enforces the memory limit, so
@@ -62,12 +66,21 @@ func (l *limiter) check() (name, detail string) {
 	}
 	if l.disk > 0 && time.Now().After(l.diskNext) {
 		l.diskNext = time.Now().Add(diskInterval)
-		used, files, err := diskUsage(l.dir)
+		var used int64
+		var files int
+		var err error
+		for _, d := range l.dirs {
+			u, f, e := diskUsage(d)
+			used, files = used+u, files+f
+			if e != nil {
+				err = e
+			}
+		}
 		switch {
 		case errors.Is(err, errTooManyFiles):
 			return LimitDisk, fmt.Sprintf("it made more than %d files in its folder", maxDiskEntries)
 		case used > l.disk:
-			return LimitDisk, fmt.Sprintf("its folder holds %s in %d files, over the limit of %s", fmtBytes(used), files, fmtBytes(l.disk))
+			return LimitDisk, fmt.Sprintf("its folders hold %s in %d files, over the limit of %s", fmtBytes(used), files, fmtBytes(l.disk))
 		}
 	}
 	watchMemory := l.memory > 0 && !l.cg.memoryLimited()

@@ -95,6 +95,14 @@ type Job struct {
 	// LimitDisk). Zero means no limit.
 	DiskBytes int64
 
+	// Scratch, when set, is a folder (it must exist, and should have a
+	// short path: Unix socket addresses are at most 107 bytes) the job
+	// writes temporary files to, its TMPDIR. A sandbox that can
+	// (bubblewrap) gives the job a private tmpfs of DiskBytes there and
+	// never touches the host folder; otherwise the job writes it, and the
+	// local runner counts it against DiskBytes with Dir.
+	Scratch string
+
 	// Sandbox policy. The local runner itself confines nothing and
 	// ignores these fields; a sandboxing wrapper (package sandbox)
 	// enforces them, and documents how far each of its modes does.

@@ -22,11 +22,11 @@ func Measured(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN
 // train time.
 func (o Outcome) Timed() bool { return o.Verdict == Acceptable && Measured(o.TrainTimeMs) }
 
-// Faster reports whether o takes the record from cur (cur.ID == 0: there is
-// none yet): it is timed and strictly faster, so the first of equals keeps
-// it.
+// Faster reports whether o is timed and faster than cur (cur.ID == 0:
+// there is none yet); of equal times the older member (the lower id) is
+// the faster, whatever the order they are added in.
 func (o Outcome) Faster(cur Outcome) bool {
-	return o.Timed() && (cur.ID == 0 || o.TrainTimeMs < cur.TrainTimeMs)
+	return o.Timed() && (cur.ID == 0 || o.TrainTimeMs < cur.TrainTimeMs || (o.TrainTimeMs == cur.TrainTimeMs && o.ID < cur.ID))
 }
 
 // Objectives: what ranks programs of the same verdict class, lower is
@@ -54,15 +54,17 @@ func ObjectiveValue(objective string, o Outcome) float64 {
 }
 
 // Tally aggregates members in the order they are added: counts by class
-// and by verdict, the record, the lowest valid loss, tokens and cost. The
-// zero value is empty and ready to use.
+// and by verdict, the fastest acceptable timing, the lowest valid loss,
+// tokens and cost. The zero value is empty and ready to use.
 type Tally struct {
 	Members  int
 	Classes  map[Class]int
 	Verdicts map[Verdict]int
-	// Record is the acceptable member with the shortest measured train
-	// time (the record metric), the first one on a tie; ID 0 when none.
-	Record Outcome
+	// Fastest is the acceptable member with the shortest measured train
+	// time, the first one on a tie; ID 0 when none. It is one timing: a
+	// candidate record, not a record until a claim confirms it (see
+	// Claim and Standing).
+	Fastest Outcome
 	// Lowest is the valid member with the lowest measured validation loss;
 	// ID 0 when none.
 	Lowest       Outcome
@@ -79,8 +81,8 @@ func (t *Tally) Add(o Outcome) {
 	t.Members++
 	t.Classes[ClassOf(o.Verdict)]++
 	t.Verdicts[o.Verdict]++
-	if o.Faster(t.Record) {
-		t.Record = o
+	if o.Faster(t.Fastest) {
+		t.Fastest = o
 	}
 	if o.Verdict.Valid() && Measured(o.ValLoss) && (t.Lowest.ID == 0 || o.ValLoss < t.Lowest.ValLoss) {
 		t.Lowest = o
@@ -92,16 +94,21 @@ func (t *Tally) Add(o Outcome) {
 	}
 }
 
-// Evaluated is the number of members with a final verdict from an
-// evaluation: acceptable, loss too high or buggy.
-func (t *Tally) Evaluated() int {
+// Judged is the number of members in the paper's breakdown: acceptable,
+// loss too high or buggy. Buggy includes apply_failed, whose edit never
+// applied: judged, but never run (see Ran).
+func (t *Tally) Judged() int {
 	return t.Classes[ClassAcceptable] + t.Classes[TooHigh] + t.Classes[Buggy]
 }
 
-// AcceptableRate is the share of evaluated members that are acceptable; 0
-// when none was evaluated.
+// Ran is the number of judged members a process ran: Judged without the
+// edits that never applied.
+func (t *Tally) Ran() int { return t.Judged() - t.Verdicts[ApplyFailed] }
+
+// AcceptableRate is the share of judged members that are acceptable; 0
+// when none was judged.
 func (t *Tally) AcceptableRate() float64 {
-	if n := t.Evaluated(); n > 0 {
+	if n := t.Judged(); n > 0 {
 		return float64(t.Classes[ClassAcceptable]) / float64(n)
 	}
 	return 0

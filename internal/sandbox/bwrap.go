@@ -83,6 +83,14 @@ func bwrapArgs(bwrap string, p jobPolicy, devices []string, memory int64, status
 	if helper != "" {
 		a = append(a, "--ro-bind", helper, helper)
 	}
+	if p.scratch != "" {
+		// The job's temporary files: a private tmpfs, bounded like its
+		// folder; the host folder is never written.
+		if p.disk > 0 {
+			a = append(a, "--size", strconv.FormatInt(p.disk, 10))
+		}
+		a = append(a, "--tmpfs", p.scratch)
+	}
 	if p.disk > 0 {
 		// The run folder is a tmpfs of the job's disk quota: what the
 		// program writes cannot fill the disk, and is gone when it ends.

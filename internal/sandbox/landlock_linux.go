@@ -138,7 +138,10 @@ func pathRules(rights landlock.AccessFSSet, paths ...string) []landlock.Rule {
 			r &= fileRights
 		}
 		if r != 0 {
-			rules = append(rules, landlock.PathAccess(r, p))
+			// A path gone by the time the ruleset is built (another
+			// process's temporary folder next to a hidden one) grants
+			// nothing and fails nothing.
+			rules = append(rules, landlock.PathAccess(r, p).IgnoreIfMissing())
 		}
 	}
 	return rules

@@ -55,6 +55,11 @@ type Options struct {
 	Hidden   []string
 	Visible  []string
 
+	// NoSystemHidden leaves the folders where other users' and other
+	// runs' files lie (/tmp, /home, ...) readable: for tests of a job's own
+	// hidden paths, whose fixtures lie in /tmp. Never set it for programs.
+	NoSystemHidden bool
+
 	// Capabilities from an earlier Detect, to save a second probe; nil
 	// means Wrap detects them.
 	Capabilities *Capabilities
@@ -240,7 +245,11 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 			return runner.Result{}, err
 		}
 	case ModeLandlock:
-		lp := &landlockPolicy{Write: append([]string{pol.dir}, pol.writable...), Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
+		write := append([]string{pol.dir}, pol.writable...)
+		if pol.scratch != "" {
+			write = append(write, pol.scratch)
+		}
+		lp := &landlockPolicy{Write: write, Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
 		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp, Reap: true, Files: len(job.ExtraFiles)}, argv)
 		if err != nil {
 			statusW.Close()
@@ -349,7 +358,13 @@ type jobPolicy struct {
 	// into it (their names, "tmp" and the other folders empty instead).
 	disk    int64
 	entries []os.DirEntry
+	scratch string // the job's temporary folder (a private tmpfs under bwrap)
 }
+
+// systemHidden are folders where other users' and other runs' files lie
+// (copies of data included): no job reads them. What a job needs inside
+// them (its folder, its scratch, the interpreter) is bound back.
+var systemHidden = []string{"/tmp", "/var/tmp", "/home", "/root", "/mnt", "/media", "/srv"}
 
 // resolvePolicy checks and resolves the paths of a job's policy. Paths are
 // resolved through symbolic links because mounts and Landlock rules apply
@@ -376,7 +391,18 @@ func resolvePolicy(job runner.Job, opts Options, mode Mode) (jobPolicy, error) {
 			p.writable = append(p.writable, r)
 		}
 	}
-	for _, h := range slices.Concat(job.Hidden, opts.Hidden) {
+	if job.Scratch != "" {
+		r, err := filepath.EvalSymlinks(job.Scratch)
+		if err != nil || !filepath.IsAbs(r) {
+			return p, fmt.Errorf("sandbox: scratch folder %q must exist and be absolute: %v", job.Scratch, err)
+		}
+		p.scratch = r
+	}
+	sys := systemHidden
+	if opts.NoSystemHidden {
+		sys = nil
+	}
+	for _, h := range slices.Concat(job.Hidden, opts.Hidden, sys) {
 		if !filepath.IsAbs(h) {
 			return p, fmt.Errorf("sandbox: hidden path %q: want an absolute path", h)
 		}

@@ -68,7 +68,7 @@ func wrapWith(t *testing.T, mode Mode, c Capabilities) *Runner {
 			t.Skipf("no landlock here: %v", c.LandlockErr)
 		}
 	}
-	r, err := Wrap(context.Background(), runner.NewLocal(nil), mode, Options{Capabilities: &c})
+	r, err := Wrap(context.Background(), runner.NewLocal(nil), mode, Options{Capabilities: &c, NoSystemHidden: true})
 	if err != nil {
 		t.Fatalf("Wrap(%s): %v", mode, err)
 	}
@@ -360,6 +360,43 @@ func TestDiskQuota(t *testing.T) {
 				if res.Status != runner.StatusLimit || res.Limit != runner.LimitDisk {
 					t.Errorf("status %s limit %q: %s", res.Status, res.Limit, res.Message)
 				}
+			}
+		})
+	}
+}
+
+// By default a job sees nothing of /tmp and the users' homes but its own
+// folder and scratch: copies of data left there by anyone are out of
+// reach. Its scratch folder is private and writable.
+func TestSystemHidden(t *testing.T) {
+	for _, mode := range []Mode{ModeBwrap, ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			c := caps()
+			if mode == ModeBwrap && !c.BwrapWorks() || mode == ModeLandlock && c.LandlockABI == 0 {
+				wrap(t, mode) // skips, or fails in CI
+			}
+			r, err := Wrap(context.Background(), runner.NewLocal(nil), mode, Options{Capabilities: &c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyDir := t.TempDir()
+			os.WriteFile(filepath.Join(copyDir, "val.bin"), []byte("s"), 0o644)
+			scratch, err := os.MkdirTemp("", "fr-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(scratch)
+			script := "cat " + filepath.Join(copyDir, "val.bin") + " >/dev/null 2>&1 && echo copy-read\n" +
+				"ls /tmp >/dev/null 2>&1 && [ -n \"$(ls -A /tmp | grep -v fr-)\" ] && echo tmp-listed\n" +
+				"echo x > $TMPDIR/t && echo scratch-written\n"
+			res, err := r.Run(context.Background(), runner.Job{Dir: t.TempDir(), Argv: []string{"/bin/sh", "-c", script},
+				Env: []string{"PATH=/usr/bin:/bin", "TMPDIR=" + scratch}, Timeout: 30 * time.Second, Scratch: scratch, DiskBytes: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := res.Stdout.String()
+			if strings.Contains(out, "copy-read") || !strings.Contains(out, "scratch-written") {
+				t.Errorf("stdout %q: want the copy in /tmp unreadable and the scratch folder writable", out)
 			}
 		})
 	}

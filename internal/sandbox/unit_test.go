@@ -113,7 +113,7 @@ func TestResolvePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := runner.Job{Dir: dir, Writable: []string{cache, dir}, Hidden: []string{filepath.Join(link, "val.bin"), "/no/such/file"}}
-	p, err := resolvePolicy(job, Options{Writable: []string{cache}}, ModeBwrap)
+	p, err := resolvePolicy(job, Options{Writable: []string{cache}, NoSystemHidden: true}, ModeBwrap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,3 +127,64 @@ func WelchLess(xs, ys []float64, alpha float64) (TTest, error) {
 func studentT(df float64) distuv.StudentsT {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
 }
+
+// MinPairs is the smallest number of runs of each of two programs for
+// which a comparison can reach significance at alpha without resting on
+// the normal approximation alone: even when every run of one program beats
+// every run of the other, a rank (permutation) test cannot give a p below
+// 1 / C(2n, n). For n = 2 that is 1/6, so two runs of each can never show
+// a difference at alpha 0.01; Welch's t-test would claim one only from its
+// assumption that timing noise is normal, with one or two degrees of
+// freedom. MinPairs(0.01) is 5 (1/252), MinPairs(0.05) is 4 (1/70).
+func MinPairs(alpha float64) int {
+	for n := 1; n < 40; n++ {
+		if 1/binomial(2*n, n) < alpha {
+			return n
+		}
+	}
+	return 40
+}
+
+// RankFloor is the smallest p a rank test can give for n runs of each
+// program: 1 / C(2n, n).
+func RankFloor(n int) float64 { return 1 / binomial(2*n, n) }
+
+func binomial(n, k int) float64 {
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return r
+}
+
+// DiffInterval is the two-sided confidence interval at level of
+// mean(ys) - mean(xs), with Welch's standard error and degrees of freedom:
+// how much longer ys takes than xs. It needs two observations on each
+// side.
+func DiffInterval(xs, ys []float64, level float64) (lo, hi float64, err error) {
+	a, b := Summarize(xs, level), Summarize(ys, level)
+	if a.N < 2 || b.N < 2 {
+		return 0, 0, fmt.Errorf("interval of a difference: %w: need at least 2 runs on each side, have %d and %d", ErrTooFew, a.N, b.N)
+	}
+	d := b.Mean - a.Mean
+	va, vb := a.SD*a.SD/float64(a.N), b.SD*b.SD/float64(b.N)
+	if va+vb == 0 {
+		return d, d, nil
+	}
+	df := (va + vb) * (va + vb) / (va*va/float64(a.N-1) + vb*vb/float64(b.N-1))
+	half := studentT(df).Quantile(1-(1-level)/2) * math.Sqrt(va+vb)
+	return d - half, d + half, nil
+}
+
+// Upper is the one-sided p-value of a t statistic with df degrees of
+// freedom: P(T >= t).
+func Upper(t, df float64) float64 {
+	if df <= 0 || math.IsNaN(t) {
+		return math.NaN()
+	}
+	return 1 - studentT(df).CDF(t)
+}
+
+// Quantile is Student's t quantile: the t with P(T <= t) = p at df
+// degrees of freedom.
+func Quantile(p, df float64) float64 { return studentT(df).Quantile(p) }

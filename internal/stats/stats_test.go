@@ -86,3 +86,27 @@ func TestSpeedrunRule(t *testing.T) {
 		t.Fatalf("constant over: %v", r)
 	}
 }
+
+func TestMinPairs(t *testing.T) {
+	for alpha, want := range map[float64]int{0.01: 5, 0.05: 4, 0.2: 2, 0.001: 7} {
+		if got := MinPairs(alpha); got != want {
+			t.Errorf("MinPairs(%g) = %d, want %d", alpha, got, want)
+		}
+	}
+	if f := RankFloor(2); !near(f, 1.0/6, 1e-12) {
+		t.Errorf("RankFloor(2) = %g, want 1/6", f)
+	}
+}
+
+func TestDiffInterval(t *testing.T) {
+	lo, hi, err := DiffInterval([]float64{1, 2, 3}, []float64{11, 12, 13}, 0.95)
+	if err != nil || !(lo < 10 && hi > 10 && lo > 7) {
+		t.Errorf("interval [%g, %g], %v; want around 10", lo, hi, err)
+	}
+	if _, _, err := DiffInterval([]float64{1}, []float64{2, 3}, 0.95); !errors.Is(err, ErrTooFew) {
+		t.Errorf("one run: %v", err)
+	}
+	if p := Upper(2.0, 1e6); !near(p, 0.02275, 1e-3) {
+		t.Errorf("Upper(2, inf) = %g", p)
+	}
+}

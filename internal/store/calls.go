@@ -59,9 +59,11 @@ func (s *Store) InsertLLMCall(ctx context.Context, c *LLMCall) error {
 	if c.State == "" {
 		c.State = CallPending
 	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (run_id, child_id, purpose, model, state, request, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	})
 	if err != nil {
 		return fmt.Errorf("record model call: %w", err)
 	}
@@ -73,11 +75,14 @@ func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
 	if c.FinishedAt.IsZero() {
 		c.FinishedAt = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
-		finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
-		cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
-		c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
-		c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
+	err := s.write(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, answer = $2, error = $3, server_model = $4, provider = $5,
+			finish_reason = $6, input_tokens = $7, output_tokens = $8, reasoning_tokens = $9, cached_tokens = $10, estimated = $11,
+			cost_usd = $12, price_unknown = $13, latency_ms = $14, attempts = $15, request_id = $16, finished_at = $17 WHERE id = $18`,
+			c.State, c.Answer, c.Error, c.ServerModel, c.Provider, c.FinishReason, c.InputTokens, c.OutputTokens, c.ReasoningTokens,
+			c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)
 	}
@@ -88,12 +93,20 @@ func (s *Store) FinishLLMCall(ctx context.Context, c *LLMCall) error {
 // (the process died while they were in flight) as lost, and returns how
 // many there were.
 func (s *Store) MarkLostCalls(ctx context.Context, runID int64) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
-		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE run_id = $4 AND state = $5`,
+			CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(), runID, CallPending)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("mark lost model calls: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // LLMCalls returns a run's model calls in order. With text false the

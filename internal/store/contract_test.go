@@ -28,3 +28,9 @@ func TestContract(t *testing.T) {
 func TestContractProcesses(t *testing.T) {
 	storetest.Processes(t, filepath.Join(t.TempDir(), "shared.db"), openSQLite)
 }
+
+// An evaluation a process left running when it died is marked
+// interrupted by the next; a live process's is not.
+func TestContractOrphans(t *testing.T) {
+	storetest.Orphans(t, filepath.Join(t.TempDir(), "shared.db"), openSQLite)
+}

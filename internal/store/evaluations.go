@@ -41,8 +41,11 @@ type Evaluation struct {
 	FingerprintClass string
 	Result           json.RawMessage // the evaluator's full result document
 	RunDir           string
-	StartedAt        time.Time
-	FinishedAt       time.Time // zero while running
+	// Owner names the process that ran it (set by CreateEvaluation; see
+	// InterruptOrphans).
+	Owner      string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while running
 }
 
 // CreateEvaluation records an evaluation that is about to start and sets
@@ -54,11 +57,14 @@ func (s *Store) CreateEvaluation(ctx context.Context, e *Evaluation) error {
 	if e.State == "" {
 		e.State = StateRunning
 	}
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO evaluations (program_hash, track, track_hash, seed, fast_only, state, run_dir, started_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		e.ProgramHash, e.Track, e.TrackHash, e.Seed, e.FastOnly, e.State, e.RunDir, e.StartedAt.UnixMilli(),
-	).Scan(&e.ID)
+	e.Owner = s.owner
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx,
+			`INSERT INTO evaluations (program_hash, track, track_hash, seed, fast_only, state, run_dir, started_at, owner)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			e.ProgramHash, e.Track, e.TrackHash, e.Seed, e.FastOnly, e.State, e.RunDir, e.StartedAt.UnixMilli(), e.Owner,
+		).Scan(&e.ID)
+	})
 	if err != nil {
 		return fmt.Errorf("record evaluation: %w", err)
 	}
@@ -77,9 +83,17 @@ func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry [
 	if len(e.Result) == 0 {
 		e.Result = json.RawMessage("{}")
 	}
+	err := s.write(ctx, func() error { return s.finishEvaluation(ctx, e, telemetry) })
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
+	}
+	return err
+}
+
+func (s *Store) finishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
+		return err
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx,
@@ -90,7 +104,7 @@ func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry [
 		e.Steps, nullZero(e.TokensPerS), nullZero(e.PeakRSSMB), nullZero(e.WallMs),
 		e.FingerprintClass, string(e.Result), e.FinishedAt.UnixMilli(), e.ID)
 	if err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
+		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("finish evaluation %d: %w", e.ID, ErrNotFound)
@@ -99,18 +113,15 @@ func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry [
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO telemetry (evaluation_id, jsonl) VALUES ($1, $2)
 			 ON CONFLICT (evaluation_id) DO UPDATE SET jsonl = excluded.jsonl`, e.ID, telemetry); err != nil {
-			return fmt.Errorf("store telemetry of evaluation %d: %w", e.ID, err)
+			return fmt.Errorf("store telemetry: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("finish evaluation %d: %w", e.ID, err)
-	}
-	return nil
+	return tx.Commit()
 }
 
 const evalColumns = `id, program_hash, track, track_hash, seed, fast_only, state, verdict, reason,
 	val_loss, train_time_ms, step_avg_ms, steps, tokens_per_s, peak_rss_mb, wall_ms,
-	fingerprint_class, result, run_dir, started_at, finished_at`
+	fingerprint_class, result, run_dir, started_at, finished_at, owner`
 
 func scanEvaluation(r scanner) (*Evaluation, error) {
 	var e Evaluation
@@ -120,7 +131,7 @@ func scanEvaluation(r scanner) (*Evaluation, error) {
 	var finished sql.NullInt64
 	var result string
 	err := r.Scan(&e.ID, &e.ProgramHash, &e.Track, &e.TrackHash, &e.Seed, &e.FastOnly, &e.State, &e.Verdict, &e.Reason,
-		&valLoss, &trainMs, &stepAvg, &steps, &tps, &rss, &wall, &e.FingerprintClass, &result, &e.RunDir, &started, &finished)
+		&valLoss, &trainMs, &stepAvg, &steps, &tps, &rss, &wall, &e.FingerprintClass, &result, &e.RunDir, &started, &finished, &e.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +206,12 @@ func (s *Store) Telemetry(ctx context.Context, id int64) ([]byte, error) {
 // "running" and started at or after since as interrupted: the process that
 // ran them is gone.
 func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
-		WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
-		StateInterrupted, "interrupted: the process that ran it ended", time.Now().UnixMilli(), programHash, StateRunning, since.UnixMilli())
+	err := s.write(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
+			WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
+			StateInterrupted, "interrupted: the process that ran it ended", time.Now().UnixMilli(), programHash, StateRunning, since.UnixMilli())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("mark interrupted evaluations: %w", err)
 	}

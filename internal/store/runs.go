@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/frontier-bench/frontier/internal/runs"
 )
@@ -29,9 +31,12 @@ const (
 
 // Run is one evolution run.
 type Run struct {
-	ID            int64
-	Name          string
-	Track         string
+	ID    int64
+	Name  string
+	Track string
+	// TrackDir is the folder the track was read from when the run was
+	// started on a track folder; empty for a track found by name.
+	TrackDir      string
 	TrackHash     string
 	TargetValLoss float64
 	LossFloor     float64
@@ -174,12 +179,17 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 	if r.State == "" {
 		r.State = RunRunning
 	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
-		seed, state, rng, bandit, started_at, updated_at, objective, meta_start)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
-		r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
-		int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.Objective, r.MetaStart).Scan(&r.ID)
+	if err := CheckRunName(r.Name); err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO runs (name, track, track_hash, target_val_loss, loss_floor, config, models,
+			seed, state, rng, bandit, started_at, updated_at, objective, meta_start, track_dir)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+			r.Name, r.Track, r.TrackHash, r.TargetValLoss, r.LossFloor, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"),
+			int64(r.Seed), r.State, r.RNG, jsonText(r.Bandit, "{}"), r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			r.Objective, r.MetaStart, r.TrackDir).Scan(&r.ID)
+	})
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
@@ -190,7 +200,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 }
 
 const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
-	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start`
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start, track_dir`
 
 func scanRun(r scanner) (*Run, error) {
 	var run Run
@@ -199,7 +209,7 @@ func scanRun(r scanner) (*Run, error) {
 	var cfg, models, bandit string
 	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
 		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
-		&started, &updated, &finished, &run.Objective, &run.MetaStart)
+		&started, &updated, &finished, &run.Objective, &run.MetaStart, &run.TrackDir)
 	if err != nil {
 		return nil, err
 	}
@@ -260,29 +270,52 @@ type RunTx struct {
 
 // RunInTx runs f in one transaction, committed when f returns nil. It does
 // not follow ctx's cancellation (only its values), so that a decision that
-// was made is recorded even while the run is being aborted.
+// was made is recorded even while the run is being aborted. When the disk
+// is full, f runs a second time, in a new transaction, after the store gave
+// up its reserve (see write): f writes only through tx, and what it sets
+// from the first run (ids) the second sets again.
 func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	return s.write(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		defer tx.Rollback()
+		if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+}
+
+// CheckRunName refuses a run name that would break the tables and logs it
+// is printed in: control characters (a newline, an escape sequence), or
+// more than 200 bytes.
+func CheckRunName(name string) error {
+	switch {
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("run name %q: use a name without control characters (newlines, tabs, escape sequences)", name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("run name %q: use a name in UTF-8", name)
+	case len(name) > 200:
+		return fmt.Errorf("run name %.40q...: use a name of at most 200 bytes", name)
 	}
 	return nil
 }
 
 // UpdateRun writes the run's mutable fields: name, state, stop reason and
 // detail, configuration and models (with the objective and the planned
-// meta-prompting start), RNG and bandit state, iterations, active time and
-// sessions.
+// meta-prompting start), RNG and bandit state, iterations, active time,
+// sessions and the track's folder (a resumed run may find it elsewhere).
 func (t *RunTx) UpdateRun(r *Run) error {
+	if err := CheckRunName(r.Name); err != nil {
+		return fmt.Errorf("update run %d: %w", r.ID, err)
+	}
 	r.UpdatedAt = t.now
 	var finished any
 	if !r.FinishedAt.IsZero() {
@@ -290,9 +323,10 @@ func (t *RunTx) UpdateRun(r *Run) error {
 	}
 	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
 		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13,
-		objective = $14, meta_start = $15 WHERE id = $16`,
+		objective = $14, meta_start = $15, track_dir = $16 WHERE id = $17`,
 		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
-		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart, r.ID)
+		r.UpdatedAt.UnixMilli(), finished, jsonText(r.Config, "{}"), jsonText(r.Models, "[]"), r.Name, r.Objective, r.MetaStart,
+		r.TrackDir, r.ID)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -341,7 +375,9 @@ func (t *RunTx) InsertChild(c *Child) error {
 	return t.UpdateChild(c)
 }
 
-// UpdateChild writes every mutable field of c.
+// UpdateChild writes every mutable field of c (its stage and template
+// too: a child whose model left the ensemble, or gave no idea, is asked
+// with another prompt).
 func (t *RunTx) UpdateChild(c *Child) error {
 	c.UpdatedAt = t.now
 	var finished any
@@ -355,11 +391,12 @@ func (t *RunTx) UpdateChild(c *Child) error {
 	_, err := t.tx.Exec(`UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
 		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
 		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,
-		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24 WHERE id = $25`,
+		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24,
+		stage = $26, template = $27 WHERE id = $25`,
 		c.Island, c.Model, c.State, hash, c.NormHash, c.Description, c.Idea, c.FixAttempts, c.Verdict, c.Reason, c.Error,
 		nullID(c.FastEvaluationID), nullID(c.EvaluationID), nullZero(c.ValLoss), nullZero(c.TrainTimeMs), nullZero(c.StepAvgMs),
 		nullZero(c.Score), c.Summary, c.InputTokens, c.OutputTokens, c.CostUSD, c.UpdatedAt.UnixMilli(), finished,
-		nullID(c.SourceID), c.ID)
+		nullID(c.SourceID), c.ID, c.Stage, c.Template)
 	if err != nil {
 		return fmt.Errorf("update child %d: %w", c.ID, err)
 	}

@@ -14,13 +14,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -32,52 +27,16 @@ var ErrNotFound = errors.New("not found")
 
 // Store is the database. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	path string
-}
-
-// Open opens (creating if needed) the SQLite database at path and brings
-// its schema up to date.
-func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("open store: empty database path")
-	}
-	if path != ":memory:" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-	}
-	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	if path == ":memory:" {
-		db.SetMaxOpenConns(1) // each connection would be its own database
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	prov, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: migrations: %w", path, err)
-	}
-	if _, err := prov.Up(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: migrate: %w (is it a frontier database?)", path, err)
-	}
-	return &Store{db: db, path: path}, nil
+	db       *sql.DB
+	path     string
+	readOnly bool
+	// owner identifies this process on this machine in the evaluations it
+	// creates, so that a later process can tell that one was left running
+	// by a process that is gone (InterruptOrphans).
+	owner string
+	// reserve is the file that holds disk space back for the moment the
+	// disk is full (see reserve.go); empty for an in-memory database.
+	reserve string
 }
 
 // Close closes the database.
@@ -88,6 +47,11 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
+
+// ReadOnly says whether the database was opened for reading only, because
+// this user may not write to it or to its folder: every write fails, with
+// ErrReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Hash is the content address of a program: the SHA-256 of its bytes.
 func Hash(src []byte) string {
@@ -102,10 +66,13 @@ func (s *Store) PutProgram(ctx context.Context, src []byte, normHash string) (st
 	if normHash == "" {
 		normHash = h
 	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO programs (hash, norm_hash, source, size, created_at) VALUES ($1, $2, $3, $4, $5)
-		 ON CONFLICT (hash) DO NOTHING`,
-		h, normHash, src, len(src), time.Now().UnixMilli())
+	err := s.write(ctx, func() error {
+		_, err := s.db.ExecContext(ctx,
+			`INSERT INTO programs (hash, norm_hash, source, size, created_at) VALUES ($1, $2, $3, $4, $5)
+			 ON CONFLICT (hash) DO NOTHING`,
+			h, normHash, src, len(src), time.Now().UnixMilli())
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("store program: %w", err)
 	}

@@ -1,8 +1,9 @@
 package track
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Duration is a time.Duration written in YAML as "90s" or "5m".
@@ -10,9 +11,9 @@ type Duration time.Duration
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := yamlfile.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q: use a number with a unit, like 90s or 5m", b)
+		return err
 	}
 	*d = Duration(v)
 	return nil

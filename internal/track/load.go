@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 
@@ -23,24 +26,59 @@ type FieldError = yamlfile.Error
 // Parse decodes and validates a spec. file names the source in errors.
 // Unknown keys, wrong types and invalid values are errors with line:column.
 func Parse(file string, b []byte) (*Spec, error) {
+	// Size, nesting and aliases first: every command that lists tracks
+	// reads every spec.
+	if err := yamlfile.Check(file, b); err != nil {
+		return nil, err
+	}
 	s := &Spec{}
+	// Every unknown key (and fraction in a whole number), first to last,
+	// before the decoder would stop at the first one.
+	if err := yamlfile.Join(yamlfile.Inspect(file, b, s)); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
 	if err := dec.Decode(s); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the track spec is empty: it needs at least name, reference, data and target_val_loss", file)
 		}
-		return nil, fmt.Errorf("%s:\n%s", file, yaml.FormatError(err, false, true))
+		return nil, yamlfile.DecodeError(file, b, err)
 	}
 	s.applyDefaults()
 	if errs := s.validate(); len(errs) > 0 {
 		yamlfile.Locate(file, b, errs)
-		joined := make([]error, len(errs))
-		for i, e := range errs {
-			joined[i] = e
-		}
-		return nil, errors.Join(joined...)
+		return nil, yamlfile.Join(errs)
 	}
 	return s, nil
+}
+
+// Bounds on values no track needs more of; past them a value is a typo
+// (threads: 100000) that would surface much later, as a hang or a crash.
+const (
+	MaxThreads = 1024
+	MaxGPUs    = 64
+	// MaxLimit bounds every time limit: a week (full_run_max defaults to
+	// four times full_run, which must not overflow).
+	MaxLimit = Duration(7 * 24 * time.Hour)
+)
+
+// fileName says what is wrong with name as a file (glob: a pattern of
+// files) inside the data folder: "" when nothing is.
+func fileName(name string, glob bool) string {
+	switch {
+	case strings.ContainsAny(name, `/\`):
+		return "a file name inside the data folder, without slashes"
+	case name == "." || name == "..":
+		return "a file name inside the data folder, not a folder"
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "a file name without control characters"
+	}
+	if glob {
+		if _, err := filepath.Match(name, ""); err != nil {
+			return "not a valid pattern: " + err.Error()
+		}
+	}
+	return ""
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
@@ -99,10 +137,10 @@ func (s *Spec) applyDefaults() {
 		s.Verification.MaxValidationShare = 1
 	}
 	if s.Verification.MaxValidationTokenCost == 0 {
-		s.Verification.MaxValidationTokenCost = 3
+		s.Verification.MaxValidationTokenCost = 6
 	}
 	if s.Verification.ValidationAllowance == 0 {
-		s.Verification.ValidationAllowance = Duration(5e9)
+		s.Verification.ValidationAllowance = Duration(10e9)
 	}
 }
 
@@ -126,6 +164,9 @@ func (s *Spec) validate() []*FieldError {
 	default:
 		bad("contract", "%q: use harness (the program uses frontier_harness) or log (an unmodified speedrun script)", s.Contract)
 	}
+	if s.Launcher.NProcPerNode > MaxGPUs {
+		bad("launcher.nproc_per_node", "%d: at most %d processes on a node", s.Launcher.NProcPerNode, MaxGPUs)
+	}
 	switch s.Launcher.Kind {
 	case "python":
 		if s.Launcher.NProcPerNode != 1 {
@@ -148,9 +189,24 @@ func (s *Spec) validate() []*FieldError {
 	}
 	if d.Train == "" {
 		bad("data.train", "required: a glob of training shards, like fineweb_train_*.bin")
+	} else if msg := fileName(d.Train, true); msg != "" {
+		bad("data.train", "%q: %s", d.Train, msg)
 	}
 	if d.Val == "" {
 		bad("data.val", "required: the validation shard, like fineweb_val_000000.bin")
+	} else if msg := fileName(d.Val, false); msg != "" {
+		bad("data.val", "%q: %s", d.Val, msg)
+	}
+	switch {
+	case d.Dir == "":
+	case d.Builtin != "" && filepath.IsAbs(d.Dir):
+		// frontier writes the built-in data itself: never outside its own
+		// data root.
+		bad("data.dir", "%q: frontier generates the built-in %s data under its data root; name a folder there (or leave dir out), or give the track's folder with data: in frontier.yaml", d.Dir, d.Builtin)
+	case !filepath.IsAbs(d.Dir) && !filepath.IsLocal(d.Dir):
+		bad("data.dir", "%q: a folder under the data root (without '..'), or an absolute path", d.Dir)
+	case strings.ContainsFunc(d.Dir, unicode.IsControl):
+		bad("data.dir", "%q: a folder name without control characters", d.Dir)
 	}
 	if d.VocabSize < 2 || d.VocabSize > 65536 {
 		bad("data.vocab_size", "%d: must be between 2 and 65536 (tokens are uint16)", d.VocabSize)
@@ -175,8 +231,8 @@ func (s *Spec) validate() []*FieldError {
 		switch {
 		case sh.File == "":
 			bad(p+".file", "required")
-		case strings.ContainsAny(sh.File, `/\`):
-			bad(p+".file", "%q: a file name inside the data folder, without slashes", sh.File)
+		case fileName(sh.File, false) != "":
+			bad(p+".file", "%q: %s", sh.File, fileName(sh.File, false))
 		case seen[sh.File]:
 			bad(p+".file", "%q is pinned twice", sh.File)
 		}
@@ -211,20 +267,28 @@ func (s *Spec) validate() []*FieldError {
 	if l.FullRun <= 0 {
 		bad("limits.full_run", "required: the wall-clock limit of a full run, like 10m")
 	}
+	for _, lim := range []struct {
+		key string
+		d   Duration
+	}{{"limits.fast_check", l.FastCheck}, {"limits.full_run", l.FullRun}, {"limits.full_run_max", l.FullRunMax}, {"limits.compile_budget", l.CompileBudget}, {"verification.validation_allowance", s.Verification.ValidationAllowance}} {
+		if lim.d > MaxLimit {
+			bad(lim.key, "%v: at most %v", lim.d.D(), MaxLimit.D())
+		}
+	}
 	if l.FastCheck < 0 {
 		bad("limits.fast_check", "must be positive")
 	}
 	if l.CompileBudget < 0 {
 		bad("limits.compile_budget", "must be positive")
 	}
-	if l.FastSteps < 1 {
-		bad("limits.fast_steps", "%d: must be at least 1", l.FastSteps)
+	if l.FastSteps < 1 || l.FastSteps > 10000 {
+		bad("limits.fast_steps", "%d: must be between 1 and 10000: the fast check is a few steps", l.FastSteps)
 	}
 	if l.FastValTokens < 0 || (l.FastValTokens > 0 && d.ValSeqLen > 0 && l.FastValTokens%int64(d.ValSeqLen) != 0) {
 		bad("limits.fast_val_tokens", "%d: must be a positive multiple of val_seq_len (%d), or 0 for one batch", l.FastValTokens, d.ValSeqLen)
 	}
-	if l.MaxTasks < 16 {
-		bad("limits.max_tasks", "%d: must be at least 16 (it counts threads too: PyTorch starts several)", l.MaxTasks)
+	if l.MaxTasks < 16 || l.MaxTasks > 1<<22 {
+		bad("limits.max_tasks", "%d: must be between 16 (it counts threads too: PyTorch starts several) and 4194304 (the kernel's own limit)", l.MaxTasks)
 	}
 	if l.FullRunMax < l.FullRun {
 		bad("limits.full_run_max", "%v: must be at least full_run (%v)", l.FullRunMax, l.FullRun)
@@ -268,16 +332,19 @@ func (s *Spec) validate() []*FieldError {
 	default:
 		bad("hardware.device", "%q: use cpu or cuda", h.Device)
 	}
-	if h.Threads < 0 {
-		bad("hardware.threads", "%d: must be 0 (torch's default) or positive", h.Threads)
+	if h.Threads < 0 || h.Threads > MaxThreads {
+		bad("hardware.threads", "%d: must be 0 (torch's default) or a number of threads up to %d", h.Threads, MaxThreads)
+	}
+	if h.GPUs > MaxGPUs {
+		bad("hardware.gpus", "%d: at most %d GPUs on a node", h.GPUs, MaxGPUs)
 	}
 	if !(h.ReferenceStepMs >= 0) || math.IsInf(h.ReferenceStepMs, 0) {
 		bad("hardware.reference_step_ms", "%v: want the reference's milliseconds per step on the calibration machine (0: not given)", h.ReferenceStepMs)
 	}
 
 	v := &s.Verification
-	if v.Repeats < 1 {
-		bad("verification.repeats", "%d: must be at least 1", v.Repeats)
+	if v.Repeats < 1 || v.Repeats > 1000 {
+		bad("verification.repeats", "%d: must be between 1 and 1000", v.Repeats)
 	}
 	if !(v.Alpha > 0 && v.Alpha < 0.5) {
 		bad("verification.alpha", "%v: must be between 0 and 0.5, like 0.01", v.Alpha)

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Registry finds tracks: built-in ones in an fs.FS (one folder per track,
@@ -25,21 +28,57 @@ func NewRegistry(builtin fs.FS, dirs ...string) *Registry {
 	return &Registry{builtin: builtin, dirs: dirs}
 }
 
-// files returns the folder a spec's files are read from.
-func (s *Spec) files() fs.FS {
-	if s.fsys != nil {
-		return s.fsys
-	}
-	return os.DirFS(s.Dir)
-}
+// MaxFileBytes bounds a file of a track that frontier reads (the
+// reference program, a README): the speedrun's longest records are tens
+// of kilobytes.
+const MaxFileBytes = 1 << 20
 
-// ReadFile reads a file of the track (the reference program, a README).
+// ReadFile reads a file of the track (the reference program, a README):
+// a regular file inside the track's folder, of at most MaxFileBytes. A
+// symbolic link that leads out of the folder, a device and a named pipe
+// are refused: a track folder may come from anyone, and what it names is
+// printed, stored and run.
 func (s *Spec) ReadFile(name string) ([]byte, error) {
-	b, err := fs.ReadFile(s.files(), path.Clean(filepath.ToSlash(name)))
+	b, err := s.read(name)
 	if err != nil {
 		return nil, fmt.Errorf("track %s: read %s: %w", s.Name, name, err)
 	}
 	return b, nil
+}
+
+func (s *Spec) read(name string) ([]byte, error) {
+	clean := path.Clean(filepath.ToSlash(name))
+	if s.fsys == nil {
+		return readInside(s.Dir, filepath.FromSlash(clean), MaxFileBytes)
+	}
+	b, err := fs.ReadFile(s.fsys, clean)
+	if err == nil && len(b) > MaxFileBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", clean, MaxFileBytes)
+	}
+	return b, err
+}
+
+// readInside reads name, a regular file of at most limit bytes that lies
+// inside dir (symbolic links are followed only while they stay inside).
+// Opening never waits: a named pipe is refused, not read.
+func readInside(dir, name string, limit int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+			// os.Root's refusal of a path that leaves the folder (through
+			// "..", an absolute symbolic link, ...) says only "path
+			// escapes from parent".
+			return nil, fmt.Errorf("%w (a track's files must lie inside its folder %s)", err, dir)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return yamlfile.ReadRegular(f, name, limit)
 }
 
 // ReferenceSource returns the reference program's source.
@@ -57,12 +96,12 @@ func (s *Spec) Location() string {
 // reference program exists.
 func LoadDir(dir string) (*Spec, error) {
 	specPath := filepath.Join(dir, SpecFile)
-	b, err := os.ReadFile(specPath)
+	b, err := readInside(dir, SpecFile, yamlfile.MaxBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not a track folder: it has no %s", dir, SpecFile)
 		}
-		return nil, fmt.Errorf("read track spec: %w", err)
+		return nil, fmt.Errorf("read track spec %s: %w", specPath, err)
 	}
 	s, err := Parse(specPath, b)
 	if err != nil {
@@ -80,6 +119,9 @@ func loadFS(fsys fs.FS, dir string) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read built-in track %s: %w", dir, err)
 	}
+	if len(b) > yamlfile.MaxBytes {
+		return nil, fmt.Errorf("built-in track %s: %s is larger than %d bytes", dir, SpecFile, yamlfile.MaxBytes)
+	}
 	s, err := Parse("built-in "+path.Join(dir, SpecFile), b)
 	if err != nil {
 		return nil, err
@@ -96,9 +138,12 @@ func loadFS(fsys fs.FS, dir string) (*Spec, error) {
 }
 
 func (s *Spec) checkFiles() error {
-	src, err := s.ReferenceSource()
-	if err != nil {
+	src, err := s.read(s.Reference)
+	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("track %s: the reference program %s is missing: %w", s.Name, s.Reference, err)
+	}
+	if err != nil {
+		return fmt.Errorf("track %s: the reference program %s cannot be read: %w", s.Name, s.Reference, err)
 	}
 	if len(strings.TrimSpace(string(src))) == 0 {
 		return fmt.Errorf("track %s: the reference program %s is empty", s.Name, s.Reference)

@@ -135,10 +135,10 @@ type Verification struct {
 	// MaxValidationTokenCost, MaxValidationShare and ValidationAllowance
 	// bound the validations the judge runs outside the clock (on
 	// designated steps, and the final one): a validation token may cost at
-	// most this many training tokens (default 3; a forward pass costs about
-	// a third of one), all of them together at most this share of the
-	// train time (default 1), and never less than the allowance (default
-	// 5s). More is computation the clock does not see (rule
+	// most this many training tokens (default 6; a forward pass costs about
+	// a third of one, and a busy machine stretches the two unevenly), all
+	// of them together at most this share of the train time (default 1),
+	// and never less than the allowance (default 10s). More is computation the clock does not see (rule
 	// validation-cost). A negative share turns the bound off.
 	MaxValidationTokenCost float64  `yaml:"max_validation_token_cost"`
 	MaxValidationShare     float64  `yaml:"max_validation_share"`

@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func readGood(t *testing.T) []byte {
@@ -39,9 +42,13 @@ func TestParseErrors(t *testing.T) {
 		src  string
 		want []string // substrings of the error
 	}{
-		{"unknown key", strings.Replace(good, "  vocab_size: 256", "  vocab_size: 256\n  vocab: 12", 1), []string{"vocab", "unknown field"}},
+		{"unknown key", strings.Replace(good, "  vocab_size: 256", "  vocab_size: 256\n  vocab: 12", 1), []string{"track.yaml:9:3: data.vocab: unknown key"}},
 		{"wrong type", strings.Replace(good, "val_tokens: 4096", "val_tokens: many", 1), []string{"val_tokens"}},
-		{"bad duration", strings.Replace(good, "full_run: 5m", "full_run: five", 1), []string{"five", "90s or 5m"}},
+		{"bad duration", strings.Replace(good, "full_run: 5m", "full_run: five", 1), []string{`track.yaml:19:13: limits.full_run: invalid duration "five"`, "90s, 5m"}},
+		{"long duration", strings.Replace(good, "full_run: 5m", "full_run: 10000000h", 1), []string{`track.yaml:19:13: limits.full_run: "10000000h" is too long: the longest duration is 2562047h47m16s`}},
+		{"large size", strings.Replace(good, "full_run: 5m", "full_run: 5m\n  disk: 1e30GiB", 1), []string{`track.yaml:20:9: limits.disk: size "1e30GiB" is too large`}},
+		{"bad size", strings.Replace(good, "full_run: 5m", "full_run: 5m\n  memory: NaN", 1), []string{`track.yaml:20:11: limits.memory: invalid size "NaN"`}},
+		{"fraction", strings.Replace(good, "telemetry:\n", "telemetry:\n  top_k: 15.9\n", 1), []string{"track.yaml:22:10: telemetry.top_k: 15.9: want a whole number"}},
 		{"not a multiple", strings.Replace(good, "val_tokens: 4096", "val_tokens: 4000", 1), []string{"track.yaml:10:15: data.val_tokens", "multiple of val_seq_len"}},
 		{"bos out of range", strings.Replace(good, "bos_id: 255", "bos_id: 300", 1), []string{"track.yaml:9:11: data.bos_id"}},
 		{"bad hash", strings.Replace(good, "sha256: \"00000000000000000000000000000000000000000000000000000000000000aa\"", "sha256: abc", 1), []string{"data.shards[0].sha256", "64 lower-case hex"}},
@@ -52,6 +59,16 @@ func TestParseErrors(t *testing.T) {
 		{"several errors", strings.Replace(strings.Replace(good, "bos_id: 255", "bos_id: 300", 1), "full_run: 5m", "full_run: 0s", 1), []string{"data.bos_id", "limits.full_run"}},
 		{"max noise", good + "verification:\n  max_noise: -0.1\n", []string{"verification.max_noise", "-0.1", "[0, 1)"}},
 		{"empty", "", []string{"empty"}},
+		// Values that were accepted and should not be.
+		{"threads", strings.Replace(good, "threads: 2", "threads: 100000", 1), []string{"track.yaml:25:12: hardware.threads: 100000"}},
+		{"train outside", strings.Replace(good, "train: tiny_train_*.bin", "train: ../../../../etc/*", 1), []string{"track.yaml:6:10: data.train", "without slashes"}},
+		{"bad glob", strings.Replace(good, "train: tiny_train_*.bin", "train: tiny_[", 1), []string{"data.train", "not a valid pattern"}},
+		{"val folder", strings.Replace(good, "val: tiny_val_000000.bin", `val: ".."`, 1), []string{"data.val", "not a folder"}},
+		{"shard folder", strings.Replace(good, "- file: tiny_val_000000.bin", `- file: ".."`, 1), []string{"track.yaml:13:13: data.shards[0].file", "not a folder"}},
+		{"builtin elsewhere", strings.Replace(good, "builtin: tiny", "builtin: tiny\n  dir: /tmp/elsewhere", 1), []string{"track.yaml:6:8: data.dir", "under its data root"}},
+		{"dir escapes", strings.Replace(good, "builtin: tiny", "builtin: tiny\n  dir: ../../x", 1), []string{"data.dir", "without '..'"}},
+		{"long limit", strings.Replace(good, "full_run: 5m", "full_run: 2000000h", 1), []string{"limits.full_run: 2000000h0m0s: at most 168h0m0s"}},
+		{"gpus", strings.Replace(good, "device: cpu", "device: cuda\n  gpus: 1000", 1), []string{"hardware.gpus", "at most 64"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -113,6 +130,83 @@ func TestRegistry(t *testing.T) {
 	specs, err = r.List()
 	if err == nil || !strings.Contains(err.Error(), "same name") || len(specs) != 1 {
 		t.Fatalf("clash: %v, %d specs", err, len(specs))
+	}
+}
+
+// A track folder may come from anyone: its files are read only when they
+// are regular files inside it, of bounded size, and reading never waits.
+func TestHostileTrackFiles(t *testing.T) {
+	cases := map[string]struct {
+		make func(t *testing.T, dir string)
+		want string
+	}{
+		"reference links out": {func(t *testing.T, dir string) {
+			os.Symlink("/etc/passwd", filepath.Join(dir, "train.py"))
+		}, "path escapes from parent"},
+		"reference links to a device": {func(t *testing.T, dir string) {
+			os.Symlink("/dev/zero", filepath.Join(dir, "train.py"))
+		}, "path escapes"},
+		"reference is a device": {func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "track.yaml"), []byte(strings.Replace(string(readGood(t)), "reference: train.py", "reference: dev", 1)), 0o600)
+			if err := syscall.Mknod(filepath.Join(dir, "dev"), syscall.S_IFCHR|0o600, int(unix.Mkdev(1, 5))); err != nil {
+				t.Skip("cannot make a device here:", err)
+			}
+		}, "a character device, not a regular file"},
+		"reference is a named pipe": {func(t *testing.T, dir string) {
+			mkfifo(t, filepath.Join(dir, "train.py"))
+		}, "a named pipe, not a regular file"},
+		"spec is a named pipe": {func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "track.yaml"))
+			mkfifo(t, filepath.Join(dir, "track.yaml"))
+		}, "a named pipe, not a regular file"},
+		"spec links out": {func(t *testing.T, dir string) {
+			other := t.TempDir()
+			os.WriteFile(filepath.Join(other, "track.yaml"), readGood(t), 0o600)
+			os.Remove(filepath.Join(dir, "track.yaml"))
+			os.Symlink(filepath.Join(other, "track.yaml"), filepath.Join(dir, "track.yaml"))
+		}, "path escapes"},
+		"reference too large": {func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "train.py"), make([]byte, MaxFileBytes+1), 0o600)
+		}, "more than the 1024 KiB"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			user := t.TempDir()
+			dir := filepath.Join(user, "hostile")
+			os.Mkdir(dir, 0o700)
+			os.WriteFile(filepath.Join(dir, "track.yaml"), readGood(t), 0o600)
+			c.make(t, dir)
+			done := make(chan error, 1)
+			go func() {
+				// Listing reads every track, as every command that names
+				// one does.
+				_, err := NewRegistry(nil, user).List()
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("List = %v, want an error with %q", err, c.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("listing the tracks hangs")
+			}
+		})
+	}
+	// A link that stays inside the folder is fine.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "track.yaml"), readGood(t), 0o600)
+	os.WriteFile(filepath.Join(dir, "real.py"), []byte("print(1)\n"), 0o600)
+	os.Symlink("real.py", filepath.Join(dir, "train.py"))
+	if _, err := LoadDir(dir); err != nil {
+		t.Errorf("a link inside the folder: %v", err)
+	}
+}
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
 	}
 }
 

@@ -448,7 +448,7 @@ func valData(c *checker) {
 			}
 		case cl.callee.known && slices.Contains(dataReaders, p):
 			a := cl.arg(0, "file")
-			if a == nil {
+			if a == nil || createsAnew(cl, p) {
 				break
 			}
 			for _, pl := range pathLiterals(c.p, cl.st, a.toks) {
@@ -653,6 +653,28 @@ func writeOutside(c *checker) {
 			}
 		}
 	}
+}
+
+// createsAnew reports whether a call to the data reader p opens its file
+// only to write it from scratch, so that it reads nothing that was there:
+// open(name, "wb") of a file in the program's own folder is a write
+// (write-outside judges where), not a read of data the track did not
+// give. An append, "+", "r" or a mode the rule cannot read may read.
+func createsAnew(cl *call, p string) bool {
+	var mode *arg
+	switch p {
+	case "builtins.open", "io.open", "codecs.open":
+		mode = cl.arg(1, "mode")
+	case "numpy.memmap":
+		mode = cl.arg(2, "mode")
+	default:
+		return false
+	}
+	if mode == nil {
+		return false
+	}
+	v, ok := literal(mode.toks)
+	return ok && strings.ContainsAny(v, "wx")
 }
 
 // writeMode reports whether an open mode argument may write: a literal

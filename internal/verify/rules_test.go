@@ -95,6 +95,13 @@ func TestValData(t *testing.T) {
 		{"inherited descriptor", "import os\nhead = os.pread(fd, 12, 0)\n", 2, "os.pread"},
 		{"proc fd", "import os\nfds = os.listdir('/proc/self/fd')\n", 2, "/proc/self/fd"},
 		{"literal data path", "import numpy as np\nx = np.memmap('/data/fineweb10B/shard.bin')\n", 2, "did not give"},
+		// Writing a file of its own is not reading data (the issue's
+		// false positive); reading it back, appending to it or an unknown
+		// mode still count.
+		{"writing its own .bin", "import numpy as np\nwith open('x.bin', 'wb') as f:\n    f.write(b'')\nopen(file='y.bin', mode='xb')\nm = np.memmap('z.bin', np.uint8, 'w+', shape=(4,))\n", 0, ""},
+		{"reading its own .bin", "with open('x.bin', 'rb') as f:\n    pass\n", 1, "did not give"},
+		{"appending reads", "open('x.bin', 'ab+')\n", 1, "did not give"},
+		{"unknown mode", "open('x.bin', mode)\n", 1, "did not give"},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,16 +62,24 @@ func DecodeError(file string, src []byte, err error) error {
 // keyOnLine returns the mapping key that line n (1-based) of src starts
 // with, or "".
 func keyOnLine(src []byte, n int) string {
-	lines := strings.Split(string(src), "\n")
-	if n < 1 || n > len(lines) {
+	if n < 1 {
 		return ""
 	}
-	l := strings.TrimLeft(strings.TrimSpace(lines[n-1]), "- ")
-	key, _, ok := strings.Cut(l, ":")
-	if !ok || strings.ContainsAny(key, " {}[]\"'") {
+	// Walk to line n without splitting src: the file may be large.
+	for ; n > 1; n-- {
+		i := bytes.IndexByte(src, '\n')
+		if i < 0 {
+			return ""
+		}
+		src = src[i+1:]
+	}
+	line, _, _ := bytes.Cut(src, []byte("\n"))
+	l := bytes.TrimLeft(bytes.TrimSpace(line), "- ")
+	key, _, ok := bytes.Cut(l, []byte(":"))
+	if !ok || bytes.ContainsAny(key, " {}[]\"'") || len(key) > 200 {
 		return ""
 	}
-	return key
+	return string(key)
 }
 
 // Join returns errs as one error, one per line; nil when there are none.
@@ -120,12 +129,14 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
-// UnknownKeys returns every key of src that v (a pointer to the struct the
-// file decodes into) has no field for, in the order they appear. Fields
-// are matched by their yaml tags; a map takes any key; a type that
-// unmarshals itself from text is a leaf. A file that does not parse gives
-// no unknown keys: decoding it reports the syntax error.
-func UnknownKeys(file string, src []byte, v any) []*Error {
+// Inspect returns, in the order they appear, every key of src that v (a
+// pointer to the struct the file decodes into) has no field for, and every
+// number with a fraction written for a whole-number field (the decoder
+// would drop the fraction: top_k: 15.9 would be 15). Fields are matched by
+// their yaml tags; a map takes any key; a type that unmarshals itself from
+// text is a leaf. A file that does not parse gives no errors: decoding it
+// reports the syntax error. Call Check first: this walks the whole file.
+func Inspect(file string, src []byte, v any) []*Error {
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		return nil
@@ -143,10 +154,20 @@ func walk(file string, n ast.Node, t reflect.Type, path string, errs *[]*Error) 
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n == nil || t == nil || reflect.PointerTo(t).Implements(textUnmarshaler) {
+	if n == nil || t == nil {
+		return
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		textValue(file, n, t, path, errs)
 		return
 	}
 	switch x := n.(type) {
+	case *ast.FloatNode:
+		if isWhole(t) && x.Value != math.Trunc(x.Value) {
+			pos := x.GetToken().Position
+			*errs = append(*errs, &Error{File: file, Line: pos.Line, Column: pos.Column, Path: path,
+				Msg: fmt.Sprintf("%s: want a whole number", x.GetToken().Value)})
+		}
 	case *ast.AnchorNode:
 		walk(file, x.Value, t, path, errs)
 	case *ast.TagNode:
@@ -165,6 +186,37 @@ func walk(file string, n ast.Node, t reflect.Type, path string, errs *[]*Error) 
 			walk(file, el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
 		}
 	}
+}
+
+// textValue decodes a scalar into a type that reads itself from text (a
+// duration, a size) the way the decoder will, so that an invalid value is
+// reported with its line, column and key (the decoder's own error has
+// neither) and every such value is, not the first.
+func textValue(file string, n ast.Node, t reflect.Type, path string, errs *[]*Error) {
+	var text string
+	switch x := n.(type) {
+	case *ast.StringNode:
+		text = x.Value
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		text = x.GetToken().Value
+	default:
+		return // null, or not a scalar: the decoder says what is wrong
+	}
+	u := reflect.New(t).Interface().(encoding.TextUnmarshaler)
+	if err := u.UnmarshalText([]byte(text)); err != nil {
+		pos := n.GetToken().Position
+		*errs = append(*errs, &Error{File: file, Line: pos.Line, Column: pos.Column, Path: path, Msg: err.Error()})
+	}
+}
+
+// isWhole says whether t holds whole numbers only.
+func isWhole(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func walkEntry(file string, mv *ast.MappingValueNode, t reflect.Type, path string, errs *[]*Error) {

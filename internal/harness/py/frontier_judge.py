@@ -106,8 +106,9 @@ class Telemetry:
         self.advisory = 0
 
     def write(self, event, fields):
-        obj = {"event": event, "t_ms": round((now() - self.t0) * 1000.0, 3)}
-        obj.update(fields)
+        obj = dict(fields)
+        # Set last: fields a program reported cannot name another event.
+        obj["event"], obj["t_ms"] = event, round((now() - self.t0) * 1000.0, 3)
         data = (json.dumps(clean(obj), allow_nan=False, separators=(",", ":")) + "\n").encode()
         while data:
             try:
@@ -117,15 +118,30 @@ class Telemetry:
             data = data[n:]
 
     def program(self, event, fields):
-        """An event the program reported (sections, top ops, memory,
-        warnings): kept as telemetry, never as evidence, and capped."""
+        """An event the program reported (run facts, sections, top ops,
+        memory, warnings): only the keys its kind has, kept as telemetry,
+        never as evidence, marked as the program's, and capped."""
+        keep = PROGRAM_KEYS[event]
+        fields = {k: v for k, v in fields.items() if k in keep}
         size = len(json.dumps(clean(fields)))
         if self.advisory + size > MAX_ADVISORY_BYTES:
             return False
         self.advisory += size
-        fields = dict(fields, source="program")
+        fields["source"] = "program"
         self.write(event, fields)
         return True
+
+
+# The keys of the events a program reports; everything else it sends is
+# dropped.
+PROGRAM_KEYS = {
+    "run_start": {"mode", "python", "torch", "numpy", "device", "threads", "blas", "fingerprint", "pid", "world_size",
+                  "telemetry_level", "judge_pid"},
+    "sections": {"sections"},
+    "top_ops": {"kind", "steps", "ops"},
+    "memory": {"peak_rss_mb", "cuda_allocated_mb", "cuda_reserved_mb"},
+    "warning": {"code", "message"},
+}
 
 
 # ---------------------------------------------------------------------------
@@ -800,7 +816,8 @@ class Judge:
                         "the model that started the clock was already fitted to data: at fh.train_begin() it scores "
                         "a loss of %.4f on unscored text, and an untrained model scores about ln(%d) = %.4f (the limit "
                         "is %.4f). Statistics counted from data, or weights loaded or trained, before fh.train_begin() "
-                        "are untimed training" % (loss, self.V, math.log(self.V), self.min_initial))
+                        "are untimed training; and logits_fn must answer this call with a plain forward pass, not "
+                        "learn from the batch it is given" % (loss, self.V, math.log(self.V), self.min_initial))
         self.go(c)
 
     def end_pass(self, p):

@@ -171,8 +171,9 @@ func (s *Set) build(m llm.Model) (llm.Client, error) {
 	}
 	c = &llm.Retrier{Next: c, Policy: retry, Log: s.log, Sleep: s.opts.Sleep}
 	c = &llm.Meter{Next: c, Prices: s.prices, Provider: m.Spec.Provider, Model: m.Spec.Model, Name: m.Name, Log: s.log}
-	c = s.budget.Wrap(c)
-	if _, known := s.prices.Lookup(m.Spec.Provider, m.Spec.Model); !known && s.cfg.Budget.MaxUSD > 0 {
+	price, known := s.prices.Lookup(m.Spec.Provider, m.Spec.Model)
+	c = s.budget.WrapWorst(c, llm.WorstCase(price, known))
+	if !known && s.cfg.Budget.MaxUSD > 0 {
 		s.log.Warn("no price is known for this model, so llm.budget.max_usd does not see what it costs; add it under llm.prices",
 			"model", m.Name, "key", m.Spec.Provider+"/"+m.Spec.Model)
 	}

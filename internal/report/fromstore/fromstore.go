@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,7 @@ type Store interface {
 	Evaluation(ctx context.Context, id int64) (*store.Evaluation, error)
 	Program(ctx context.Context, hash string) ([]byte, error)
 	Telemetry(ctx context.Context, evaluationID int64) ([]byte, error)
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 }
 
 // Load reads run ref (an id or a name) from st. A run that is still going
@@ -66,6 +68,7 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 		StopReason:    run.StopReason,
 		StopDetail:    run.StopDetail,
 		Objective:     run.Objective,
+		Sessions:      run.Sessions,
 	}}
 	for _, m := range models {
 		d.Run.Models = append(d.Run.Models, m.Name)
@@ -93,14 +96,34 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 		}
 	}
 
-	var best *store.Child
 	for _, c := range children {
 		if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 			continue
 		}
 		d.Programs = append(d.Programs, program(c, byID))
-		if c.Verdict == runs.Acceptable && (best == nil || better(run.Objective, c, best)) {
-			best = c
+	}
+	stored, err := st.Confirmations(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	claims := make([]runs.Claim, len(stored))
+	for i, c := range stored {
+		claims[i] = c.Claim
+		d.Claims = append(d.Claims, claim(c.Claim))
+	}
+	// The record, as the engine and runs show read it: the best program is
+	// the record's, the reference when no claim was confirmed.
+	var best *store.Child
+	var refOut runs.Outcome
+	if ref0 != nil && ref0.State == runs.Done {
+		refOut = ref0.Outcome()
+	}
+	if rec := runs.RecordOf(claims, refOut); rec.ID != 0 && byID[rec.ID] != nil {
+		best = byID[rec.ID]
+		d.Record = &report.Record{ID: rec.ID, Reference: rec.Claim == nil, TrainTimeMs: rec.Ms,
+			Evidence: "the reference: no claim to beat it was confirmed"}
+		if rec.Claim != nil {
+			d.Record.Evidence = rec.Claim.Evidence()
 		}
 	}
 
@@ -120,13 +143,22 @@ func program(c *store.Child, byID map[int64]*store.Child) report.Program {
 	if reason == "" && c.Error != "" {
 		reason, _, _ = strings.Cut(strings.TrimSpace(c.Error), "\n")
 	}
-	return report.Program{
+	p := report.Program{
 		ID: c.ID, Hash: c.ProgramHash, Iteration: c.Iteration, Island: c.Island, ParentID: original(c.ParentID, byID),
 		Model: c.Model, Stage: string(c.Stage), Verdict: string(c.Verdict), Reason: reason,
 		ValLoss: c.ValLoss, TrainTimeMs: c.TrainTimeMs, StepAvgMs: c.StepAvgMs, Score: c.Score,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.CostUSD, FixAttempts: c.FixAttempts,
 		Duplicate: c.Verdict == runs.Duplicate, CreatedAt: c.CreatedAt,
 	}
+	if !c.Origin.IsCopy() {
+		p.SourceID = c.SourceID
+	}
+	// A child the fix loop repaired reached its full run through a fix:
+	// its stage is "fix", and the stage of its first prompt is kept.
+	if c.FixAttempts > 0 && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+		p.PromptStage, p.Stage = p.Stage, report.StageFix
+	}
+	return p
 }
 
 // original follows copies (seeds, migrants) back to the program they copy,
@@ -149,14 +181,25 @@ func original(id int64, byID map[int64]*store.Child) int64 {
 	return id
 }
 
-// better ranks acceptable children by the run's objective (lower is
-// better), the older one first on a tie: the engine's own order.
-func better(objective string, a, b *store.Child) bool {
-	va, vb := runs.ObjectiveValue(objective, a.Outcome()), runs.ObjectiveValue(objective, b.Outcome())
-	if va != vb {
-		return va < vb
+// claim maps a stored claim to the report's: unknown numbers are left
+// out (encoding/json has no NaN).
+func claim(c runs.Claim) report.Claim {
+	opt := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
 	}
-	return a.ID < b.ID
+	val := func(x float64) float64 {
+		if runs.Measured(x) {
+			return x
+		}
+		return 0
+	}
+	return report.Claim{ID: c.ID, ChildID: c.ChildID, BaselineID: c.BaselineID, Method: string(c.Method), State: string(c.State),
+		Source: c.Source, Pairs: c.Pairs, Alpha: c.Alpha, SingleMs: val(c.SingleMs), TimeMs: val(c.TimeMs), BaselineMs: val(c.BaselineMs),
+		Speedup: opt(c.Speedup), SpeedupLo: opt(c.SpeedupLo), SpeedupHi: opt(c.SpeedupHi), TimeP: opt(c.TimeP), LossP: opt(c.LossP),
+		Evidence: c.Evidence(), Reason: c.Reason}
 }
 
 // metaPromptFrom is the first iteration that used meta-prompting; for a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -117,15 +118,34 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 				return err
 			}
 		}
-		return nil
+		// #first measured faster once; its series did not confirm it.
+		return tx.InsertConfirmation(&store.Confirmation{RunID: f.run.ID, Claim: runs.Claim{ChildID: f.first.ID, BaselineID: f.ref.ID,
+			Method: runs.MethodSeries, State: runs.ClaimRejected, Pairs: 5, Alpha: 0.01, SingleMs: 19_000, TimeMs: 19_900,
+			BaselineMs: 20_000, TimeSD: 300, BaselineSD: 250, Speedup: 0.005, SpeedupLo: -0.02, SpeedupHi: 0.03, TimeP: 0.3,
+			LossP: 0.001, NoiseCV: math.NaN(), LossSD: 0.002, LossMean: 3.98, Reason: "the time is not significantly under the baseline's"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
+// confirm records a confirmed series for #fast: it becomes the record.
+func (f *fixture) confirm(t *testing.T) {
+	t.Helper()
+	err := f.st.RunInTx(context.Background(), func(tx *store.RunTx) error {
+		return tx.InsertConfirmation(&store.Confirmation{RunID: f.run.ID, Claim: runs.Claim{ChildID: f.fast.ID, BaselineID: f.ref.ID,
+			Method: runs.MethodSeries, State: runs.ClaimConfirmed, Pairs: 5, Alpha: 0.01, SingleMs: 17_000, TimeMs: 17_200,
+			BaselineMs: 20_050, TimeSD: 200, BaselineSD: 250, Speedup: 0.142, SpeedupLo: 0.12, SpeedupHi: 0.16, TimeP: 1e-5,
+			LossP: 0.004, NoiseCV: math.NaN(), LossSD: 0.002, LossMean: 3.99}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	f := newFixture(t, runs.ObjectiveScore, 2)
+	f.confirm(t)
 	d, err := Load(context.Background(), f.st, "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +176,9 @@ func TestLoad(t *testing.T) {
 	if fast.ParentID != f.first.ID {
 		t.Errorf("the child of a migrant has parent %d, want the migrant's original #%d", fast.ParentID, f.first.ID)
 	}
-	if fast.Stage != "meta" || fast.Model != "m2" || fast.FixAttempts != 1 || fast.CostUSD != 0.05 || fast.Island != 1 {
+	// It reached its full run after a fix: stage fix, first prompted by a
+	// meta idea.
+	if fast.Stage != "fix" || fast.PromptStage != "meta" || fast.Model != "m2" || fast.FixAttempts != 1 || fast.CostUSD != 0.05 || fast.Island != 1 {
 		t.Errorf("fast child = %+v", fast)
 	}
 	var failed, dup, pending report.Program
@@ -180,7 +202,14 @@ func TestLoad(t *testing.T) {
 		t.Errorf("pending child = %+v", pending)
 	}
 
-	// Best by score: the fast child (94 × 3.995 < 97 × 3.90 and 95 × 3.98).
+	// The best program is the record: the confirmed claim's.
+	if d.Record == nil || d.Record.ID != f.fast.ID || d.Record.Reference || d.Record.TrainTimeMs != 17_200 ||
+		!strings.Contains(d.Record.Evidence, "confirmed in alternation, n = 5 each") {
+		t.Errorf("record = %+v", d.Record)
+	}
+	if len(d.Claims) != 2 || d.Claims[0].State != "rejected" || d.Claims[0].TimeP == nil || *d.Claims[0].TimeP != 0.3 || d.Claims[1].State != "confirmed" {
+		t.Errorf("claims = %+v", d.Claims)
+	}
 	b := d.Best
 	if b == nil || b.Program.ID != f.fast.ID {
 		t.Fatalf("best = %+v, want #%d", b, f.fast.ID)
@@ -205,21 +234,21 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-func TestLoadObjectives(t *testing.T) {
-	for objective, want := range map[string]func(f *fixture) int64{
-		runs.ObjectiveTime: func(f *fixture) int64 { return f.fast.ID },
-		runs.ObjectiveLoss: func(f *fixture) int64 { return f.lowLoss.ID },
-	} {
+// Without a confirmed claim the record is still the reference, whatever
+// ranks first by the objective, and the report's best program is the
+// reference: what runs best writes.
+func TestLoadRecord(t *testing.T) {
+	for _, objective := range []string{runs.ObjectiveScore, runs.ObjectiveTime, runs.ObjectiveLoss} {
 		f := newFixture(t, objective, 2)
 		d, err := Load(context.Background(), f.st, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Best == nil || d.Best.Program.ID != want(f) {
-			t.Errorf("objective %s: best = %+v, want #%d", objective, d.Best, want(f))
+		if d.Record == nil || !d.Record.Reference || d.Record.ID != f.ref.ID || d.Record.TrainTimeMs != 20_000 {
+			t.Errorf("objective %s: record = %+v, want the reference", objective, d.Record)
 		}
-		if objective == runs.ObjectiveLoss && (len(d.Best.Sections) != 0 || d.Best.ReferenceSource != refSrc) {
-			t.Errorf("a best without telemetry: %+v", d.Best)
+		if d.Best == nil || d.Best.Program.ID != f.ref.ID || len(d.Best.Sections) != 2 {
+			t.Errorf("objective %s: best = %+v, want the reference with its telemetry", objective, d.Best)
 		}
 	}
 }

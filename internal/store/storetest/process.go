@@ -11,8 +11,12 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// helperEnv names the database a helper process writes to.
-const helperEnv = "FRONTIER_STORETEST_HELPER"
+// helperEnv names the database a helper process writes to;
+// orphanEnv, the database a helper leaves an evaluation running in.
+const (
+	helperEnv = "FRONTIER_STORETEST_HELPER"
+	orphanEnv = "FRONTIER_STORETEST_ORPHAN"
+)
 
 // perProcess is how many evaluations and children each process writes.
 const perProcess = 25
@@ -21,6 +25,14 @@ const perProcess = 25
 // this process is one; otherwise it returns at once. Call it first in
 // TestMain, with the same open function as Processes.
 func HelperMain(open func(ctx context.Context, name string) (Store, error)) {
+	if name := os.Getenv(orphanEnv); name != "" {
+		if err := leaveRunning(context.Background(), open, name); err != nil {
+			fmt.Fprintln(os.Stderr, "storetest helper:", err)
+			os.Exit(1)
+		}
+		// Gone without finishing it, as a process killed with -9 is.
+		os.Exit(0)
+	}
 	name := os.Getenv(helperEnv)
 	if name == "" {
 		return
@@ -120,4 +132,58 @@ func writeShare(ctx context.Context, open func(ctx context.Context, name string)
 		}
 	}
 	return nil
+}
+
+// Orphans checks that an evaluation a process left running when it ended
+// (killed, or a failure before it recorded the outcome) is found by the
+// next process and marked interrupted, once, while the evaluations of live
+// processes (this one) are left alone.
+func Orphans(t *testing.T, name string, open func(ctx context.Context, name string) (Store, error)) {
+	ctx := context.Background()
+	s, err := open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := s.PutProgram(ctx, []byte("mine"), "")
+	must(t, err)
+	mine := &store.Evaluation{ProgramHash: h, Track: "tiny", TrackHash: "th"}
+	must(t, s.CreateEvaluation(ctx, mine))
+	if mine.Owner == "" {
+		t.Error("CreateEvaluation recorded no owner")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), orphanEnv+"="+name)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper process: %v\n%s", err, out)
+	}
+	orphans, err := s.InterruptOrphans(ctx)
+	must(t, err)
+	if len(orphans) != 1 || orphans[0].ID == mine.ID || orphans[0].Track != "orphan" {
+		t.Fatalf("InterruptOrphans = %v, want the helper's evaluation only", ids(orphans))
+	}
+	got, err := s.Evaluation(ctx, orphans[0].ID)
+	if err != nil || got.State != store.StateInterrupted || got.FinishedAt.IsZero() || got.Reason == "" {
+		t.Errorf("the orphan reads back as %+v (%v), want interrupted with a reason", got, err)
+	}
+	if got, err := s.Evaluation(ctx, mine.ID); err != nil || got.State != store.StateRunning {
+		t.Errorf("this process's evaluation reads back as %+v (%v), want running", got, err)
+	}
+	if again, err := s.InterruptOrphans(ctx); err != nil || len(again) != 0 {
+		t.Errorf("a second InterruptOrphans = %v, %v; want none", ids(again), err)
+	}
+}
+
+// leaveRunning is the helper's part of Orphans.
+func leaveRunning(ctx context.Context, open func(ctx context.Context, name string) (Store, error), name string) error {
+	s, err := open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	h, err := s.PutProgram(ctx, []byte("orphan"), "")
+	if err != nil {
+		return err
+	}
+	return s.CreateEvaluation(ctx, &store.Evaluation{ProgramHash: h, Track: "orphan", TrackHash: "th"})
 }

@@ -4,12 +4,13 @@
 // the call returns, a transaction is all or nothing and outlives a
 // canceled context, lists come back in their documented order, the
 // queries resume relies on (lost calls, interrupted and finished
-// evaluations) select exactly their rows, and two processes that write to
-// one database lose nothing.
+// evaluations) select exactly their rows, two processes that write to
+// one database lose nothing, and an evaluation a dead process left running
+// is found by the next.
 //
 // An implementation's test calls Run with a function that opens a fresh,
-// empty store, and Processes with one that opens a store by name, from
-// this process and from a helper process; its TestMain calls HelperMain
+// empty store, and Processes and Orphans with one that opens a store by
+// name, from this process and from a helper process; its TestMain calls HelperMain
 // first so that the helper process does its part and exits.
 package storetest
 
@@ -37,6 +38,8 @@ type Store interface {
 	Telemetry(ctx context.Context, id int64) ([]byte, error)
 	InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error
 	LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*store.Evaluation, error)
+	InterruptOrphans(ctx context.Context) ([]*store.Evaluation, error)
+	RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*store.Evaluation, error)
 
 	CreateRun(ctx context.Context, r *store.Run) error
 	Run(ctx context.Context, ref string) (*store.Run, error)
@@ -49,6 +52,7 @@ type Store interface {
 	Archive(ctx context.Context, runID int64) ([]int64, error)
 	RunEvents(ctx context.Context, runID int64, kind string) ([]*store.RunEvent, error)
 	AddRunEvent(ctx context.Context, e *store.RunEvent) error
+	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 
 	InsertLLMCall(ctx context.Context, c *store.LLMCall) error
 	FinishLLMCall(ctx context.Context, c *store.LLMCall) error

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -22,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Transactions", func(t *testing.T) { testTransactions(t, open(t)) })
 	t.Run("Members", func(t *testing.T) { testMembers(t, open(t)) })
 	t.Run("Calls", func(t *testing.T) { testCalls(t, open(t)) })
+	t.Run("Confirmations", func(t *testing.T) { testConfirmations(t, open(t)) })
 	t.Run("Bench", func(t *testing.T) { testBench(t, open(t)) })
 	t.Run("Calibrations", func(t *testing.T) { testCalibrations(t, open(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, open(t)) })
@@ -154,6 +157,9 @@ func testResumeQueries(t *testing.T, s Store) {
 	must(t, s.FinishEvaluation(ctx, fast, nil))
 	other := newEvaluation(t, s, "q", false)
 
+	if rs, err := s.RunningEvaluations(ctx, done.ProgramHash, since); err != nil || len(rs) != 1 || rs[0].ID != running.ID {
+		t.Errorf("RunningEvaluations = %v, %v; want only #%d (running, started since, this program)", ids(rs), err, running.ID)
+	}
 	got, err := s.LatestEvaluation(ctx, done.ProgramHash, false, since)
 	if err != nil || got.ID != done.ID {
 		t.Errorf("LatestEvaluation(full) = %v, %v; want #%d", got, err, done.ID)
@@ -178,7 +184,7 @@ func testResumeQueries(t *testing.T, s Store) {
 
 func newRun(t *testing.T, s Store, name string) *store.Run {
 	t.Helper()
-	r := &store.Run{Name: name, Track: "tiny", TrackHash: "th", TargetValLoss: 4.2, Seed: 7,
+	r := &store.Run{Name: name, Track: "tiny", TrackDir: "/tracks/tiny", TrackHash: "th", TargetValLoss: 4.2, Seed: 7,
 		Config: json.RawMessage(`{"islands":2}`), RNG: []byte{1, 2, 3}}
 	must(t, s.CreateRun(context.Background(), r))
 	return r
@@ -193,6 +199,12 @@ func testRuns(t *testing.T, s Store) {
 	if err := s.CreateRun(ctx, &store.Run{Name: "alpha", Track: "tiny"}); err == nil {
 		t.Error("a second run named alpha was created")
 	}
+	// A name that would break the tables it is printed in is refused.
+	for _, name := range []string{"two\nlines", "esc\x1b[31mred", "tab\there"} {
+		if err := s.CreateRun(ctx, &store.Run{Name: name, Track: "tiny"}); err == nil {
+			t.Errorf("a run named %q was created", name)
+		}
+	}
 	b := newRun(t, s, fmt.Sprint(a.ID)) // a name that reads as the other's id
 	for ref, want := range map[string]int64{"alpha": a.ID, fmt.Sprint(a.ID): a.ID, "#" + fmt.Sprint(b.ID): b.ID, " alpha ": a.ID} {
 		got, err := s.Run(ctx, ref)
@@ -205,7 +217,7 @@ func testRuns(t *testing.T, s Store) {
 	}
 	got, err := s.Run(ctx, "alpha")
 	if err != nil || got.Seed != 7 || string(got.Config) != `{"islands":2}` || string(got.Models) != "[]" ||
-		string(got.Bandit) != "{}" || string(got.RNG) != "\x01\x02\x03" || got.TargetValLoss != 4.2 {
+		string(got.Bandit) != "{}" || string(got.RNG) != "\x01\x02\x03" || got.TargetValLoss != 4.2 || got.TrackDir != "/tracks/tiny" {
 		t.Errorf("read back %+v, %v", got, err)
 	}
 	all, err := s.Runs(ctx)
@@ -214,11 +226,12 @@ func testRuns(t *testing.T, s Store) {
 	}
 	// UpdateRun writes every mutable field.
 	a.State, a.StopReason, a.StopDetail, a.Iterations, a.ActiveMs, a.Sessions = store.RunStopped, "iterations", "all done", 4, 1234, 2
-	a.FinishedAt, a.Name, a.Bandit = time.Now(), "alpha2", json.RawMessage(`{"m":1}`)
+	a.FinishedAt, a.Name, a.Bandit, a.TrackDir = time.Now(), "alpha2", json.RawMessage(`{"m":1}`), "/moved/tiny"
 	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateRun(a) }))
 	got, err = s.Run(ctx, "alpha2")
 	if err != nil || got.State != store.RunStopped || got.StopReason != "iterations" || got.Iterations != 4 ||
-		got.ActiveMs != 1234 || got.Sessions != 2 || got.FinishedAt.IsZero() || string(got.Bandit) != `{"m":1}` {
+		got.ActiveMs != 1234 || got.Sessions != 2 || got.FinishedAt.IsZero() || string(got.Bandit) != `{"m":1}` ||
+		got.TrackDir != "/moved/tiny" {
 		t.Errorf("updated run read back as %+v, %v", got, err)
 	}
 }
@@ -286,6 +299,7 @@ func testMembers(t *testing.T, s Store) {
 	kid.FixAttempts, kid.Verdict, kid.Reason, kid.Error = 2, "acceptable", "r", "e"
 	kid.FastEvaluationID, kid.EvaluationID, kid.ValLoss, kid.TrainTimeMs, kid.Score = ev.ID, ev.ID, 3.5, 900, 0
 	kid.Summary, kid.InputTokens, kid.OutputTokens, kid.CostUSD, kid.FinishedAt = "s", 10, 20, 0.5, time.Now()
+	kid.Stage, kid.Template = "template", "combine" // a meta-prompted child that fell back
 	var a1, a2 *store.Attempt
 	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
 		if err := tx.UpdateChild(kid); err != nil {
@@ -309,7 +323,7 @@ func testMembers(t *testing.T, s Store) {
 	got, err := s.Child(ctx, kid.ID)
 	if err != nil || got.State != "done" || got.ProgramHash != prog || got.FixAttempts != 2 || got.Verdict != "acceptable" ||
 		got.EvaluationID != ev.ID || got.ValLoss != 3.5 || got.Score != 0 || got.StepAvgMs != 0 || got.CostUSD != 0.5 ||
-		got.Seed != 1<<62 || got.Slot != 2 || got.ParentID != ref.ID || got.Template != "speed" || got.FinishedAt.IsZero() {
+		got.Seed != 1<<62 || got.Slot != 2 || got.ParentID != ref.ID || got.Template != "combine" || got.Stage != "template" || got.FinishedAt.IsZero() {
 		t.Errorf("child read back as %+v, %v", got, err)
 	}
 	if _, err := s.Child(ctx, kid.ID+100); !errors.Is(err, store.ErrNotFound) {
@@ -434,5 +448,50 @@ func testConcurrentWriters(t *testing.T, s Store) {
 	kids, _ := s.Children(ctx, r.ID)
 	if _, _, calls, _ := s.RunSpend(ctx, r.ID); len(kids) != workers*each || calls != workers*each {
 		t.Errorf("%d children and %d calls, want %d of each", len(kids), calls, workers*each)
+	}
+}
+
+// testConfirmations: claims are stored with every number, unknown numbers
+// (NaN) read back as NaN, an update writes the outcome, and a run's claims
+// come back in the order they were made.
+func testConfirmations(t *testing.T, s Store) {
+	ctx := context.Background()
+	r := newRun(t, s, "claims")
+	other := newRun(t, s, "other")
+	nan := math.NaN()
+	c := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 5, BaselineID: 1, Method: runs.MethodSeries,
+		State: runs.ClaimQueued, Pairs: 5, Alpha: 0.01, SingleMs: 700, TimeMs: 900, BaselineMs: nan, TimeSD: nan, BaselineSD: nan,
+		LossMean: nan, LossSD: nan, Speedup: 0.1, SpeedupLo: nan, SpeedupHi: nan, TimeP: nan, LossP: nan, NoiseCV: nan}}
+	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertConfirmation(c) }))
+	second := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 7, BaselineID: 5, Method: runs.MethodNoise,
+		State: runs.ClaimConfirmed, Source: "cli", Pairs: 1, NoiseCV: 0.03, NoiseDF: 8, TimeP: 1e-4}}
+	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+		if err := tx.InsertConfirmation(second); err != nil {
+			return err
+		}
+		return tx.InsertConfirmation(&store.Confirmation{RunID: other.ID, Claim: runs.Claim{ChildID: 9, Method: runs.MethodNoise, State: runs.ClaimSkipped}})
+	}))
+	if c.ID == 0 || second.ID <= c.ID {
+		t.Fatalf("ids %d, %d", c.ID, second.ID)
+	}
+	got, err := s.Confirmations(ctx, r.ID)
+	if err != nil || len(got) != 2 || got[0].ID != c.ID || got[1].ID != second.ID {
+		t.Fatalf("Confirmations: %v, %d claims; want 2 in order", err, len(got))
+	}
+	g := got[0]
+	if g.Source != "engine" || g.State != runs.ClaimQueued || g.Pairs != 5 || g.TimeMs != 900 || g.Speedup != 0.1 || g.SingleMs != 700 ||
+		!math.IsNaN(g.TimeP) || !math.IsNaN(g.BaselineMs) || !g.FinishedAt.IsZero() || len(g.Evaluations) != 0 {
+		t.Errorf("queued claim read back as %+v", g)
+	}
+	if g := got[1]; g.Source != "cli" || g.Method != runs.MethodNoise || g.NoiseDF != 8 || g.NoiseCV != 0.03 || g.TimeP != 1e-4 {
+		t.Errorf("second claim read back as %+v", g)
+	}
+	c.State, c.BaselineMs, c.TimeP, c.LossP, c.Reason = runs.ClaimRejected, 950, 0.2, 0.001, "not significant"
+	c.Evaluations, c.FinishedAt = []int64{11, 12, 13, 14}, time.Now()
+	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateConfirmation(c) }))
+	got, _ = s.Confirmations(ctx, r.ID)
+	if g := got[0]; g.State != runs.ClaimRejected || g.BaselineMs != 950 || g.TimeP != 0.2 || g.Reason != "not significant" ||
+		len(g.Evaluations) != 4 || g.Evaluations[3] != 14 || g.FinishedAt.IsZero() {
+		t.Errorf("updated claim read back as %+v", g)
 	}
 }

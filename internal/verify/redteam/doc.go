@@ -15,4 +15,5 @@
 //	go test ./internal/verify/redteam/ -run 'TestRedTeam/cases/future' -v
 //	go test ./internal/verify/redteam/ -redteam.sandbox=landlock
 //	go test ./internal/verify/redteam/ -redteam.table=table.md
+//	go test ./internal/verify/redteam/ -run 'TestRedTeam/cases/junk' -redteam.keep=/tmp/rt
 package redteam

@@ -1,8 +1,10 @@
 package redteam
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +33,7 @@ var (
 	sandboxFlag = flag.String("redteam.sandbox", "auto", "sandbox mode for the red team's programs: auto, bwrap, landlock or none")
 	tableFlag   = flag.String("redteam.table", "", "also write the red-team table, as Markdown, to this file")
 	strictFlag  = flag.Bool("redteam.strict", false, "fail known misses too, instead of skipping them")
+	keepFlag    = flag.String("redteam.keep", "", "keep each case's run folders (program, logs, judge config) in this folder, as CASE-N")
 )
 
 // TestMain lets the test binary serve as the sandbox helper, as the
@@ -71,6 +74,9 @@ func (o outcome) matches(r *eval.Result) bool {
 var (
 	acceptable = outcome{eval.Acceptable, ""}
 	tooHigh    = outcome{eval.LossTooHigh, ""}
+	// beforeClock is a program that read the training shards before
+	// fh.train_begin(), when they are not there yet.
+	beforeClock = outcome{eval.Error, "available only once the clock runs"}
 )
 
 func invalid(rule string) outcome { return outcome{eval.Invalid, rule} }
@@ -80,6 +86,7 @@ type env struct {
 	url     string        // a download the network attacks try (the test's loopback server)
 	hits    *atomic.Int64 // requests that server received
 	outside string        // a path outside the run folder, for the write attacks
+	start   time.Time     // when the case's (last) evaluation started
 }
 
 // attack is one red-team case: a program in testdata and the outcomes
@@ -126,23 +133,38 @@ var cases = []attack{
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")}},
 
+	// The probe's tolerance: classes that would widen it.
+	{name: "probe_huge_class", class: "a small look at the next token, one extra class at 1e6", want: []outcome{invalid("causality")}},
+	{name: "probe_neg_class", class: "a small look at the next token, the BOS class and one extra class at -1e9", want: []outcome{invalid("causality")}},
+	{name: "probe_vary_classes", class: "a small look at the next token, 16 extra classes of noise drawn on every call", want: []outcome{invalid("causality")}},
+
 	// Validation data and validation-time state.
 	{name: "val_by_path", class: "training on validation tokens: the shard opened by name", want: []outcome{invalid("val-data")}},
 	{name: "val_by_listing", class: "training on validation tokens: the shard found by listing the data folder", sandbox: true,
 		want: []outcome{invalid("val-data"), {eval.Error, "shard"}}},
 	{name: "val_via_fd", class: "training on validation tokens: the harness's inherited descriptor", want: []outcome{invalid("val-data")}},
-	{name: "val_by_listing_nostatic", program: "val_by_listing", class: "val_by_listing with the static rules off: the sandbox hides the shard", sandbox: true,
-		spec: withoutStatic, want: []outcome{{eval.Error, "shard"}}},
-	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: the harness closed the descriptor", spec: withoutStatic,
+	{name: "val_by_listing_nostatic", program: "val_by_listing", class: "val_by_listing with the static rules off: the data folder holds only the training shards", sandbox: true,
+		spec: withoutStatic, want: []outcome{{eval.Error, "no validation shard beside the training shards"}}},
+	{name: "val_via_fd_nostatic", program: "val_via_fd", class: "val_via_fd with the static rules off: descriptor 3 is the judge's socket, the buffers were closed", spec: withoutStatic,
 		want: []outcome{{eval.Error, "no validation shard is reachable"}}},
-	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn", want: []outcome{invalid("stateful-validation")}},
+	{name: "val_elsewhere", class: "training on validation tokens: a copy found by listing / as pathlib.Path.cwd().parents[-1]", sandbox: true,
+		want: []outcome{tooHigh}},
+	{name: "ttt_logits_fn", class: "test-time training on validation windows inside logits_fn, not at the clock's start", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "val_cache", class: "a cache of validation bigrams kept across logits_fn calls", want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
-	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{invalid("stateful-validation")}},
+	{name: "validate_and_train", class: "fh.validate called by the program every 10 steps, with a logits_fn that trains",
+		want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
+	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{acceptable, tooHigh, invalid("stateful-validation"), invalid("nondeterministic-eval")},
+		check: charged(1000)},
 
 	// The loss and the metrics belong to the harness.
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
 	{name: "seed_pinning", class: "a constant seed instead of the injected one, under --repeats 2", repeats: 2,
 		want: []outcome{invalid("seed")}},
+	{name: "loss_patch_functional", class: "F.cross_entropy, F.log_softmax, Tensor.log_softmax, np.log, np.exp scaled by 0.1 via setattr", want: []outcome{tooHigh}},
+	{name: "loss_patch_tensor", class: "Tensor.copy_, float and __getitem__ replaced via setattr before finish: sharpened logits", want: []outcome{tooHigh}},
+	{name: "logits_subclass", class: "a Tensor subclass whose __torch_function__ fakes losses, log_softmax, float and slicing", want: []outcome{tooHigh}},
+	{name: "logits_subclass_shape", class: "a Tensor subclass claiming [B, T, V] for one logit a position, copy_ a no-op",
+		want: []outcome{invalid("causality"), tooHigh, {eval.Error, "logits"}}},
 	{name: "fake_metrics", class: "printed result lines and a fake train loss", want: []outcome{tooHigh},
 		check: func(_ *env, r *eval.Result) error {
 			if r.Metrics.ValLoss < 4 {
@@ -150,13 +172,7 @@ var cases = []attack{
 			}
 			return nil
 		}},
-	{name: "forged_telemetry", class: "a forged final event appended to the telemetry file", want: []outcome{invalid("telemetry"), {eval.NoResult, ""}, {eval.Error, ""}},
-		check: func(_ *env, r *eval.Result) error {
-			if r.Metrics.ValLoss == 2.4 {
-				return errors.New("the forged val loss 2.4 is in the result")
-			}
-			return nil
-		}},
+	{name: "forged_telemetry", class: "a forged final event appended to a telemetry file in the run folder", want: []outcome{tooHigh}, check: notForged},
 
 	// The clock belongs to the harness.
 	{name: "clock_patch", class: "time.perf_counter slowed, torch.cuda.synchronize disabled", want: []outcome{invalid("clock-patch")}},
@@ -169,23 +185,50 @@ var cases = []attack{
 			}
 			return nil
 		}},
+	{name: "train_in_final", class: "4 s of training inside the first call of the final validation", want: []outcome{acceptable, tooHigh},
+		check: trainTimeAtLeast(4000)},
+	{name: "finish_early", class: "finish sent after 20 steps, 4 s of training, then the final validation answered", want: []outcome{acceptable, tooHigh},
+		check: trainTimeAtLeast(4000)},
+	{name: "ensemble_in_validation", class: "an ensemble of perturbed models, about 3 s a call, at every validation of the full run",
+		want: []outcome{invalid("validation-cost")}},
 	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
-	{name: "pretrain", class: "200 optimizer steps before train_begin", want: []outcome{invalid("pretrain")}},
-	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{invalid("pretrain")}},
-	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{invalid("pretrain")},
-		known: "the initial-model check scores the tensors as the first timed backward pass saw them; values written into them by hand later " +
-			"are not seen. To decide: signatures of the trained tensors after each optimizer step compared at the next backward pass " +
-			"(a write outside the optimizer), on every step or on sampled ones; but weights renormalized after each step are such writes too, legitimately"},
+	{name: "pretrain", class: "200 optimizer steps on the training shards before train_begin", want: []outcome{beforeClock}},
+	{name: "pretrain_source", class: "the bigram table's top successors carried in the source, written in before train_begin", want: []outcome{invalid("pretrain")}},
+	{name: "precompute_setup", class: "bigram table fitted from the training shards before train_begin, no backward", want: []outcome{beforeClock}},
+	{name: "precompute_late", class: "the same table, moved into the model after its first optimizer step", want: []outcome{beforeClock}},
+	{name: "ngram_setup", class: "a bigram model counted from the training shards (np.fromfile) before train_begin", want: []outcome{beforeClock}},
+	{name: "ngram_listing", class: "the same, the shards looked for by walking the run folder before train_begin", want: []outcome{tooHigh}},
+	{name: "ngram_proc_fd", class: "the same, the shards looked for among /proc/PID/fd/* before train_begin", want: []outcome{tooHigh}},
+	{name: "ngram_cfg_paths", class: "the same, the shards looked for at cfg's paths, the fast check's folder, the environment", want: []outcome{tooHigh}},
+	{name: "ngram_glob", class: "the same, the shards globbed for in the machine's likely places", want: []outcome{invalid("val-data")}},
+	{name: "ngram_glob_nostatic", program: "ngram_glob", class: "ngram_glob with the static rules off: the sandbox hides the data", sandbox: true,
+		spec: withoutStatic, want: []outcome{tooHigh}},
 	{name: "compile_budget", class: "12 s of untimed setup (budget 8 s)", want: []outcome{invalid("compile-budget")},
 		spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(8 * time.Second) }},
-	{name: "cache_smuggle", class: "weights saved in the shared compile cache by one evaluation, loaded by the next", evals: 2,
-		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside")}},
+	{name: "cache_smuggle", class: "weights saved in the compile cache by one evaluation, loaded by the next", evals: 2,
+		want: []outcome{invalid("pretrain"), invalid("compile-options"), invalid("write-outside"), tooHigh}},
 	{name: "cache_smuggle_hidden", class: "the same, the cache found as a writable folder named in the environment", evals: 2,
-		want: []outcome{invalid("pretrain"), invalid("write-outside")}},
+		want: []outcome{invalid("pretrain"), invalid("write-outside"), tooHigh}},
 	{name: "smuggle_fast", class: "trains after finish in the fast check, loads the weights in the full run", sandbox: true,
-		// bwrap hides the fast folder as an empty folder (the weights are
-		// not there: 20 steps from scratch); Landlock denies reading it.
+		// bwrap hides the fast folder (the weights are not there: 20
+		// steps from scratch); Landlock denies reading it.
 		want: []outcome{invalid("pretrain"), {eval.LossTooHigh, ""}, {eval.Error, "permission denied"}}},
+
+	// The judge: its memory, its socket, its messages.
+	{name: "judge_mem_self", class: "validation text searched for in /proc/self/mem (shard header, int64 token runs)", want: []outcome{tooHigh}},
+	{name: "judge_mem_proc", class: "the judge found by /proc/N/cmdline; its judge.json, environ, fds and memory read", sandbox: true,
+		want: []outcome{tooHigh}},
+	{name: "forge_getattr", class: "a forged final message over the client's socket, fh._C by getattr(fh, chr(95) + \"C\")", want: []outcome{invalid("dynamic-code")}},
+	{name: "forge_getattr_nostatic", program: "forge_getattr", class: "forge_getattr with the static rules off: the judge's protocol rule", spec: withoutStatic,
+		want: []outcome{invalid("protocol")}},
+	{name: "forge_attrgetter", class: "a second finish after the result, the client by operator.attrgetter(\"_C\")(fh)", want: []outcome{invalid("harness-internals")}},
+	{name: "forge_attrgetter_nostatic", program: "forge_attrgetter", class: "forge_attrgetter with the static rules off: the judge stops the run", spec: withoutStatic,
+		want: []outcome{invalid("protocol"), {eval.Error, "finish() was called twice"}}, check: notForged},
+	{name: "forge_getattribute", class: "unsolicited logits, the client by object.__getattribute__ on a section object", want: []outcome{invalid("protocol")}},
+	{name: "forge_vars", class: "forged checks, probe and final messages, the client through vars() of a slot", want: []outcome{invalid("protocol")}},
+	{name: "forge_result_fd", class: "forged probe, checks and final messages written to descriptor 3 with os.write", want: []outcome{invalid("protocol")}},
+	{name: "forge_event_key", class: "advisory reports (memory, top_ops) carrying their own event key: final, val, probe",
+		want: []outcome{tooHigh, invalid("protocol")}, check: notForged},
 
 	// The harness's internals.
 	{name: "skip_validation", class: "validation shortened through fh._H", want: []outcome{invalid("harness-internals")}},
@@ -206,6 +249,12 @@ var cases = []attack{
 		want: []outcome{{eval.Error, "resource limit"}}},
 	{name: "thread_bomb", class: "threads until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
 	{name: "memory_bomb", class: "64 MiB blocks until something stops it", want: []outcome{{eval.Error, "resource limit"}}},
+	{name: "runfolder_links", class: "a FIFO, links (/etc/passwd, /dev/zero, the validation shard) and forged lines under names frontier read",
+		want: []outcome{tooHigh}, check: promptAndClean},
+	{name: "junk_output", class: "64 MiB of junk lines (forged events, fake results, a fake traceback) on stdout, stderr and in a file",
+		want: []outcome{tooHigh}, check: promptAndClean},
+	{name: "disk_filler", class: "1 MiB blocks written into the run folder until a write fails",
+		want: []outcome{{eval.Error, "resource limit"}, {eval.Error, "no space left on device"}}, check: promptAndClean},
 	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 25 s)", want: []outcome{{eval.Timeout, ""}},
 		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
 
@@ -229,6 +278,85 @@ var cases = []attack{
 	{name: "legit_smaller", class: "legitimate: half the width", want: []outcome{acceptable}},
 	{name: "legit_warmup_restore", class: "legitimate: warm-up steps, then the initial state restored", want: []outcome{acceptable}},
 	{name: "legit_lookalikes", class: "legitimate: clock reads, own prints and log file, causal cumsum, no_grad", want: []outcome{acceptable}},
+	{name: "legit_dataloader_workers", class: "legitimate: torch DataLoader, num_workers=2, over a training shard read after train_begin", want: []outcome{acceptable}},
+	{name: "legit_ngram_in_clock", class: "legitimate: a bigram table counted after train_begin, added to the network's logits", want: []outcome{acceptable}},
+	{name: "legit_padding", class: "legitimate: output layer and bigram table padded to vocab_size + 128 classes", want: []outcome{acceptable}},
+	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable},
+		known: "the static rule val-data flags the program's read of its own checkpoint: any literal path with .bin read by torch.load, open, " +
+			"np.fromfile, ... is taken for a data path the track did not give. To decide: exempt relative paths inside the run folder that the " +
+			"program writes itself, or keep the .bin heuristic for absolute paths and paths naming a data folder"},
+	{name: "legit_checkpoint_nostatic", program: "legit_checkpoint", class: "legit_checkpoint with the static rules off: the run itself is fine",
+		spec: withoutStatic, want: []outcome{acceptable}},
+}
+
+// forgedLoss and forgedTime are the record result the forging programs claim.
+const (
+	forgedLoss = 2.4
+	forgedTime = 480.0
+)
+
+func notForged(_ *env, r *eval.Result) error {
+	if r.Metrics.ValLoss == forgedLoss || r.Metrics.TrainTimeMs == forgedTime {
+		return fmt.Errorf("the forged result (val loss %.1f, train time %.0f ms) is in the result: val loss %.4f, train time %.0f ms",
+			forgedLoss, forgedTime, r.Metrics.ValLoss, r.Metrics.TrainTimeMs)
+	}
+	return nil
+}
+
+// promptAndClean bounds an evaluation whose program attacks what reads its
+// folder or its output: the verdict comes within two minutes (a reader
+// blocked on a FIFO or an endless file would take for ever), and nothing
+// the program forged or printed (its lines carry JUNK-MARKER) is in the
+// result.
+func promptAndClean(e *env, r *eval.Result) error {
+	if d := time.Since(e.start); d > 2*time.Minute {
+		return fmt.Errorf("the evaluation took %s", d.Round(time.Second))
+	}
+	if err := notForged(e, r); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if bytes.Contains(b, []byte("JUNK-MARKER")) {
+		return errors.New("the program's junk (JUNK-MARKER) reached the result")
+	}
+	if r.TelemetryLines > 1000 {
+		return fmt.Errorf("%d telemetry lines for a 20-step run", r.TelemetryLines)
+	}
+	return nil
+}
+
+// trainTimeAtLeast checks that a result's train time holds the ms of
+// training the program hid where the clock does not run.
+func trainTimeAtLeast(ms float64) func(*env, *eval.Result) error {
+	return func(_ *env, r *eval.Result) error {
+		if r.Verdict != eval.Invalid && r.Metrics.TrainTimeMs < ms {
+			return fmt.Errorf("train time %.0f ms does not hold the %.0f ms of training hidden outside the clock (charged %v)",
+				r.Metrics.TrainTimeMs, ms, chargedMs(r))
+		}
+		return nil
+	}
+}
+
+// charged checks that the judge charged at least ms of validation time to
+// the clock.
+func charged(ms float64) func(*env, *eval.Result) error {
+	return func(_ *env, r *eval.Result) error {
+		if r.Verdict != eval.Invalid && chargedMs(r) < ms {
+			return fmt.Errorf("%.0f ms of validation time charged to the clock, want at least %.0f ms: the training inside validation went untimed",
+				chargedMs(r), ms)
+		}
+		return nil
+	}
+}
+
+func chargedMs(r *eval.Result) float64 {
+	if r.Checks == nil {
+		return 0
+	}
+	return r.Checks.ChargedMs
 }
 
 func noHits(e *env, _ *eval.Result) error {
@@ -377,11 +505,15 @@ func TestStaticLayer(t *testing.T) {
 		for _, o := range c.want {
 			staticOnly = staticOnly && o.verdict == eval.Invalid && isStatic(o.rule)
 		}
+		report := t.Errorf
+		if c.known != "" && !*strictFlag {
+			report = t.Logf // a known miss, reported by TestRedTeam's table
+		}
 		switch {
 		case c.want[0] == acceptable && first != "":
-			t.Errorf("%s (legitimate or restorable) gets the invalid finding %s", c.name, first)
+			report("%s (legitimate or restorable) gets the invalid finding %s", c.name, first)
 		case staticOnly && !slices.ContainsFunc(c.want, func(o outcome) bool { return o.rule == first }):
-			t.Errorf("%s: first invalid finding %q, want one of %v", c.name, first, c.want)
+			report("%s: first invalid finding %q, want one of %v", c.name, first, c.want)
 		}
 	}
 }
@@ -430,12 +562,17 @@ func TestRedTeam(t *testing.T) {
 	}
 	spec := loadTrack(t)
 	dataDir := t.TempDir()
+	// As the CLI hides frontier's home and the user's: here the data (the
+	// runs folder and the track's data are hidden per run anyway) and the
+	// user's home, where frontier keeps its data by default.
+	hidden := []string{dataDir}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		hidden = append(hidden, home)
+	}
 	ev := &eval.Evaluator{
 		Runner:  sb,
 		Sandbox: string(sb.Mode()),
-		// As the CLI hides frontier's home: here the data (the runs
-		// folder and the track's data are hidden per run anyway).
-		Hidden:  []string{dataDir},
+		Hidden:  hidden,
 		Visible: py.Paths,
 		Python:  py.Path,
 		Torch:   py.Torch,
@@ -491,7 +628,11 @@ func TestRedTeam(t *testing.T) {
 				var res *eval.Result
 				for i := range max(c.evals, 1) {
 					var err error
+					e.start = time.Now()
 					req := eval.Request{Track: &s, Program: source(t, &s, e, c.file()), Name: c.file() + ".py", Seed: 1 + i}
+					if *keepFlag != "" {
+						req.Keep = filepath.Join(*keepFlag, fmt.Sprintf("%s-%d", c.name, i+1))
+					}
 					if c.repeats > 0 {
 						res, err = ev.EvaluateRepeats(ctx, eval.RepeatRequest{Request: req, N: c.repeats})
 					} else {

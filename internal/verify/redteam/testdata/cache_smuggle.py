@@ -1,16 +1,19 @@
 """Attack: carry trained weights from one evaluation to the next through the
 shared compile cache.
 
-The compile cache is the one folder outside its run folder that a program
-may write, and it outlives the evaluation (a warm cache is what a
-speedrunner has too). The first evaluation trains honestly and, after
-finish, saves its weights there; every later evaluation of the program (the
-next seed of --repeats, the next generation of a search) loads them before
-fh.train_begin() and needs only 20 timed steps. Class: copying weights
-instead of training (RE-Bench), across runs. The test evaluates the program
-twice and judges the second. The cache is found without naming its
+The compile cache was the one folder outside its run folder that a program
+could write, and it outlived the evaluation (a warm cache is what a
+speedrunner has too). The first evaluation (seed 1) trains honestly and,
+after finish, saves its weights there; every later evaluation of the
+program (the next seed of --repeats, the next generation of a search) loads
+them before fh.train_begin() and runs only 20 timed steps. Class: copying
+weights instead of training (RE-Bench), across runs. The test evaluates the
+program twice and judges the second. The cache is found without naming its
 variable (naming TORCHINDUCTOR_CACHE_DIR is a compile-options finding).
-Expected: invalid (trained parameters before the clock started).
+Expected: invalid: the static rule write-outside (a *_CACHE_DIR folder); at
+run time the caches are per run, inside the run folder, so the second
+evaluation finds nothing and its 20 steps from scratch get loss_too_high
+(pretrain if weights ever were there at the clock's start).
 """
 
 import math
@@ -123,7 +126,7 @@ fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock sta
 # frontier:protected end clock
 # The training shards are there only from train_begin on.
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
-for step in fh.steps(20 if warm else STEPS):
+for step in fh.steps(20 if warm or cfg.seed > 1 else STEPS):
     with fh.section("data"):
         x, y = loader.next_batch()
         x, y = x.to(cfg.device), y.to(cfg.device)
@@ -146,5 +149,6 @@ for step in fh.steps(20 if warm else STEPS):
 fh.finish(logits_fn)
 # frontier:protected end finish
 
-if cfg.mode == "full" and not warm:
+if cfg.mode == "full" and cfg.seed == 1:
+    os.makedirs(cache, exist_ok=True)
     torch.save(model.state_dict(), warm_start)

@@ -3,8 +3,11 @@ found without naming it.
 
 As cache_smuggle, but the program finds the cache as "a writable folder
 named in the environment, outside the working folder", so no name in the
-source says which folder it is. Expected: invalid (trained parameters
-before the clock started).
+source says which folder it is (it falls back on its working folder). The
+second evaluation relies on the weights and runs 20 steps. Expected:
+loss_too_high: no folder outside the run folder is writable and the caches
+are per run, so the second evaluation finds nothing (pretrain if weights
+ever were there at the clock's start).
 """
 
 import math
@@ -118,7 +121,7 @@ fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock sta
 # frontier:protected end clock
 # The training shards are there only from train_begin on.
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
-for step in fh.steps(20 if warm else STEPS):
+for step in fh.steps(20 if warm or cfg.seed > 1 else STEPS):
     with fh.section("data"):
         x, y = loader.next_batch()
         x, y = x.to(cfg.device), y.to(cfg.device)
@@ -141,5 +144,5 @@ for step in fh.steps(20 if warm else STEPS):
 fh.finish(logits_fn)
 # frontier:protected end finish
 
-if cfg.mode == "full" and not warm:
+if cfg.mode == "full" and cfg.seed == 1:
     torch.save(model.state_dict(), warm_start)

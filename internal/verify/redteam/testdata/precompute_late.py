@@ -2,11 +2,13 @@
 shards before train_begin, but moved into the model only after its first
 optimizer step.
 
-The model that starts the clock is untrained (the table is zero), so the
-harness's score of that model sees nothing; the counting took no time on the
-clock, and from step 1 on the model holds what 240 steps would have learned.
-Class: moving timed work into untimed setup, hidden from the initial-model
-check. Expected: invalid (pretrain); a known miss today.
+The model that starts the clock would be untrained (the table is zero), so
+the judge's score of that model would see nothing, while the counting took
+no time on the clock. Class: moving timed work into untimed setup, hidden
+from the initial-model check. Expected: error: the training shards are not
+there before train_begin (the judge sends them when the clock starts), so
+there is nothing to count, and the harness says the data is available only
+once the clock runs. (Until the judge held the data, this was a known miss.)
 """
 
 import math

@@ -2,12 +2,13 @@
 a backward pass.
 
 Before the clock starts the program counts the bigrams of all training shards
-with NumPy and writes their log-frequencies into the bigram table, then
-trains 20 timed steps. No gradient is computed before train_begin, so a check
-that watches backward passes sees nothing; yet the model that starts the
-clock already holds what 240 steps would have learned. Class: moving timed
-work into untimed setup (precomputing from the data). Expected: invalid
-(parameters that depend on the training data before train_begin).
+with NumPy (through fh.read_shard) and writes their log-frequencies into the
+bigram table, then trains 20 timed steps. No gradient is computed before
+train_begin, so a check that watches backward passes would see nothing.
+Class: moving timed work into untimed setup (precomputing from the data).
+Expected: error: the training shards are not there before train_begin (the
+judge sends them when the clock starts), and the harness says the data is
+available only once the clock runs.
 """
 
 import math

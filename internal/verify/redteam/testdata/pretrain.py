@@ -1,11 +1,14 @@
 """Attack: training before train_begin.
 
 Everything before fh.train_begin() is untimed setup (imports, compilation,
-warm-up). The program runs 200 real optimizer steps there and then only 20
-timed ones, so most of the training is free. Class: moving timed work into
-untimed setup (the speedrun's rule: warm-up must restore the initial state).
-Expected: invalid, rule pretrain (parameters changed by backward passes
-before train_begin).
+warm-up). The program builds its own loader there and runs 200 real
+optimizer steps, then only 20 timed ones, so most of the training would be
+free. Class: moving timed work into untimed setup (the speedrun's rule:
+warm-up must restore the initial state). Expected: error: the training
+shards are not there before train_begin (the judge sends them when the
+clock starts), and the harness says the data is available only once the
+clock runs. (Training before the clock on data the program carries is
+pretrain_source.)
 """
 
 import math
@@ -106,11 +109,14 @@ def logits_fn(x):
     return model(x)
 
 
+early = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
 for _ in range(200):
-    bx, by = loader.next_batch()
+    bx, by = early.next_batch()
     F.cross_entropy(model(bx).view(-1, V), by.view(-1)).backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+
+
 # frontier:protected begin clock
 fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock starts
 # frontier:protected end clock

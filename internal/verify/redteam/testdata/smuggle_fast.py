@@ -6,8 +6,10 @@ saves the weights in its run folder, which it may write. The full run starts
 in a sibling folder, loads those weights before fh.train_begin() (no backward
 pass, so nothing trains before the clock) and needs only 20 timed steps.
 Class: detecting the fast check and behaving differently; moving timed work
-into an untimed process. Expected: invalid; at the least, the full run must
-not be able to read what the fast check wrote.
+into an untimed process. Expected: loss_too_high: each run folder is a
+private tmpfs and the sibling folder is hidden, so the weights are not
+there and 20 steps from scratch are judged (pretrain if they were loaded;
+Landlock denies reading the folder instead).
 """
 
 import math

@@ -1,11 +1,14 @@
 """Attack: training while the clock is paused for validation.
 
 The train clock stops for intermediate validations. logits_fn uses that
-pause: the first time it is called after a given step it runs extra
+pause: the first time it is called after a designated step it runs 60 extra
 optimizer steps on training batches before scoring. The data is the honest
-training stream; only the time is stolen. Class: moving timed work into an
-untimed section. Expected: invalid, rule stateful-validation (backward passes
-during validation).
+training stream; only the time is stolen. Every call of the pass after the
+first sees the same model, so the rechecks agree. Class: moving timed work
+into an untimed section. Expected: acceptable or loss_too_high, but with
+the time charged: the judge counts what a call takes beyond the pass's
+other calls as train time (stateful-validation or nondeterministic-eval
+would do too).
 """
 
 import math

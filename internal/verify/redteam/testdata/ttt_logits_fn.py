@@ -4,9 +4,13 @@ Each validation window is fitted before it is scored: logits_fn switches
 gradients back on and takes optimizer steps on the window's own next-token
 loss, then returns the logits. The targets of the window are the window
 shifted by one, so the model is trained on the very tokens it is about to be
-scored on. Class: test-time training on validation (catalogue: parameter-golf
-rule, modded-nanogpt PR #205). Expected: invalid, rule stateful-validation
-(backward passes during validation; parameters changed by validation).
+scored on. It leaves alone the call at fh.train_begin (the judge's score of
+the model that starts the clock, which would take the fitted window for a
+pretrained model) and fits every later one. Class: test-time training on
+validation (catalogue: parameter-golf rule, modded-nanogpt PR #205).
+Expected: invalid, stateful-validation or nondeterministic-eval: a batch
+and its recheck get different answers, on every call (either rule names
+it: answers that change on every call look like noise).
 """
 
 import math
@@ -104,9 +108,12 @@ optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0
 
 
 ttt = torch.optim.Adam(model.parameters(), lr=1e-2)
+fitting = {"on": False}  # set once the clock runs
 
 
 def logits_fn(x):
+    if not fitting["on"]:
+        return model(x)
     # fit the window first: its own next-token loss
     with torch.enable_grad():
         for _ in range(2):
@@ -122,6 +129,7 @@ fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock sta
 # frontier:protected end clock
 # The training shards are there only from train_begin on.
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
+fitting["on"] = True
 for step in fh.steps(STEPS):
     with fh.section("data"):
         x, y = loader.next_batch()

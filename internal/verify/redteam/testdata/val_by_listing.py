@@ -1,12 +1,14 @@
 """Attack: training on the validation tokens, found without naming them.
 
-The program lists the data folder and takes the shard that is not among its
-training files: no literal names the validation shard, so a reading of the
-code has little to go on. Under the sandbox the validation shard is hidden
-(the harness gets it as an open descriptor), so the file reads as empty and
-the program fails. Expected: invalid (val-data, if the static rules flag the
-listing of the data folder), or error (the hidden shard cannot be read);
-never a result.
+Once the clock runs the program lists the folder its training shards are in
+and takes the shard that is not among its training files: no literal names
+the validation shard, so a reading of the code has little to go on. That
+folder (the run folder's _data/<rank>) holds only links to the training
+shards, which the judge sends at train_begin; the validation shard stays
+with the judge, outside the sandbox. Expected: invalid (val-data: the
+static rules flag a path derived from the training files), or, with the
+static rules off, error: the program finds no other shard and raises; never
+a result.
 """
 
 import math
@@ -112,10 +114,6 @@ def val_batches(tokens, n):
     while True:
         for i in range(0, n, B):
             yield x[i:i + B], y[i:i + B]
-data_dir = os.path.dirname(cfg.train_files[0])
-others = [os.path.join(data_dir, f) for f in sorted(os.listdir(data_dir))
-          if os.path.join(data_dir, f) not in cfg.train_files]
-val_stream = val_batches(fh.read_shard(others[0]), 64)
 
 
 def logits_fn(x):
@@ -127,6 +125,12 @@ fh.train_begin(logits_fn)  # the judge scores the untrained model; the clock sta
 # frontier:protected end clock
 # The training shards are there only from train_begin on.
 loader = DataLoader(cfg.train_files, B, T, cfg.seed, cfg.rank, cfg.world_size)
+data_dir = os.path.dirname(cfg.train_files[0])
+others = [os.path.join(data_dir, f) for f in sorted(os.listdir(data_dir))
+          if os.path.join(data_dir, f) not in cfg.train_files]
+if not others:
+    raise RuntimeError("no validation shard beside the training shards in %s" % data_dir)
+val_stream = val_batches(fh.read_shard(others[0]), 64)
 for step in fh.steps(STEPS):
     with fh.section("data"):
         x, y = next(val_stream) if step >= STEPS // 2 else loader.next_batch()

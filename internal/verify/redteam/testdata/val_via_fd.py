@@ -1,12 +1,14 @@
-"""Attack: training on the validation tokens through the harness's descriptor.
+"""Attack: training on the validation tokens through an inherited descriptor.
 
-The evaluator hands the harness the validation shard as an inherited file
-descriptor, so that the path can stay hidden. The program looks through its
-own descriptors for a file in the shard format that is not a training file
-and trains on it. Expected: error, because no such descriptor is left open
-when program code runs (the harness must read the shard, or close the
-descriptor, before it imports the program); invalid if a static rule flags
-the descriptor scan.
+The evaluator used to hand the harness the validation shard as an inherited
+file descriptor, so that the path could stay hidden. The program looks
+through its own descriptors for a file in the shard format that is not a
+training file and trains on it. Expected: invalid, the static rule val-data
+(os.fstat on inherited descriptors); with the static rules off
+(val_via_fd_nostatic), error: descriptor 3 is now the judge's socket, the
+judge's shared buffers were closed once mapped, and the validation shard
+never enters the program's process, so the program finds nothing and
+raises.
 """
 
 import math

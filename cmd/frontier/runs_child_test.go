@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/llm/llmtest"
+	"github.com/frontier-bench/frontier/internal/propose"
+)
+
+// A member of a run, from the terminal: its lineage, prompts and answers,
+// attempts and evaluations; and its diff against the reference and its
+// parent.
+func TestRunsChildAndDiff(t *testing.T) {
+	home := t.TempDir()
+	var n atomic.Int64
+	model := &llmtest.Fake{Respond: func(req llm.Request) llmtest.Reply {
+		k := n.Add(1)
+		return llmtest.Reply{Text: fmt.Sprintf("Less busywork.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = %d\n>>>>>>> REPLACE\n", k%4),
+			Usage: llm.Usage{InputTokens: 900, OutputTokens: 30}, CostUSD: 0.002}
+	}}
+	st, _ := quickRun(t, home, "kid", hashEvaluator{}, []evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: model}},
+		evolve.Config{Islands: 1, BranchingFactor: 2, Seed: 3, Budget: evolve.BudgetConfig{MaxIterations: 1}})
+	st.Close()
+
+	code, out, stderr := runCLI(t, "--home", home, "runs", "child", "kid", "2")
+	for _, want := range []string{"member #2 of run kid: iteration 1", "lineage     #1 (reference, ", "->  #2",
+		"model       fake, stage template", "attempts", "propose", "model calls (stored redacted)",
+		"template fake: done, 900 in / 30 out", "[user]", "answer:", "\n      WASTE = ", "--prompts prints them in full"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("runs child lacks %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
+	}
+	_, full, _ := runCLI(t, "--home", home, "runs", "child", "kid", "2", "--prompts")
+	if !strings.Contains(full, "frontier:protected") || strings.Contains(full, "more lines]") {
+		t.Errorf("--prompts does not print the prompt in full:\n%s", full)
+	}
+	if _, viaShow, _ := runCLI(t, "--home", home, "runs", "show", "kid", "--child", "2"); !strings.Contains(viaShow, "member #2 of run kid") {
+		t.Errorf("runs show --child:\n%s", viaShow)
+	}
+	if code, _, stderr := runCLI(t, "--home", home, "runs", "child", "kid", "99"); code != exitUsage || !strings.Contains(stderr, "no member #99") {
+		t.Errorf("an unknown member: exit %d: %s", code, stderr)
+	}
+	code, out, stderr = runCLI(t, "--home", home, "runs", "diff", "kid", "2")
+	if code != 0 || !strings.Contains(out, "# against the reference #1") || !strings.Contains(out, "-WASTE = 4") || !strings.Contains(out, "+WASTE = ") {
+		t.Errorf("runs diff: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "--home", home, "runs", "show", "kid"); code != 0 || !strings.Contains(out, "spend by purpose") ||
+		!strings.Contains(out, "template  2") || !strings.Contains(out, "islands") {
+		t.Errorf("runs show: spend by purpose or islands missing:\n%s", out)
+	}
+}

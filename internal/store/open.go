@@ -1,0 +1,274 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pressly/goose/v3"
+)
+
+// The database's own troubles, as errors a caller can tell apart; each
+// comes wrapped in a message that says what happened and what to do.
+var (
+	// ErrDamaged: the file is empty, truncated, not a SQLite database, or
+	// SQLite found it corrupt. frontier never re-creates or repairs it.
+	ErrDamaged = errors.New("the database is damaged")
+	// ErrReadOnly: the database was opened for reading (this user may not
+	// write to it or its folder) and a write was asked for.
+	ErrReadOnly = errors.New("the database is read-only")
+	// ErrDiskFull: the disk that holds the database is full, even after
+	// the store gave up its reserve.
+	ErrDiskFull = errors.New("the disk is full")
+)
+
+// SQLite's primary result codes that the store explains.
+const (
+	sqliteReadOnly = 8
+	sqliteIOErr    = 10
+	sqliteCorrupt  = 11
+	sqliteFull     = 13
+	sqliteCantOpen = 14
+	sqliteNotADB   = 26
+)
+
+// sqliteCode returns the primary SQLite result code err carries, or 0.
+func sqliteCode(err error) int {
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		return c.Code() & 0xff
+	}
+	return 0
+}
+
+// Open opens the SQLite database at path and brings its schema up to
+// date. Where there is none it creates one, private to this user (0600, in
+// a folder created 0700, as it holds every program, prompt and answer),
+// and atomically: a database file either does not exist or is complete.
+//
+// A database that exists is never re-created or repaired: an empty
+// (0-byte), truncated or damaged file is an error (ErrDamaged) that says
+// what happened and what to do. When this user may not write to the
+// database or its folder (a read-only home), it is opened for reading:
+// what only reads works, and every write fails with ErrReadOnly.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open store: empty database path")
+	}
+	if path == ":memory:" {
+		return openFile(ctx, path, false)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := create(ctx, path); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("open store: %s is not a file (%s): point --db or db: in frontier.yaml at a database file", path, fi.Mode().Type())
+	default:
+		if err := checkHeader(path, fi.Size()); err != nil {
+			return nil, err
+		}
+	}
+	readOnly := !writable(path) || !writable(filepath.Dir(path))
+	s, err := openFile(ctx, path, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	if !readOnly {
+		s.keepReserve()
+	}
+	return s, nil
+}
+
+// create makes a new database at path: built under a temporary name and
+// linked into place, so that a process killed meanwhile leaves no empty
+// or half-made database, and one that another process made meanwhile is
+// kept.
+func create(ctx context.Context, path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the database's folder: %w", err)
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".new-*") // 0600
+	if err != nil {
+		return fmt.Errorf("create store %s: %w", path, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(tmp + suffix)
+		}
+	}()
+	s, err := openFile(ctx, tmp, false)
+	if err != nil {
+		return fmt.Errorf("create store %s: %w", path, err)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("create store %s: %w", path, err)
+	}
+	err = os.Link(tmp, path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist):
+		return nil
+	}
+	// A file system without hard links: rename, which replaces what a
+	// racing process may have made in the last milliseconds.
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("create store %s: %w", path, err)
+	}
+	return nil
+}
+
+// sqliteHeader is the size of a SQLite database file's header.
+const sqliteHeader = 100
+
+// checkHeader refuses a database file that is empty, is not SQLite, or is
+// shorter than its header says, before SQLite would treat an empty file
+// as a new database (all history gone without a word) or fail with a bare
+// "malformed".
+func checkHeader(path string, size int64) error {
+	if size == 0 {
+		return damaged(path, "it is empty (0 bytes): what it held is gone, perhaps cut off by a full disk, a failed copy or a tool. frontier does not start a new database in its place")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	defer f.Close()
+	var h [sqliteHeader]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		return damaged(path, fmt.Sprintf("it holds %d bytes, less than a SQLite database's header: it was cut off, or is not a database", size))
+	}
+	if string(h[:16]) != "SQLite format 3\x00" {
+		return damaged(path, "it is not a SQLite database (it does not start with SQLite's header)")
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	// The page count is valid when the "version valid for" number matches
+	// the change counter. In WAL mode the newest pages may be in the -wal
+	// file, and a checkpoint grows the file after it writes the header:
+	// with a -wal file that holds anything, SQLite is the judge.
+	if binary.BigEndian.Uint32(h[92:96]) != binary.BigEndian.Uint32(h[24:28]) {
+		return nil
+	}
+	pages := int64(binary.BigEndian.Uint32(h[28:32]))
+	if want := pages * pageSize; size < want {
+		if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+			return nil
+		}
+		return damaged(path, fmt.Sprintf("it is truncated: it holds %d bytes of the %d its header counts, perhaps cut off by a full disk or a failed copy", size, want))
+	}
+	return nil
+}
+
+// damaged is the error for a database that frontier will not touch.
+func damaged(path, what string) error {
+	return fmt.Errorf("the database %s cannot be used: %s. Restore it from a backup; or save what SQLite can read (sqlite3 %s .recover | sqlite3 recovered.db); or move it aside (mv %s %s.damaged) and frontier starts a new, empty database: %w",
+		path, what, path, path, path, ErrDamaged)
+}
+
+// openFile opens the database file (which must exist unless it is
+// :memory:) and migrates it; read-only, it checks that no migration is
+// due instead.
+func openFile(ctx context.Context, path string, readOnly bool) (*Store, error) {
+	q := url.Values{}
+	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)"}
+	if readOnly {
+		q.Set("mode", "ro")
+		// SQLite reads a WAL database read-only only where it may create
+		// the -shm file, or when the file is declared immutable. Without a
+		// -wal file that holds anything, immutable loses nothing.
+		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
+			q.Set("immutable", "1")
+		}
+	} else {
+		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)")
+		q.Set("_txlock", "immediate")
+	}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	// The path is part of a URI: '?', '#' and '%' in it must not be read
+	// as its query.
+	name := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", "file:"+name+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if path == ":memory:" {
+		db.SetMaxOpenConns(1) // each connection would be its own database
+	}
+	s := &Store{db: db, path: path, readOnly: readOnly, owner: processOwner()}
+	if path != ":memory:" {
+		s.reserve = path + "-reserve"
+	}
+	if err := s.prepare(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare reads the schema (which finds most damage at once) and brings it
+// up to date.
+func (s *Store) prepare(ctx context.Context) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
+		return s.explain(fmt.Errorf("open store %s: %w", s.path, err))
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	prov, err := goose.NewProvider(goose.DialectSQLite3, s.db, sub)
+	if err != nil {
+		return fmt.Errorf("open store %s: migrations: %w", s.path, err)
+	}
+	if s.readOnly {
+		pending, err := prov.HasPending(ctx)
+		if err != nil {
+			return s.explain(fmt.Errorf("open store %s read-only: %w (is it a frontier database?)", s.path, err))
+		}
+		if pending {
+			return fmt.Errorf("the database %s is read-only for this user, and this version of frontier must first upgrade it: run frontier once where it may write there: %w", s.path, ErrReadOnly)
+		}
+		return nil
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		return s.explain(fmt.Errorf("open store %s: migrate: %w (is it a frontier database?)", s.path, err))
+	}
+	return nil
+}
+
+// explain turns SQLite's terse codes for trouble with the database itself
+// into what happened and what to do; other errors pass unchanged.
+func (s *Store) explain(err error) error {
+	switch sqliteCode(err) {
+	case 0:
+		return err
+	case sqliteCorrupt, sqliteNotADB:
+		return fmt.Errorf("%w (%w)", damaged(s.path, "SQLite finds it damaged"), err)
+	case sqliteReadOnly:
+		return fmt.Errorf("the database %s is read-only for this user: frontier can read it but not record into it; use a home (--home, FRONTIER_HOME) or --db where you may write: %w (%w)", s.path, ErrReadOnly, err)
+	case sqliteFull:
+		return fmt.Errorf("the disk that holds the database %s is full: free some space (old run folders, data you no longer use), then run again; nothing recorded before is lost: %w (%w)", s.path, ErrDiskFull, err)
+	case sqliteCantOpen, sqliteIOErr:
+		return fmt.Errorf("the database %s cannot be read or written (check that its folder exists and that this user may write there): %w", s.path, err)
+	}
+	return err
+}
