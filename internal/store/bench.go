@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -136,31 +137,45 @@ func (s *Store) CreateBenchRun(ctx context.Context, r *BenchRun) error {
 	if r.State == "" {
 		r.State = RunRunning
 	}
-	name := r.Name
-	if name == "" {
-		name = fmt.Sprintf("bench-pending-%d", now.UnixNano())
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
+	if err := CheckRunName(r.Name); err != nil {
 		return fmt.Errorf("record bench run: %w", err)
 	}
-	defer tx.Rollback()
-	err = tx.QueryRowContext(ctx, `INSERT INTO bench_runs (name, suite, suite_hash, scaffold, model, hints, config, state,
-		started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-		name, r.Suite, r.SuiteHash, r.Scaffold, r.Model, r.Hints, jsonText(r.Config, "{}"), r.State,
-		r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli()).Scan(&r.ID)
+	// f may run twice (see write): it sets r's id and name only from the
+	// transaction that was committed.
+	var id int64
+	var name string
+	err := s.write(ctx, func() error {
+		name = r.Name
+		if name == "" {
+			name = fmt.Sprintf("bench-pending-%d", now.UnixNano())
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		err = tx.QueryRowContext(ctx, `INSERT INTO bench_runs (name, suite, suite_hash, scaffold, model, hints, config, state,
+			started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			name, r.Suite, r.SuiteHash, r.Scaffold, r.Model, r.Hints, jsonText(r.Config, "{}"), r.State,
+			r.StartedAt.UnixMilli(), r.UpdatedAt.UnixMilli()).Scan(&id)
+		if err != nil {
+			return err
+		}
+		if r.Name == "" {
+			name = "bench-" + strconv.FormatInt(id, 10)
+			if _, err := tx.ExecContext(ctx, `UPDATE bench_runs SET name = $1 WHERE id = $2`, name, id); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
 	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return fmt.Errorf("record bench run: a bench run named %q exists already; choose another name (--name) or resume it (--resume)", name)
+		}
 		return fmt.Errorf("record bench run %q: %w", name, err)
 	}
-	if r.Name == "" {
-		r.Name = "bench-" + strconv.FormatInt(r.ID, 10)
-		if _, err := tx.ExecContext(ctx, `UPDATE bench_runs SET name = $1 WHERE id = $2`, r.Name, r.ID); err != nil {
-			return fmt.Errorf("name bench run %d: %w", r.ID, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("record bench run: %w", err)
-	}
+	r.ID, r.Name = id, name
 	return nil
 }
 
@@ -171,13 +186,20 @@ func (s *Store) UpdateBenchRun(ctx context.Context, r *BenchRun) error {
 	if !r.FinishedAt.IsZero() {
 		finished = r.FinishedAt.UnixMilli()
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE bench_runs SET state = $1, stop_reason = $2, stop_detail = $3, active_ms = $4,
-		sessions = $5, updated_at = $6, finished_at = $7 WHERE id = $8`,
-		r.State, r.StopReason, r.StopDetail, r.ActiveMs, r.Sessions, r.UpdatedAt.UnixMilli(), finished, r.ID)
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE bench_runs SET state = $1, stop_reason = $2, stop_detail = $3, active_ms = $4,
+			sessions = $5, updated_at = $6, finished_at = $7 WHERE id = $8`,
+			r.State, r.StopReason, r.StopDetail, r.ActiveMs, r.Sessions, r.UpdatedAt.UnixMilli(), finished, r.ID)
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update bench run %d: %w", r.ID, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return fmt.Errorf("update bench run %d: %w", r.ID, ErrNotFound)
 	}
 	return nil
@@ -212,7 +234,7 @@ func (s *Store) BenchRun(ctx context.Context, ref string) (*BenchRun, error) {
 	}
 	r, err := scanBenchRun(s.db.QueryRowContext(ctx, q, arg))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("bench run %q: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("bench run %q: %w (list bench runs with: frontier bench runs)", ref, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read bench run %q: %w", ref, err)
@@ -241,24 +263,33 @@ func (s *Store) BenchRuns(ctx context.Context) ([]*BenchRun, error) {
 // InsertBenchAttempts records a run's planned attempts in one transaction
 // and sets their ids.
 func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record bench attempts: %w", err)
-	}
-	defer tx.Rollback()
 	for _, a := range as {
 		if a.State == "" {
 			a.State = AttemptPending
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO bench_attempts (run_id, position, task, seed, state, start_hash)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			a.RunID, a.Position, a.Task, a.Seed, a.State, nullText(a.StartHash)).Scan(&a.ID)
-		if err != nil {
-			return fmt.Errorf("record bench attempt %s seed %d: %w", a.Task, a.Seed, err)
-		}
 	}
-	if err := tx.Commit(); err != nil {
+	ids := make([]int64, len(as))
+	err := s.write(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for i, a := range as {
+			err := tx.QueryRowContext(ctx, `INSERT INTO bench_attempts (run_id, position, task, seed, state, start_hash)
+				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+				a.RunID, a.Position, a.Task, a.Seed, a.State, nullText(a.StartHash)).Scan(&ids[i])
+			if err != nil {
+				return fmt.Errorf("bench attempt %s seed %d: %w", a.Task, a.Seed, err)
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
 		return fmt.Errorf("record bench attempts: %w", err)
+	}
+	for i, a := range as {
+		a.ID = ids[i]
 	}
 	return nil
 }
@@ -266,15 +297,22 @@ func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) err
 // UpdateBenchAttempt writes everything of a but its run, position, task
 // and seed.
 func (s *Store) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE bench_attempts SET state = $1, start_hash = $2, evolve_run = $3, start_ms = $4,
-		goal_ms = $5, time_source = $6, best_node_id = $7, best_ms = $8, fsr = $9, nodes = $10, acceptable = $11, buggy = $12,
-		cost_usd = $13, tokens = $14, started_at = $15, finished_at = $16 WHERE id = $17`,
-		a.State, nullText(a.StartHash), a.EvolveRun, a.StartMs, a.GoalMs, a.TimeSource, nullID(a.BestNodeID), a.BestMs, a.FSR,
-		a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens, nullTime(a.StartedAt), nullTime(a.FinishedAt), a.ID)
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE bench_attempts SET state = $1, start_hash = $2, evolve_run = $3, start_ms = $4,
+			goal_ms = $5, time_source = $6, best_node_id = $7, best_ms = $8, fsr = $9, nodes = $10, acceptable = $11, buggy = $12,
+			cost_usd = $13, tokens = $14, started_at = $15, finished_at = $16 WHERE id = $17`,
+			a.State, nullText(a.StartHash), a.EvolveRun, a.StartMs, a.GoalMs, a.TimeSource, nullID(a.BestNodeID), a.BestMs, a.FSR,
+			a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens, nullTime(a.StartedAt), nullTime(a.FinishedAt), a.ID)
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update bench attempt %d: %w", a.ID, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return fmt.Errorf("update bench attempt %d: %w", a.ID, ErrNotFound)
 	}
 	return nil
@@ -308,13 +346,15 @@ func (s *Store) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt
 func (s *Store) InsertBenchNode(ctx context.Context, n *BenchNode) error {
 	now := time.Now()
 	n.CreatedAt, n.UpdatedAt = now, now
-	err := s.db.QueryRowContext(ctx, `INSERT INTO bench_nodes (attempt_id, seq, step, parent_id, kind, debug_depth, state,
-		program_hash, norm_hash, duplicate_of, description, error, evaluation_id, verdict, reason, val_loss, train_time_ms,
-		input_tokens, output_tokens, cost_usd, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING id`,
-		n.AttemptID, n.Seq, n.Step, nullID(n.ParentID), n.Kind, n.DebugDepth, n.State, nullText(n.ProgramHash), n.NormHash,
-		nullID(n.DuplicateOf), n.Description, n.Error, nullID(n.EvaluationID), n.Verdict, n.Reason, nullZero(n.ValLoss),
-		nullZero(n.TrainTimeMs), n.InputTokens, n.OutputTokens, n.CostUSD, now.UnixMilli(), now.UnixMilli()).Scan(&n.ID)
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO bench_nodes (attempt_id, seq, step, parent_id, kind, debug_depth, state,
+			program_hash, norm_hash, duplicate_of, description, error, evaluation_id, verdict, reason, val_loss, train_time_ms,
+			input_tokens, output_tokens, cost_usd, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING id`,
+			n.AttemptID, n.Seq, n.Step, nullID(n.ParentID), n.Kind, n.DebugDepth, n.State, nullText(n.ProgramHash), n.NormHash,
+			nullID(n.DuplicateOf), n.Description, n.Error, nullID(n.EvaluationID), n.Verdict, n.Reason, nullZero(n.ValLoss),
+			nullZero(n.TrainTimeMs), n.InputTokens, n.OutputTokens, n.CostUSD, now.UnixMilli(), now.UnixMilli()).Scan(&n.ID)
+	})
 	if err != nil {
 		return fmt.Errorf("record node %d of bench attempt %d: %w", n.Seq, n.AttemptID, err)
 	}
@@ -324,16 +364,23 @@ func (s *Store) InsertBenchNode(ctx context.Context, n *BenchNode) error {
 // UpdateBenchNode writes what a node's proposal and evaluation changed.
 func (s *Store) UpdateBenchNode(ctx context.Context, n *BenchNode) error {
 	n.UpdatedAt = time.Now()
-	res, err := s.db.ExecContext(ctx, `UPDATE bench_nodes SET state = $1, program_hash = $2, norm_hash = $3, duplicate_of = $4,
-		description = $5, error = $6, evaluation_id = $7, verdict = $8, reason = $9, val_loss = $10, train_time_ms = $11,
-		input_tokens = $12, output_tokens = $13, cost_usd = $14, updated_at = $15 WHERE id = $16`,
-		n.State, nullText(n.ProgramHash), n.NormHash, nullID(n.DuplicateOf), n.Description, n.Error, nullID(n.EvaluationID),
-		n.Verdict, n.Reason, nullZero(n.ValLoss), nullZero(n.TrainTimeMs), n.InputTokens, n.OutputTokens, n.CostUSD,
-		n.UpdatedAt.UnixMilli(), n.ID)
+	var k int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE bench_nodes SET state = $1, program_hash = $2, norm_hash = $3, duplicate_of = $4,
+			description = $5, error = $6, evaluation_id = $7, verdict = $8, reason = $9, val_loss = $10, train_time_ms = $11,
+			input_tokens = $12, output_tokens = $13, cost_usd = $14, updated_at = $15 WHERE id = $16`,
+			n.State, nullText(n.ProgramHash), n.NormHash, nullID(n.DuplicateOf), n.Description, n.Error, nullID(n.EvaluationID),
+			n.Verdict, n.Reason, nullZero(n.ValLoss), nullZero(n.TrainTimeMs), n.InputTokens, n.OutputTokens, n.CostUSD,
+			n.UpdatedAt.UnixMilli(), n.ID)
+		if err == nil {
+			k, _ = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update bench node %d: %w", n.ID, err)
 	}
-	if k, _ := res.RowsAffected(); k == 0 {
+	if k == 0 {
 		return fmt.Errorf("update bench node %d: %w", n.ID, ErrNotFound)
 	}
 	return nil
@@ -380,9 +427,11 @@ func (s *Store) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall) e
 		c.State = CallPending
 	}
 	c.BenchNodeID = nodeID
-	err := s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (bench_node_id, purpose, model, state, request, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-		nodeID, c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (bench_node_id, purpose, model, state, request, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			nodeID, c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	})
 	if err != nil {
 		return fmt.Errorf("record model call of bench node %d: %w", nodeID, err)
 	}
@@ -423,14 +472,21 @@ func (s *Store) BenchCalls(ctx context.Context, attemptID int64, text bool) ([]*
 // MarkLostBenchCalls marks the calls of a bench run that never got an
 // answer recorded as lost, and returns how many there were.
 func (s *Store) MarkLostBenchCalls(ctx context.Context, runID int64) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE state = $4
-		AND bench_node_id IN (SELECT n.id FROM bench_nodes n JOIN bench_attempts a ON a.id = n.attempt_id WHERE a.run_id = $5)`,
-		CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(),
-		CallPending, runID)
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE state = $4
+			AND bench_node_id IN (SELECT n.id FROM bench_nodes n JOIN bench_attempts a ON a.id = n.attempt_id WHERE a.run_id = $5)`,
+			CallLost, "the process ended while the call was in flight; its answer and cost are unknown", time.Now().UnixMilli(),
+			CallPending, runID)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("mark lost model calls of bench run %d: %w", runID, err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // BenchSpend sums a bench run's model calls: cost, input plus output
@@ -452,11 +508,13 @@ func (s *Store) PutCalibration(ctx context.Context, c *Calibration) error {
 		c.CreatedAt = time.Now()
 	}
 	ids, _ := json.Marshal(nonNil(c.EvaluationIDs))
-	err := s.db.QueryRowContext(ctx, `INSERT INTO bench_calibrations (suite, record, program_hash, track, track_hash,
-		fingerprint_class, n, mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
-		c.Suite, c.Record, c.ProgramHash, c.Track, c.TrackHash, c.FingerprintClass, c.N, c.MeanMs, c.SDMs, c.LoMs, c.HiMs,
-		c.ValLoss, string(ids), c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	err := s.write(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `INSERT INTO bench_calibrations (suite, record, program_hash, track, track_hash,
+			fingerprint_class, n, mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+			c.Suite, c.Record, c.ProgramHash, c.Track, c.TrackHash, c.FingerprintClass, c.N, c.MeanMs, c.SDMs, c.LoMs, c.HiMs,
+			c.ValLoss, string(ids), c.CreatedAt.UnixMilli()).Scan(&c.ID)
+	})
 	if err != nil {
 		return fmt.Errorf("record calibration of %s/%s: %w", c.Suite, c.Record, err)
 	}
