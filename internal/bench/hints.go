@@ -71,9 +71,9 @@ func LevelName(level int) string {
 
 // Hint is one hint's text, as a prompt shows it.
 type Hint struct {
-	Level int
-	Name  string // pseudocode, description or paper
-	Text  string
+	Level int    `json:"level"`
+	Name  string `json:"name"` // pseudocode, description or paper
+	Text  string `json:"text"`
 }
 
 // HintsFor returns the hints of a task at the given levels. A level the

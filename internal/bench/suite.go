@@ -49,17 +49,17 @@ type Suite struct {
 
 // Record is one program of the suite's history.
 type Record struct {
-	ID string `yaml:"id"`
+	ID string `yaml:"id" json:"id"`
 	// Program is the record's training program, relative to the suite's
 	// folder; empty when only its time is known (a goal without code).
-	Program string `yaml:"program,omitempty"`
+	Program string `yaml:"program,omitempty" json:"program,omitempty"`
 	// Track overrides the suite's track for this record.
-	Track       string `yaml:"track,omitempty"`
-	Description string `yaml:"description,omitempty"`
+	Track       string `yaml:"track,omitempty" json:"track,omitempty"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// TimeMs is the published train time to the track's target, measured
 	// where Suite.Times says; ValLoss the loss it reached.
-	TimeMs  float64 `yaml:"time_ms"`
-	ValLoss float64 `yaml:"val_loss,omitempty"`
+	TimeMs  float64 `yaml:"time_ms" json:"time_ms"`
+	ValLoss float64 `yaml:"val_loss,omitempty" json:"val_loss,omitempty"`
 }
 
 // Task is one step of the history: reproduce what record Goal changed,

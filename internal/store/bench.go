@@ -31,99 +31,99 @@ const (
 // BenchRun is one `frontier bench run`: a suite under one scaffold, model
 // and hint setting, over its tasks and seeds.
 type BenchRun struct {
-	ID        int64
-	Name      string
-	Suite     string
-	SuiteHash string
-	Scaffold  string
-	Model     string
-	Hints     string
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Suite     string `json:"suite"`
+	SuiteHash string `json:"suite_hash"`
+	Scaffold  string `json:"scaffold"`
+	Model     string `json:"model"`
+	Hints     string `json:"hints"`
 	// Config is the run's resolved settings (JSON), for the bench package.
-	Config     json.RawMessage
-	State      string // RunRunning, RunStopped or RunFailed
-	StopReason string
-	StopDetail string
-	ActiveMs   int64
-	Sessions   int
-	StartedAt  time.Time
-	UpdatedAt  time.Time
-	FinishedAt time.Time // zero while running
+	Config     json.RawMessage `json:"config"`
+	State      string          `json:"state"` // RunRunning, RunStopped or RunFailed
+	StopReason string          `json:"stop_reason"`
+	StopDetail string          `json:"stop_detail"`
+	ActiveMs   int64           `json:"active_ms"`
+	Sessions   int             `json:"sessions"`
+	StartedAt  time.Time       `json:"started_at,omitzero"`
+	UpdatedAt  time.Time       `json:"updated_at,omitzero"`
+	FinishedAt time.Time       `json:"finished_at,omitzero"` // zero while running
 }
 
 // BenchAttempt is one search of a bench run: a task with a seed.
 type BenchAttempt struct {
-	ID       int64
-	RunID    int64
-	Position int // the order the run works in
-	Task     string
-	Seed     int
-	State    string
+	ID       int64  `json:"id"`
+	RunID    int64  `json:"run_id"`
+	Position int    `json:"position"` // the order the run works in
+	Task     string `json:"task"`
+	Seed     int    `json:"seed"`
+	State    string `json:"state"`
 	// StartHash is the program the search starts from: the task's start
 	// record, or in a cumulative run the best program of the task before.
-	StartHash string
-	EvolveRun string
+	StartHash string `json:"start_hash"`
+	EvolveRun string `json:"evolve_run"`
 	// StartMs and GoalMs are t_i and t_{i+1}, the times the score uses;
 	// TimeSource says whether they were calibrated here or published.
-	StartMs    float64
-	GoalMs     float64
-	TimeSource string
-	BestNodeID int64
-	BestMs     float64
-	FSR        float64
-	Nodes      int
-	Acceptable int
-	Buggy      int
-	CostUSD    float64
-	Tokens     int64
-	StartedAt  time.Time
-	FinishedAt time.Time
+	StartMs    float64   `json:"start_ms"`
+	GoalMs     float64   `json:"goal_ms"`
+	TimeSource string    `json:"time_source"`
+	BestNodeID int64     `json:"best_node_id"`
+	BestMs     float64   `json:"best_ms"`
+	FSR        float64   `json:"fsr"`
+	Nodes      int       `json:"nodes"`
+	Acceptable int       `json:"acceptable"`
+	Buggy      int       `json:"buggy"`
+	CostUSD    float64   `json:"cost_usd"`
+	Tokens     int64     `json:"tokens"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // BenchNode is one node of an attempt's search tree.
 type BenchNode struct {
-	ID         int64
-	AttemptID  int64
-	Seq        int // 0: the start program
-	Step       int
-	ParentID   int64 // 0: none (the start program)
-	Kind       string
-	DebugDepth int
-	State      string
+	ID         int64  `json:"id"`
+	AttemptID  int64  `json:"attempt_id"`
+	Seq        int    `json:"seq"` // 0: the start program
+	Step       int    `json:"step"`
+	ParentID   int64  `json:"parent_id"` // 0: none (the start program)
+	Kind       string `json:"kind"`
+	DebugDepth int    `json:"debug_depth"`
+	State      string `json:"state"`
 	// ProgramHash is empty until the proposal yielded a program.
-	ProgramHash  string
-	NormHash     string
-	DuplicateOf  int64
-	Description  string
-	Error        string
-	EvaluationID int64
-	Verdict      string
-	Reason       string
-	ValLoss      float64 // 0: unknown
-	TrainTimeMs  float64
-	InputTokens  int64
-	OutputTokens int64
-	CostUSD      float64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	ProgramHash  string    `json:"program_hash"`
+	NormHash     string    `json:"norm_hash"`
+	DuplicateOf  int64     `json:"duplicate_of"`
+	Description  string    `json:"description"`
+	Error        string    `json:"error"`
+	EvaluationID int64     `json:"evaluation_id"`
+	Verdict      string    `json:"verdict"`
+	Reason       string    `json:"reason"`
+	ValLoss      float64   `json:"val_loss"` // 0: unknown
+	TrainTimeMs  float64   `json:"train_time_ms"`
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	CostUSD      float64   `json:"cost_usd"`
+	CreatedAt    time.Time `json:"created_at,omitzero"`
+	UpdatedAt    time.Time `json:"updated_at,omitzero"`
 }
 
 // Calibration is a record of a suite re-timed on one machine class.
 type Calibration struct {
-	ID               int64
-	Suite            string
-	Record           string
-	ProgramHash      string
-	Track            string
-	TrackHash        string
-	FingerprintClass string
-	N                int
-	MeanMs           float64
-	SDMs             float64
-	LoMs             float64 // the 95% interval of the mean
-	HiMs             float64
-	ValLoss          float64 // mean
-	EvaluationIDs    []int64
-	CreatedAt        time.Time
+	ID               int64     `json:"id"`
+	Suite            string    `json:"suite"`
+	Record           string    `json:"record"`
+	ProgramHash      string    `json:"program_hash"`
+	Track            string    `json:"track"`
+	TrackHash        string    `json:"track_hash"`
+	FingerprintClass string    `json:"fingerprint_class"`
+	N                int       `json:"n"`
+	MeanMs           float64   `json:"mean_ms"`
+	SDMs             float64   `json:"sd_ms"`
+	LoMs             float64   `json:"lo_ms"` // the 95% interval of the mean
+	HiMs             float64   `json:"hi_ms"`
+	ValLoss          float64   `json:"val_loss"` // mean
+	EvaluationIDs    []int64   `json:"evaluation_ids"`
+	CreatedAt        time.Time `json:"created_at,omitzero"`
 }
 
 // CreateBenchRun inserts r and sets r.ID. An empty name becomes
