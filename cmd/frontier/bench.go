@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -35,13 +36,6 @@ record i to record i+1 it recovers (FSR). See docs/bench.md.`,
 	cmd.AddCommand(newBenchListCmd(g), newBenchShowCmd(g), newBenchCheckCmd(g), newBenchImportCmd(g),
 		newBenchCalibrateCmd(g), newBenchRunCmd(g), newBenchRunsCmd(g), newBenchReportCmd(g))
 	return cmd
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // suiteInfo is how list and show describe a suite as JSON.
@@ -116,7 +110,7 @@ func newBenchListCmd(g *globals) *cobra.Command {
 				infos = append(infos, info)
 			}
 			if asJSON {
-				return printJSON(g.stdout, infos)
+				return writeJSON(g.stdout, infos)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "SUITE\tTRACK\tRECORDS\tTASKS\tWHERE\tDESCRIPTION")
@@ -155,7 +149,7 @@ for analysis and never shown to a model.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(g.stdout, info)
+				return writeJSON(g.stdout, info)
 			}
 			return printSuite(g.stdout, info)
 		},
@@ -205,7 +199,7 @@ func showTask(w io.Writer, s *bench.Suite, t *bench.Task, diff, asJSON bool) err
 		}
 	}
 	if asJSON {
-		return printJSON(w, ti)
+		return writeJSON(w, ti)
 	}
 	fmt.Fprintf(w, "task %s of suite %s: from record %s to record %s, %.1f%% faster (%s)\n", t.Name, s.Name, t.Start, t.Goal, ti.SpeedupPct, secsText(ti.GapMs))
 	for _, h := range hints {
@@ -253,7 +247,7 @@ func newBenchCheckCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(g.stdout, info)
+				return writeJSON(g.stdout, info)
 			}
 			fmt.Fprintf(g.stdout, "%s: suite %s is valid: %d records, %d tasks\n", args[0], s.Name, len(s.Records), len(s.Tasks))
 			return nil
@@ -287,7 +281,7 @@ ground-truth diff of task record_i (record i to record i+1).`,
 				return usage(err)
 			}
 			if asJSON {
-				return printJSON(g.stdout, map[string]any{"dir": im.Suite.Dir, "suite": im.Suite.Name, "records": im.Records,
+				return writeJSON(g.stdout, map[string]any{"dir": im.Suite.Dir, "suite": im.Suite.Name, "records": im.Records,
 					"tasks": im.Tasks, "notes": im.Notes, "skipped": im.Skipped})
 			}
 			fmt.Fprintf(g.stdout, "imported suite %s in %s: %d records, %d tasks (legacy log contract)\n", im.Suite.Name, im.Suite.Dir, len(im.Records), len(im.Tasks))
@@ -312,8 +306,12 @@ ground-truth diff of task record_i (record i to record i+1).`,
 	return cmd
 }
 
-// openBenchStore opens the database for commands that only read it.
+// openBenchStore opens the database for commands that only read it; it
+// must exist (reading does not create one).
 func openBenchStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s: start a bench run with frontier bench run SUITE, or point --db or --home at the right one", cfg.DB)
+	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)

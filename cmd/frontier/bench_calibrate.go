@@ -49,7 +49,7 @@ calibrated speedup with Welch's one-sided test that the goal is faster.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(g.stdout, rep)
+				return writeJSON(g.stdout, rep)
 			}
 			return printCalibration(g.stdout, rep)
 		},

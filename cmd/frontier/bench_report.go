@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/bench/benchreport"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 func newBenchReportCmd(g *globals) *cobra.Command {
@@ -34,7 +36,10 @@ With --json it prints the report's data instead of writing files.`,
 			defer st.Close()
 			rep, err := benchreport.Load(cmd.Context(), st, args)
 			if err != nil {
-				return usage(err)
+				if errors.Is(err, store.ErrNotFound) {
+					return usage(err)
+				}
+				return err
 			}
 			if asJSON {
 				return rep.WriteJSON(g.stdout)

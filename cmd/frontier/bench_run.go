@@ -118,6 +118,9 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	if o.resume == "" && o.suite == "" {
 		return usage(errors.New("name the suite to run (frontier bench list), or --resume a run"))
 	}
+	if err := store.CheckRunName(o.name); err != nil {
+		return usage(fmt.Errorf("--name: %w", err))
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
@@ -158,7 +161,10 @@ func startBench(ctx context.Context, g *globals, o benchRunOptions, cfg *config.
 	if o.resume != "" {
 		run, err := env.store.BenchRun(ctx, o.resume)
 		if err != nil {
-			return nil, usage(err)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, usage(fmt.Errorf("--resume: %w", err))
+			}
+			return nil, err
 		}
 		rc, err := bench.ParseConfig(run.Config)
 		if err != nil {
@@ -295,7 +301,7 @@ func printBenchSummary(w io.Writer, sum *bench.Summary, asJSON bool) error {
 	sc := bench.Score(outcomes, 1)
 	r := sum.Run
 	if asJSON {
-		return printJSON(w, benchSummary{Run: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints,
+		return writeJSON(w, benchSummary{Run: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints,
 			StopReason: sum.StopReason, StopDetail: sum.StopDetail, Attempts: sum.Attempts, Scores: sc})
 	}
 	fmt.Fprintf(w, "bench run %s (%s, %s, model %s, hints %s) stopped: %s: %s\n", r.Name, r.Suite, r.Scaffold, r.Model, r.Hints, sum.StopReason, sum.StopDetail)
@@ -351,7 +357,7 @@ func newBenchRunsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(g.stdout, runs)
+				return writeJSON(g.stdout, runs)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSUITE\tSCAFFOLD\tMODEL\tHINTS\tSTATE\tSTARTED")

@@ -207,7 +207,17 @@ func TestBenchCommands(t *testing.T) {
 	if code, out, stderr := runCLI(t, "bench", "list", "--json"); code != 0 || !json.Valid([]byte(out)) {
 		t.Errorf("bench list --json: exit %d\n%s%s", code, out, stderr)
 	}
-	code, out, stderr := runCLI(t, "bench", "show", benchQuickSuite+"/r0-r1", "--json")
+	// The keys are snake_case: suites/tiny-ladder/measure.sh reads
+	// records[].id and records[].program.
+	code, out, stderr := runCLI(t, "bench", "show", benchQuickSuite, "--json")
+	var suite struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(out), &suite); code != 0 || err != nil || len(suite.Records) == 0 ||
+		suite.Records[0]["id"] != "r0" || suite.Records[0]["program"] == nil || suite.Records[0]["time_ms"] == nil {
+		t.Errorf("bench show SUITE --json: exit %d (%v)\n%s%s", code, err, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "bench", "show", benchQuickSuite+"/r0-r1", "--json")
 	var task taskInfo
 	if err := json.Unmarshal([]byte(out), &task); code != 0 || err != nil || len(task.Hints) != 3 || task.Diff != "" {
 		t.Errorf("bench show TASK --json: exit %d (%v)\n%s%s", code, err, out, stderr)
@@ -232,5 +242,37 @@ func TestBenchCommands(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "--resume", "x", "--model", "m"); code != exitUsage || !strings.Contains(stderr, "only --max-usd") {
 		t.Errorf("--resume with --model: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "tiny-ladder", "--name", "a\nb"); code != exitUsage || !strings.Contains(stderr, "--name") {
+		t.Errorf("--name with a newline: exit %d: %s", code, stderr)
+	}
+	// Reading commands do not create a database; with none they say how
+	// to get one.
+	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "runs"); code != exitFailure || !strings.Contains(stderr, "no database at") {
+		t.Errorf("bench runs without a database: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "frontier.db")); err == nil {
+		t.Error("bench runs created a database")
+	}
+	// A JSON command that fails early still prints JSON on stdout.
+	code, out, _ = runCLI(t, "bench", "show", "nope", "--json")
+	var je jsonError
+	if err := json.Unmarshal([]byte(out), &je); code != exitUsage || err != nil || je.ExitCode != exitUsage {
+		t.Errorf("bench show nope --json: exit %d, stdout %q", code, out)
+	}
+}
+
+// An unknown bench run is the user's to fix (2); its message says where
+// to look.
+func TestBenchUnknownRun(t *testing.T) {
+	home := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(home, "frontier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	code, _, stderr := runCLI(t, "--home", home, "bench", "report", "nope", "--json")
+	if code != exitUsage || !strings.Contains(stderr, "frontier bench runs") {
+		t.Errorf("bench report nope: exit %d: %s", code, stderr)
 	}
 }
