@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -214,15 +215,21 @@ func showTask(w io.Writer, s *bench.Suite, t *bench.Task, diff, asJSON bool) err
 func newBenchCheckCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "check PATH",
-		Short: "Validate a suite folder or its suite.yaml; every error with file:line:col",
+		Use:   "check SUITE",
+		Short: "Validate a suite (a folder, its suite.yaml, or a built-in suite's name); every error with file:line:col",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}
-			s, err := bench.LoadDir(args[0])
+			// A folder, its suite.yaml, or a suite by name (as track check
+			// takes a track's).
+			load := bench.LoadDir
+			if _, err := os.Stat(args[0]); err != nil && !strings.ContainsRune(args[0], filepath.Separator) {
+				load = suiteRegistry().Get
+			}
+			s, err := load(args[0])
 			if err != nil {
 				return usage(err)
 			}

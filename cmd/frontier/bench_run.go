@@ -121,12 +121,20 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	if err := store.CheckRunName(o.name); err != nil {
 		return usage(fmt.Errorf("--name: %w", err))
 	}
+	// A new run's suite, model and settings are checked before Python is
+	// probed and the database opened: a typo costs no wait.
+	var nr *newBenchRun
+	if o.resume == "" {
+		if nr, err = planBench(g, o, cfg); err != nil {
+			return err
+		}
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	b, err := startBench(ctx, g, o, cfg, env)
+	b, err := startBench(ctx, g, o, nr, cfg, env)
 	if err != nil {
 		return err
 	}
@@ -151,8 +159,41 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	return nil
 }
 
-// startBench creates or resumes the run, with its model and budget.
-func startBench(ctx context.Context, g *globals, o benchRunOptions, cfg *config.Config, env *environment) (*bench.Bench, error) {
+// newBenchRun is a new run's suite and resolved settings.
+type newBenchRun struct {
+	suite *bench.Suite
+	cfg   bench.Config
+}
+
+// planBench finds a new run's suite and model and resolves its settings.
+func planBench(g *globals, o benchRunOptions, cfg *config.Config) (*newBenchRun, error) {
+	s, err := suiteRegistry().Get(o.suite)
+	if err != nil {
+		return nil, usage(err)
+	}
+	recs, err := evolve.ChooseModels(cfg.LLM, evolve.ModelChoice{Proposer: o.proposer, Models: modelWeights(o.model),
+		Named: o.model != "", Replay: o.replay}, os.LookupEnv, g.log)
+	if err != nil {
+		return nil, usage(err)
+	}
+	if len(recs) != 1 {
+		return nil, usage(fmt.Errorf("a bench run has one model, and %d are configured: name one with --model", len(recs)))
+	}
+	rc := o.cfg
+	rc.Model, rc.Budget = recs[0], o.budget
+	if rc.Scaffold == bench.Evolve {
+		ev := cfg.Evolve
+		rc.Evolve = &ev
+	}
+	if err := rc.Resolve(s); err != nil {
+		return nil, usage(err)
+	}
+	return &newBenchRun{suite: s, cfg: rc}, nil
+}
+
+// startBench creates (nr) or resumes (o.resume) the run, with its model
+// and budget.
+func startBench(ctx context.Context, g *globals, o benchRunOptions, nr *newBenchRun, cfg *config.Config, env *environment) (*bench.Bench, error) {
 	benv := bench.Env{Store: env.store, Evaluator: env.eval, Tracks: registry(cfg), WorkDir: filepath.Join(cfg.Home, "bench"),
 		Redact: cfg.LLM.Redactor(os.LookupEnv).Redact, Log: g.log}
 	if !o.quiet {
@@ -188,27 +229,7 @@ func startBench(ctx context.Context, g *globals, o benchRunOptions, cfg *config.
 		}
 		return b, nil
 	}
-	s, err := suiteRegistry().Get(o.suite)
-	if err != nil {
-		return nil, usage(err)
-	}
-	recs, err := evolve.ChooseModels(cfg.LLM, evolve.ModelChoice{Proposer: o.proposer, Models: modelWeights(o.model),
-		Named: o.model != "", Replay: o.replay}, os.LookupEnv, g.log)
-	if err != nil {
-		return nil, usage(err)
-	}
-	if len(recs) != 1 {
-		return nil, usage(fmt.Errorf("a bench run has one model, and %d are configured: name one with --model", len(recs)))
-	}
-	rc := o.cfg
-	rc.Model, rc.Budget = recs[0], o.budget
-	if rc.Scaffold == bench.Evolve {
-		ev := cfg.Evolve
-		rc.Evolve = &ev
-	}
-	if err := rc.Resolve(s); err != nil {
-		return nil, usage(err)
-	}
+	s, rc := nr.suite, nr.cfg
 	budget, err := bench.NewBudget(ctx, env.store, 0, rc.Budget, cfg.LLM.Budget)
 	if err != nil {
 		return nil, err

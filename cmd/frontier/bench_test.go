@@ -228,6 +228,18 @@ func TestBenchCommands(t *testing.T) {
 	if code, out, stderr := runCLI(t, "--config", cfg, "bench", "check", benchQuickSuite); code != 0 || !strings.Contains(out, "is valid") {
 		t.Errorf("bench check: exit %d\n%s%s", code, out, stderr)
 	}
+	if code, out, stderr := runCLI(t, "--config", cfg, "bench", "check", "tiny-ladder"); code != 0 || !strings.Contains(out, "is valid") {
+		t.Errorf("bench check by name: exit %d\n%s%s", code, out, stderr)
+	}
+	// A typo in a new run's suite or flags is said before Python is probed.
+	code, _, stderr = runCLI(t, "--config", cfg, "bench", "run", "nope")
+	if code != exitUsage || !strings.Contains(stderr, "no suite named") || strings.Contains(stderr, "Python") {
+		t.Errorf("bench run nope: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "--config", cfg, "bench", "run", "tiny-ladder", "--scaffold", "bogus")
+	if code != exitUsage || !strings.Contains(stderr, "--scaffold") || strings.Contains(stderr, "Python") {
+		t.Errorf("bench run --scaffold bogus: exit %d: %s", code, stderr)
+	}
 	bad := writeTemp(t, t.TempDir(), "suite.yaml", "name: x\ntrack: tiny\nrecords: []\ntasks: []\nbogus: 1\n")
 	if code, _, stderr := runCLI(t, "bench", "check", bad); code != exitUsage || !strings.Contains(stderr, "suite.yaml:5:1") {
 		t.Errorf("bench check of a bad suite: exit %d: %s", code, stderr)

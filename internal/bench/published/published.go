@@ -98,7 +98,7 @@ func Import(o Options) (*Imported, error) {
 	tdir := filepath.Join(o.From, filepath.FromSlash(TemplatesDir))
 	entries, err := os.ReadDir(tdir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a checkout of the Automated LLM Speedrunning Benchmark: %w", o.From, err)
+		return nil, fmt.Errorf("%s is not a checkout of the Automated LLM Speedrunning Benchmark (%w): pass the folder of a clone of https://github.com/facebookresearch/llm-speedrunner", o.From, err)
 	}
 	var nums []int
 	for _, e := range entries {
