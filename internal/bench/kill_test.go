@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -37,6 +39,9 @@ func runHelper(db string) int {
 		return 1
 	}
 	defer st.Close()
+	// Opening a new store takes a while (it writes its disk reserve): the
+	// test's clock starts at this line, so that its kills land in the run.
+	fmt.Println("open")
 	fx := &fixture{st: st}
 	fx.suite, err = LoadDir("testdata/mini")
 	if err != nil {
@@ -94,8 +99,22 @@ func TestResumeAfterKill(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), helperEnv+"="+db)
 		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
+		out, w, err := os.Pipe()
+		if err != nil {
 			t.Fatal(err)
+		}
+		cmd.Stdout = w
+		err = cmd.Start()
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the store to be open; then drain the rest.
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		go func() { io.Copy(io.Discard, out); out.Close() }()
+		if line != "open\n" {
+			cmd.Wait()
+			t.Fatalf("round %d: the helper did not open the store (%q)", round, line)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
