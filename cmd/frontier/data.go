@@ -35,21 +35,29 @@ type dataBuildOptions struct {
 	out       string
 	valTokens int64
 	valSeqLen int
-	yaml      bool
 	json      bool
+	reseed    bool
 }
 
 func newDataBuildCmd(g *globals) *cobra.Command {
 	var o dataBuildOptions
 	cmd := &cobra.Command{
 		Use:   "build tiny",
-		Short: "Write the tiny synthetic corpus and print its loss floor",
+		Short: "Write the tiny synthetic corpus and print its loss floor and n-gram baseline",
 		Long: `Write the tiny track's synthetic corpus (one validation shard and eight
-training shards in the speedrun's shard format) and print each shard's token
-count and SHA-256, the loss floor of the validation slice (the Bayes-optimal
-loss of a model that sees only its evaluation window), the full-context
-entropy, and unigram and bigram references. The bytes are identical on every
-machine; files that already hold them are left alone.`,
+training shards in the speedrun's shard format) and its manifest, and print
+each shard's token count and SHA-256, the loss floor of the validation slice
+(the Bayes-optimal loss of a model that sees only its evaluation window), the
+full-context entropy, unigram and bigram references, and the n-gram baseline
+(the best Kneser-Ney model counted from the training shards).
+
+The generator's structure and parameters are public; its tables and sample
+are drawn from a secret of 32 random bytes, made on first use and kept in
+DIR/secret (readable only by you), so every installation has its own corpus
+and nobody can regenerate the validation shard without that file. The same
+secret gives the same bytes on every machine; files that already hold them
+are left alone. --reseed draws a new secret and rebuilds: results measured
+on the old corpus are then not comparable with new ones.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"tiny"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,8 +78,8 @@ machine; files that already hold them are left alone.`,
 	f.StringVar(&o.out, "out", "", "folder to write the shards to (default: <data_dir>/tiny)")
 	f.Int64Var(&o.valTokens, "val-tokens", data.DefaultTinyValTokens, "validation tokens the floor is computed on (the track's val_tokens)")
 	f.IntVar(&o.valSeqLen, "val-seq-len", data.DefaultTinyValSeqLen, "evaluation window length (the track's val_seq_len)")
-	f.BoolVar(&o.yaml, "yaml", false, "also print the data section for a track.yaml, with the shard pins and the floor")
 	f.BoolVar(&o.json, "json", false, "print the shards and the losses as JSON")
+	f.BoolVar(&o.reseed, "reseed", false, "draw a new secret and rebuild the corpus from it (a different corpus)")
 	return cmd
 }
 
@@ -83,33 +91,43 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 	if o.valTokens >= int64(p.ValShardTokens) {
 		return usage(fmt.Errorf("--val-tokens %d: the val shard holds %d tokens, and one more than val_tokens is needed", o.valTokens, p.ValShardTokens))
 	}
-	if o.yaml && o.json {
-		return usage(errors.New("use --yaml or --json, not both"))
-	}
-	shards, fl, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Log: log})
+	man, err := data.BuildTiny(ctx, o.out, data.TinyOptions{ValTokens: o.valTokens, ValSeqLen: o.valSeqLen, Reseed: o.reseed, Log: log})
 	if err != nil {
 		return err
 	}
 	if o.json {
-		out := dataBuildJSON{Dir: o.out, Shards: shardsJSON(shards), Loss: lossJSON{
+		fl := man.Tiny.Floor
+		out := dataBuildJSON{Dir: o.out, Fingerprint: man.Tiny.SecretFingerprint, Shards: shardsJSON(man.Pins()), Loss: lossJSON{
 			ValTokens: fl.ValTokens, SeqLen: fl.SeqLen, Floor: fl.Floor, FullContext: fl.FullContext,
 			Bigram: fl.Bigram, Unigram: fl.Unigram, Uniform: math.Log(float64(p.Vocab)), Classes: []classLossJSON{},
-		}}
+		}, NGram: man.Tiny.NGram}
 		for _, c := range fl.Classes {
 			out.Loss.Classes = append(out.Loss.Classes, classLossJSON{Class: c.Class, Targets: c.Targets,
 				Floor: c.Floor, FullContext: c.FullContext, Bigram: c.Bigram, Unigram: c.Unigram})
 		}
 		return writeJSON(w, out)
 	}
-	fmt.Fprintf(w, "tiny corpus in %s\n\n", o.out)
-	printShards(w, shards)
+	fmt.Fprintf(w, "tiny corpus in %s (secret %s, fingerprint %s)\n\n", o.out, filepath.Join(o.out, data.TinySecretFile), man.Tiny.SecretFingerprint)
+	printShards(w, man.Pins())
+	printTinyFigures(w, man.Tiny)
+	return nil
+}
+
+// printTinyFigures prints what a tiny corpus allows: its floor, the
+// references, the n-gram baseline, and the floor by class of target.
+func printTinyFigures(w io.Writer, t *data.TinyManifest) {
+	fl := t.Floor
 	fmt.Fprintf(w, "\nloss on the first %d val tokens in windows of %d, nats per token:\n", fl.ValTokens, fl.SeqLen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  loss floor (Bayes-optimal, window context)\t%.4f\n", fl.Floor)
 	fmt.Fprintf(tw, "  full-context entropy (whole slice in view)\t%.4f\n", fl.FullContext)
+	if ng := t.NGram; ng != nil {
+		fmt.Fprintf(tw, "  n-gram baseline (Kneser-Ney, order %d, counted from %d training tokens)\t%.4f\n", ng.Best.Order, ng.TrainTokens, ng.Best.Loss)
+		fmt.Fprintf(tw, "  n-gram baseline with a cache of the window (lambda %.2f)\t%.4f\n", ng.WithCache.Lambda, ng.WithCache.Loss)
+	}
 	fmt.Fprintf(tw, "  bigram reference (previous token only)\t%.4f\n", fl.Bigram)
 	fmt.Fprintf(tw, "  unigram reference (no context)\t%.4f\n", fl.Unigram)
-	fmt.Fprintf(tw, "  uniform over %d tokens\t%.4f\n", p.Vocab, math.Log(float64(p.Vocab)))
+	fmt.Fprintf(tw, "  uniform over %d tokens\t%.4f\n", t.Params.Vocab, math.Log(float64(t.Params.Vocab)))
 	tw.Flush()
 	fmt.Fprintln(w, "\nby class of the target token:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -118,15 +136,6 @@ func runDataBuildTiny(ctx context.Context, w io.Writer, log *slog.Logger, o data
 		fmt.Fprintf(tw, "%s\t%.1f%%\t%.4f\t%.4f\t%.4f\t%.4f\t\n", c.Class, 100*float64(c.Targets)/float64(fl.ValTokens), c.Floor, c.FullContext, c.Bigram, c.Unigram)
 	}
 	tw.Flush()
-	if o.yaml {
-		fmt.Fprintln(w, "\n# data section for the track spec:")
-		fmt.Fprintf(w, "data:\n  builtin: tiny\n  train: tiny_train_*.bin\n  val: %s\n  vocab_size: %d\n  bos_id: %d\n  val_tokens: %d\n  val_seq_len: %d\n  loss_floor: %.6f\n  shards:\n",
-			data.TinyValFile, p.Vocab, p.Vocab-1, fl.ValTokens, fl.SeqLen, fl.Floor)
-		for _, s := range shards {
-			fmt.Fprintf(w, "    - {file: %s, tokens: %d, sha256: %q}\n", s.File, s.Tokens, s.SHA256)
-		}
-	}
-	return nil
 }
 
 // The JSON of the data commands: snake_case, as every --json.
@@ -139,9 +148,13 @@ type (
 		Error string `json:"error,omitempty"`
 	}
 	dataBuildJSON struct {
-		Dir    string      `json:"dir"`
-		Shards []shardJSON `json:"shards"`
-		Loss   lossJSON    `json:"loss"`
+		Dir string `json:"dir"`
+		// Fingerprint names the corpus's secret in public (never the secret).
+		Fingerprint string      `json:"fingerprint"`
+		Shards      []shardJSON `json:"shards"`
+		Loss        lossJSON    `json:"loss"`
+		// NGram is the n-gram baseline counted from the training shards.
+		NGram *data.NGramResult `json:"ngram,omitempty"`
 	}
 	lossJSON struct {
 		ValTokens   int64           `json:"val_tokens"`
@@ -233,8 +246,10 @@ SHA-256 are printed (pin them in a track spec). With --track NAME, every shard
 the track pins must be present with the pinned token count and SHA-256, and
 every token id must be below the track's vocabulary size; DIR defaults to the
 track's data folder (data: in frontier.yaml, the spec's data.dir, or
-<data_dir>/NAME). With --manifest, the same against the pins of a
-manifest.json that fetch or prepare wrote.`,
+<data_dir>/NAME). A track with built-in data, such as tiny, pins no shards:
+its corpus is drawn per installation, and the manifest written with it pins
+it. With --manifest, the same against the pins of a manifest.json that fetch,
+prepare or data build wrote.`,
 		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var pinned []track.Shard
@@ -273,8 +288,9 @@ manifest.json that fetch or prepare wrote.`,
 				}
 				pinned = spec.Data.Shards
 				if len(pinned) == 0 {
-					// As an evaluation does: a track that pins nothing is
-					// checked against the manifest its data came with.
+					// As an evaluation does: a track that pins nothing (built-in
+					// data is drawn per installation) is checked against the
+					// manifest its data came with.
 					if m, err := data.ReadManifest(dir); err == nil {
 						pinned = m.Pins()
 					}

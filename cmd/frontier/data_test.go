@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,19 +22,34 @@ func TestDataBuildAndVerify(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	var out bytes.Buffer
-	o := dataBuildOptions{out: dir, valTokens: 65536, valSeqLen: 128, yaml: true}
+	o := dataBuildOptions{out: dir, valTokens: 65536, valSeqLen: 128}
 	if err := runDataBuildTiny(ctx, &out, slog.New(slog.DiscardHandler), o); err != nil {
 		t.Fatal(err)
 	}
+	secret, err := data.ReadTinySecret(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := data.ReadManifest(dir)
+	if err != nil || man.Tiny == nil {
+		t.Fatalf("manifest: %v", err)
+	}
 	for _, want := range []string{
-		data.TinyValFile, "tiny_train_000008.bin", "1048576",
-		"loss floor (Bayes-optimal, window context)  2.3887",
+		data.TinyValFile, "tiny_train_000008.bin", "1048576", man.Shards[0].SHA256,
+		"fingerprint " + secret.Fingerprint(),
+		fmt.Sprintf("loss floor (Bayes-optimal, window context)  %.4f", man.Tiny.Floor.Floor),
+		fmt.Sprintf("n-gram baseline (Kneser-Ney, order %d, counted from 8388608 training tokens)  %.4f", man.Tiny.NGram.Best.Order, man.Tiny.NGram.Best.Loss),
 		"bigram reference", "unigram reference", "full-context entropy",
-		"loss_floor: 2.388721", `sha256: "`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("build output lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	// The manifest pins the shards; verify reads them from the folder.
+	out.Reset()
+	if err := runDataVerify(ctx, &out, dir, man.Pins(), 256, "", false); err != nil || !strings.Contains(out.String(), "all 9 pinned shards") {
+		t.Fatalf("verify against the manifest: %v\n%s", err, out.String())
 	}
 
 	out.Reset()

@@ -62,6 +62,13 @@ Exit codes: 0 acceptable (or fast_ok with --fast), 3 loss_too_high, 4 error,
 }
 
 func runEval(ctx context.Context, g *globals, o evalOptions) error {
+	// Flags first: a mistake should not cost a Python probe.
+	if o.interleave && (o.repeats < 2 || o.fast || o.baseline == "none" || o.baseline == "") {
+		return usage(errors.New("--interleave needs --repeats 2 or more and a --baseline, and no --fast"))
+	}
+	if o.repeats < 1 {
+		return usage(fmt.Errorf("--repeats %d: run the program at least once", o.repeats))
+	}
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
@@ -98,9 +105,6 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	}
 	req := eval.Request{Track: spec, Program: src, Name: name, Seed: o.seed, FastOnly: o.fast, Keep: o.keep}
 	var res *eval.Result
-	if o.interleave && (o.repeats < 2 || o.fast || o.baseline == "none" || o.baseline == "") {
-		return usage(errors.New("--interleave needs --repeats 2 or more and a --baseline, and no --fast"))
-	}
 	if o.repeats > 1 && !o.fast {
 		rr := eval.RepeatRequest{Request: req, N: o.repeats}
 		switch {

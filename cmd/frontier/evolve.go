@@ -229,6 +229,15 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		Store: st, Track: spec, Evaluator: env.eval, Models: models, Log: logger,
 		Redact: redactor.Redact, OnStatus: prog.show, Budget: budget, RunsDir: env.eval.RunsDir,
 	}
+	if spec.Data.Builtin != "" {
+		// The floor of built-in data is this installation's (the corpus is
+		// built here on first use, before the reference runs).
+		files, err := env.eval.Data.Resolve(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("data of track %s: %w", spec.Name, err)
+		}
+		opts.LossFloor = files.LossFloor
+	}
 	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
 	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the
 	// engine sizes its slots by the devices evaluations can have.

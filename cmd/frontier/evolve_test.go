@@ -259,16 +259,30 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	abs, _ := filepath.Abs(quickTracks)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
 	out := filepath.Join(home, "rep")
-	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--duration", "6m", "--out", out)
+	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "3", "--pairs", "2", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"stopped: iterations", "report: " + filepath.Join(out, "index.html"), "its full run:", "verdict"} {
+	for _, want := range []string{"report: " + filepath.Join(out, "index.html"), "its full run (one timing):", "verdict"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stdout, "the best acceptable program (#") && !strings.Contains(stdout, "no acceptable program was faster than the reference") {
+	// The budget counts evaluations: the reference and two children.
+	if !strings.Contains(stdout, "stopped: evaluations") && !strings.Contains(stdout, "stopped: iterations") {
+		t.Errorf("demo output lacks its stop reason:\n%s", stdout)
+	}
+	// Either a series ran (and its outcome is said with its evidence), or
+	// there was nothing to confirm, and the demo says so.
+	switch {
+	case strings.Contains(stdout, "confirmation of #"):
+		if !strings.Contains(stdout, "CONFIRMED") || !strings.Contains(stdout, "2 runs of each in alternation") {
+			t.Errorf("the series' outcome is not said:\n%s", stdout)
+		}
+		if !strings.Contains(stdout, "the demo found a faster program and confirmed it") && !strings.Contains(stdout, "no confirmed speedup: the fastest program's single timing did not hold up") {
+			t.Errorf("the demo's closing line does not follow the series:\n%s", stdout)
+		}
+	case !strings.Contains(stdout, "no confirmed speedup: no acceptable program was measured faster than the reference"):
 		t.Errorf("demo output does not compare with the reference:\n%s", stdout)
 	}
 	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {

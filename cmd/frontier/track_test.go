@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/data"
 )
 
 func TestTrackShow(t *testing.T) {
 	code, out, stderr := runCLI(t, "--home", t.TempDir(), "track", "show", "tiny")
-	for _, want := range []string{"target val loss  3.1", "verification     repeats 1",
-		"the model that starts the clock scores at least 4.9339 (an untrained model: ln 256 = 5.5452)", "logit noise at most 0.001 "} {
+	for _, want := range []string{"target val loss  3.45", "verification     repeats 1",
+		"the model that starts the clock scores at least 5.0214 (an untrained model: ln 256 = 5.5452)", "logit noise at most 0.001 "} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("track show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
@@ -100,7 +103,7 @@ func mustRead(t *testing.T, path string) string {
 func TestTrackShowDefaults(t *testing.T) {
 	home := t.TempDir()
 	code, out, stderr := runCLI(t, "--home", home, "track", "show", "tiny", "--yaml")
-	for _, want := range []string{"static_rules:\n  - compile-options", "max_noise: 0.", "min_initial_loss: 4.93", "full_run_max: 20m0s", "disk: 1GiB"} {
+	for _, want := range []string{"static_rules:\n  - compile-options", "max_noise: 0.", "min_initial_loss: 5.02", "full_run_max: 20m0s", "disk: 1GiB"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("--yaml lacks %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
@@ -110,12 +113,40 @@ func TestTrackShowDefaults(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &spec); err != nil || code != 0 {
 		t.Fatalf("--json: exit %d, %v\n%s%s", code, err, out, stderr)
 	}
-	if spec["target_val_loss"] != 3.1 || spec["limits"].(map[string]any)["full_run"] != "5m0s" {
+	if spec["target_val_loss"] != 3.45 || spec["limits"].(map[string]any)["full_run"] != "5m0s" {
 		t.Errorf("--json: %v", spec)
 	}
 	code, out, _ = runCLI(t, "--home", home, "track", "list", "--json")
 	var list trackList
 	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 || len(list.Tracks) < 4 || list.Tracks[0].Name != "nanogpt" {
 		t.Errorf("list --json: exit %d, %v\n%s", code, err, out)
+	}
+}
+
+// TestTrackShowTinyFloor checks that track show prints the floor of the
+// corpus built on this installation, and says when it will be known
+// before.
+func TestTrackShowTinyFloor(t *testing.T) {
+	home := t.TempDir()
+	code, out, stderr := runCLI(t, "--home", home, "track", "show", "tiny")
+	if code != 0 || !strings.Contains(out, "loss floor: computed when the corpus is built") {
+		t.Errorf("before a build (exit %d):\n%s%s", code, out, stderr)
+	}
+	p := data.DefaultTinyParams()
+	p.ValShardTokens, p.TrainShardTokens, p.TrainShards = 70000, 4096, 1
+	s := data.TinySecret{1}
+	man, err := data.BuildTiny(context.Background(), filepath.Join(home, "data", "tiny"), data.TinyOptions{Params: p, Secret: &s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runCLI(t, "--home", home, "track", "show", "tiny")
+	for _, want := range []string{
+		fmt.Sprintf("loss floor %.4f on this installation's corpus", man.Tiny.Floor.Floor),
+		fmt.Sprintf("n-gram baseline %.4f", man.Tiny.NGram.Best.Loss),
+		"from secret " + s.Fingerprint(),
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("after a build, track show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
 	}
 }

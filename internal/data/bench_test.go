@@ -10,7 +10,7 @@ import (
 // (1,048,576 tokens).
 func BenchmarkTinyGenerate(b *testing.B) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func BenchmarkTinyGenerate(b *testing.B) {
 func BenchmarkTinyModel(b *testing.B) {
 	p := DefaultTinyParams()
 	for b.Loop() {
-		if _, err := NewTinyModel(p); err != nil {
+		if _, err := NewTinyModel(p, testSecret(1)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -36,7 +36,7 @@ func BenchmarkTinyModel(b *testing.B) {
 // track's evaluation (65,536 tokens in windows of 128).
 func BenchmarkTinyFloor(b *testing.B) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,13 +54,14 @@ func BenchmarkTinyFloor(b *testing.B) {
 func BenchmarkVerifyTiny(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	shards, _, err := BuildTiny(ctx, dir, TinyOptions{})
+	s := testSecret(1)
+	man, err := BuildTiny(ctx, dir, TinyOptions{Secret: &s})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Verify(ctx, dir, shards, 256); err != nil {
+		if _, err := Verify(ctx, dir, man.Pins(), 256); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,15 +73,42 @@ func BenchmarkReadShard(b *testing.B) {
 	dir := b.TempDir()
 	p := DefaultTinyParams()
 	p.TrainShards = 1
-	shards, _, err := BuildTiny(ctx, dir, TinyOptions{Params: p})
+	s := testSecret(1)
+	man, err := BuildTiny(ctx, dir, TinyOptions{Params: p, Secret: &s})
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(dir, shards[1].File)
-	b.SetBytes(shards[1].Tokens * TokenBytes)
+	path := filepath.Join(dir, man.Shards[1].File)
+	b.SetBytes(man.Shards[1].Tokens * TokenBytes)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := ReadShard(path, 256); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTinyNGram measures counting the n-gram baseline over the eight
+// training shards (8.4M tokens) and scoring it on the validation slice.
+func BenchmarkTinyNGram(b *testing.B) {
+	ctx := context.Background()
+	p := DefaultTinyParams()
+	m, err := NewTinyModel(p, testSecret(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := m.Generate(0, p.ValShardTokens)
+	var train [][]uint16
+	for i := 1; i <= p.TrainShards; i++ {
+		train = append(train, m.Generate(i, p.TrainShardTokens))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		lm, err := CountNGrams(ctx, train, p.Vocab, tinyNGramOrder)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lm.Evaluate(ctx, val, DefaultTinyValTokens, DefaultTinyValSeqLen); err != nil {
 			b.Fatal(err)
 		}
 	}

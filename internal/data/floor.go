@@ -10,42 +10,44 @@ import (
 // how much context is worth. Every loss is a mean negative log-likelihood in
 // nats over the same targets: val[1 .. ValTokens].
 type Floor struct {
-	ValTokens int64
-	SeqLen    int
+	ValTokens int64 `json:"val_tokens"`
+	SeqLen    int   `json:"val_seq_len"`
 	// Floor is the Bayes-optimal loss of a predictor that, like the model
 	// under evaluation, sees only the tokens of its window: for target j
 	// of window i, the inputs val[i*SeqLen .. i*SeqLen+j]. No program can
 	// beat it in expectation.
-	Floor float64
+	Floor float64 `json:"floor"`
 	// FullContext is the same predictor with every earlier token of the
 	// shard in view: the entropy rate of the val slice.
-	FullContext float64
+	FullContext float64 `json:"full_context"`
 	// Bigram is the Bayes-optimal predictor that sees only the previous
-	// token (topics averaged with their stationary weights, bindings
-	// unknown).
-	Bigram float64
+	// token.
+	Bigram float64 `json:"bigram"`
 	// Unigram predicts every token with its stationary frequency.
-	Unigram float64
+	Unigram float64 `json:"unigram"`
 	// Classes splits the losses by the class of the target token.
-	Classes []ClassLoss
+	Classes []ClassLoss `json:"classes"`
 }
 
 // ClassLoss is the part of each loss that falls on one class of target
-// tokens (word, marker, key, value, bos).
+// tokens (function, content, key, value, bos).
 type ClassLoss struct {
-	Class string
+	Class string `json:"class"`
 	// Targets is the number of targets of this class.
-	Targets int64
+	Targets int64 `json:"targets"`
 	// Mean losses over those targets, in nats.
-	Floor, FullContext, Bigram, Unigram float64
+	Floor       float64 `json:"floor"`
+	FullContext float64 `json:"full_context"`
+	Bigram      float64 `json:"bigram"`
+	Unigram     float64 `json:"unigram"`
 }
 
-// TinyFloor computes the Floor of the tiny corpus with parameters p on the
-// validation tokens val (the val shard, or at least its first
+// TinyFloor computes the Floor of the tiny corpus drawn from (p, secret)
+// on the validation tokens val (the val shard, or at least its first
 // valTokens+1 tokens), evaluated as the harness does: valTokens/seqLen
 // windows of seqLen consecutive inputs, each predicting the next token.
-func TinyFloor(val []uint16, valTokens int64, seqLen int, p TinyParams) (Floor, error) {
-	m, err := NewTinyModel(p)
+func TinyFloor(val []uint16, valTokens int64, seqLen int, p TinyParams, secret TinySecret) (Floor, error) {
+	m, err := NewTinyModel(p, secret)
 	if err != nil {
 		return Floor{}, err
 	}
@@ -75,48 +77,36 @@ func (m *TinyModel) Floor(val []uint16, valTokens int64, seqLen int) (Floor, err
 	for j := 1; j < len(val); j++ {
 		counts[m.class(val[j])]++
 	}
-	// Windowed: the predictor restarts at every window, with the prior the
-	// window's first token implies at its position.
-	fw := newForward(m)
+	// score runs a predictor over windows of length T (the last one may
+	// be shorter) and adds each target's loss to sum.
 	pr := newPredictor(m)
-	T := int64(seqLen)
-	for i := int64(0); i < valTokens/T; i++ {
-		start := i * T
-		fw.advance(start)
-		if err := pr.begin(val[start], fw); err != nil {
-			return f, fmt.Errorf("loss floor: window %d: %w", i, err)
-		}
-		for j := start; j < start+T; j++ {
-			nll, err := pr.step(val[j+1], j+1)
-			if err != nil {
-				return f, fmt.Errorf("loss floor: window %d: %w", i, err)
+	score := func(T int64, sum *[numClasses]float64, what string) error {
+		for start := int64(0); start+1 < int64(len(val)); start += T {
+			pr.begin(val[start])
+			for j := start + 1; j <= min(start+T, int64(len(val))-1); j++ {
+				nll, err := pr.step(val[j], j)
+				if err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+				sum[m.class(val[j])] += nll
 			}
-			sums[0][m.class(val[j+1])] += nll
 		}
+		return nil
 	}
-	// Full context: one predictor over the whole slice.
-	fw0 := newForward(m)
-	if err := pr.begin(val[0], fw0); err != nil {
-		return f, fmt.Errorf("full-context entropy: %w", err)
+	// The windows the harness evaluates; one window over the whole slice;
+	// windows of one input token, which is the bigram reference.
+	if err := score(int64(seqLen), &sums[0], "loss floor"); err != nil {
+		return f, err
 	}
+	if err := score(valTokens, &sums[1], "full-context entropy"); err != nil {
+		return f, err
+	}
+	if err := score(1, &sums[2], "bigram reference"); err != nil {
+		return f, err
+	}
+	uni := m.stationary()
 	for j := 1; j < len(val); j++ {
-		nll, err := pr.step(val[j], int64(j))
-		if err != nil {
-			return f, fmt.Errorf("full-context entropy: %w", err)
-		}
-		sums[1][m.class(val[j])] += nll
-	}
-	// References from the stationary distribution.
-	ref := newReferences(m)
-	for j := 1; j < len(val); j++ {
-		c := m.class(val[j])
-		pb := ref.bigram(val[j-1], val[j])
-		pu := ref.unigram(val[j])
-		if pb <= 0 || pu <= 0 {
-			return f, fmt.Errorf("bigram reference: token %d at position %d cannot follow %d: the val shard was not made by this generator", val[j], j, val[j-1])
-		}
-		sums[2][c] -= math.Log(pb)
-		sums[3][c] -= math.Log(pu)
+		sums[3][m.class(val[j])] -= math.Log(uni[val[j]])
 	}
 
 	n := float64(valTokens)
@@ -141,110 +131,45 @@ func (m *TinyModel) Floor(val []uint16, valTokens int64, seqLen int) (Floor, err
 	return f, nil
 }
 
-// Forward states: one per word and per marker, then the key class, the
-// value class and BOS. Keys and values are classes because, given the
-// topic, which key or value appears carries no information about it.
-func (m *TinyModel) fwState(t uint16) int {
-	switch m.class(t) {
-	case classWord, classMarker:
-		return int(t)
-	case classKey:
-		return m.chainToks
-	case classValue:
-		return m.chainToks + 1
-	}
-	return m.chainToks + 2
-}
-
-// forward holds, for each topic z, the distribution of the token at
-// position t of a shard given that the document covering t has topic z.
-// A window that starts mid-document sees its first token, and that token
-// already says something about the topic: the Bayes-optimal prior is
-// P(z | x_t) ∝ P_t(x_t | z). Shards start with BOS, so P_0 is a point mass
-// on BOS, and P_t converges to the stationary distribution within a few
-// hundred positions; after that it is not recomputed.
-type forward struct {
-	m         *TinyModel
-	t         int64
-	p, next   [][]float64
-	converged bool
-}
-
-func newForward(m *TinyModel) *forward {
-	n := m.chainToks + 3
-	f := &forward{m: m, p: make([][]float64, m.p.Topics), next: make([][]float64, m.p.Topics)}
-	for z := range f.p {
-		f.p[z] = make([]float64, n)
-		f.next[z] = make([]float64, n)
-		f.p[z][n-1] = 1 // BOS at position 0
-	}
-	return f
-}
-
-// convergedAt is the largest change of any probability below which P_t
-// is taken to be stationary; it is far below what float64 losses resolve.
-const convergedAt = 1e-17
-
-func (f *forward) advance(to int64) {
-	m := f.m
-	q := m.endProb()
-	W, kState, vState, bState := m.p.Words, m.chainToks, m.chainToks+1, m.chainToks+2
-	for ; f.t < to && !f.converged; f.t++ {
-		var change float64
-		for z := range f.p {
-			p, np := f.p[z], f.next[z]
-			clear(np)
-			for mk := range m.p.Markers {
-				np[kState] += p[m.markerBase+mk]
-			}
-			np[vState] = p[kState]
-			np[bState] = q * p[vState]
-			spread := func(ri int, mass float64) {
-				if mass == 0 {
-					return
-				}
-				r := &m.rows[ri]
-				prev := uint32(0)
-				for i, tok := range r.toks {
-					np[tok] += mass * float64(r.cum[i]-prev) / rowTotal
-					prev = r.cum[i]
-				}
-			}
-			spread(z*(W+1), p[bState]+(1-q)*p[vState])
-			for w := range W {
-				np[bState] += q * p[w]
-				spread(z*(W+1)+1+w, (1-q)*p[w])
-			}
-			for s := range np {
-				change = max(change, math.Abs(np[s]-p[s]))
-			}
-			f.p[z], f.next[z] = np, p
-		}
-		if change < convergedAt {
-			f.converged = true
-		}
-	}
-}
-
-// endProb is q, the chance that a chain position ends the document.
+// endProb is q, the chance that a document ends after a function word, a
+// content token or a value.
 func (m *TinyModel) endProb() float64 { return float64(m.p.EndNum) / float64(m.p.EndDen) }
 
-// predictor is the Bayes-optimal next-token predictor of the tiny corpus
-// given the tokens since it began. Its hidden state is exactly what the
-// visible tokens leave unknown: the topic (a posterior), the values bound
-// before it began (uniform, except one pair it may have half seen), and
-// nothing else.
-type predictor struct {
-	m      *TinyModel
-	q      float64
-	post   []float64 // topic posterior
-	bound  []int16   // value bound to each (marker, key) pair in view, -1 if none
-	marker int       // the last marker in view, -1 if none
-	prev   uint16
+// alpha is the concentration of the content caches.
+func (m *TinyModel) alpha() float64 { return float64(m.p.AlphaNum) / float64(m.p.AlphaDen) }
 
-	// When the view opens on a value, or on a key (whose value comes next),
-	// that value is bound to a pair whose marker (and, for a value, key)
-	// is out of view. unkPost is the posterior over which pair it is.
+// predictor is the Bayes-optimal next-token predictor of the tiny corpus
+// given the tokens since it began. The hidden state of the generator is
+// the document's content tokens and bindings so far; the predictor needs
+// only what is in view:
+//
+//   - Content tokens. Given the topic, the concepts of class c drawn in a
+//     document form an exchangeable sequence (a Chinese restaurant
+//     process), and where the slots fall never depends on which concepts
+//     fill them, nor which form each takes. So the concepts in view are
+//     distributed like the first ones of the sequence, and the next is k
+//     with (n_k + alpha*beta_k)/(n + alpha), n_k the count of k among the
+//     n concepts of its class in view since the last BOS: the tokens out
+//     of view drop out. Its form is uniform.
+//   - Bindings. A key in view with its value fixes that value. A value
+//     bound out of view is uniform and independent of everything in view,
+//     except in one case: a view that opens on a value sees a value whose
+//     key is out of view. The predictor keeps the posterior over which key
+//     it was (unkPost).
+//
+// Nothing else is hidden: rows depend only on the previous token.
+type predictor struct {
+	m     *TinyModel
+	q     float64
+	alpha float64
+	count []int32   // count[t-contentBase]: content token t in view since the last BOS
+	total []int32   // total[c]: tokens of class c in view since the last BOS
+	post  []float64 // posterior over the document's topic
+	bound []int16   // value bound to each key in view, -1 if none
+	prev  uint16
+
+	// When the view opens on a value, that value is bound to a key out of
+	// view. unkPost is the posterior over which key it is.
 	unkActive bool
 	unkValue  int
 	unkPost   []float64
@@ -254,9 +179,12 @@ func newPredictor(m *TinyModel) *predictor {
 	return &predictor{
 		m:       m,
 		q:       m.endProb(),
+		alpha:   m.alpha(),
+		count:   make([]int32, m.p.Classes*m.concepts),
+		total:   make([]int32, m.p.Classes),
 		post:    make([]float64, m.p.Topics),
-		bound:   make([]int16, m.p.Markers*m.p.Keys),
-		unkPost: make([]float64, m.p.Markers*m.p.Keys),
+		bound:   make([]int16, m.p.Keys),
+		unkPost: make([]float64, m.p.Keys),
 	}
 }
 
@@ -264,79 +192,101 @@ func (pr *predictor) newDocument() {
 	for z := range pr.post {
 		pr.post[z] = 1 / float64(len(pr.post))
 	}
+	clear(pr.count)
+	clear(pr.total)
 	for i := range pr.bound {
 		pr.bound[i] = -1
 	}
-	pr.marker = -1
 	pr.unkActive = false
 }
 
 // errImpossible marks a token the model gives probability zero: the data
-// was not made by this generator with these parameters.
-var errImpossible = errors.New("token has probability 0 under the tiny model: the data was not made by this generator with these parameters")
+// was not made by this generator with these parameters and this secret.
+var errImpossible = errors.New("token has probability 0 under the tiny model: the data was not made by this generator with these parameters and this secret")
 
-// begin starts a view whose first token is x0, at the position fw has
-// advanced to.
-func (pr *predictor) begin(x0 uint16, fw *forward) error {
+// begin starts a view whose first token is x0.
+func (pr *predictor) begin(x0 uint16) {
 	m := pr.m
 	pr.newDocument()
 	pr.prev = x0
-	s := m.fwState(x0)
-	var sum float64
-	for z := range pr.post {
-		pr.post[z] = fw.p[z][s]
-		sum += pr.post[z]
-	}
-	if sum <= 0 {
-		return fmt.Errorf("first token %d at position %d: %w", x0, fw.t, errImpossible)
-	}
-	for z := range pr.post {
-		pr.post[z] /= sum
-	}
 	switch m.class(x0) {
-	case classMarker:
-		pr.marker = int(x0) - m.markerBase
+	case classContent:
+		pr.observeContent(x0)
 	case classValue:
-		// Bound to the pair just before the view: any marker, a key drawn
-		// from the key table.
+		// Bound to the key just before the view, drawn from the key table.
 		pr.unkActive = true
 		pr.unkValue = int(x0) - m.valueBase
-		for mk := range m.p.Markers {
-			for k := range m.p.Keys {
-				pr.unkPost[mk*m.p.Keys+k] = float64(m.keyW[k]) / float64(m.keyTotal) / float64(m.p.Markers)
-			}
+		for k := range pr.unkPost {
+			pr.unkPost[k] = float64(m.keyW[k]) / float64(m.keyTotal)
 		}
 	}
-	return nil
+}
+
+// beta returns topic z's base probability of concept k.
+func (m *TinyModel) beta(z, k int) float64 {
+	c := k / m.concepts
+	zc := z*m.p.Classes + c
+	return float64(m.base[zc*m.concepts+k-c*m.concepts]) / float64(m.baseTotal[zc])
+}
+
+// contentProb is the probability of content token t given that a content
+// slot of its class comes: its concept's (n_k + alpha*beta_k)/(n +
+// alpha), with beta_k averaged over the topic posterior, times 1/Forms.
+func (pr *predictor) contentProb(t uint16) float64 {
+	m := pr.m
+	k := m.concept(t)
+	var beta float64
+	for z, pz := range pr.post {
+		if pz != 0 {
+			beta += pz * m.beta(z, k)
+		}
+	}
+	return (float64(pr.count[k]) + pr.alpha*beta) / (float64(pr.total[m.contentClass(t)]) + pr.alpha) / float64(m.p.Forms)
+}
+
+// observeContent takes content token t into view: the topic posterior is
+// multiplied by each topic's chance of t's concept given the class's
+// concepts in view, (n_k + alpha*beta_z(k))/(n + alpha), whose
+// denominator is the same for every topic (and so is the form's chance);
+// then the concept is counted.
+func (pr *predictor) observeContent(t uint16) {
+	m := pr.m
+	k := m.concept(t)
+	if len(pr.post) > 1 {
+		n := float64(pr.count[k])
+		var sum float64
+		for z, pz := range pr.post {
+			pz *= n + pr.alpha*m.beta(z, k)
+			pr.post[z] = pz
+			sum += pz
+		}
+		for z := range pr.post {
+			pr.post[z] /= sum
+		}
+	}
+	pr.count[k]++
+	pr.total[m.contentClass(t)]++
 }
 
 // prob returns P(next = t | the tokens in view).
 func (pr *predictor) prob(t uint16) float64 {
 	m := pr.m
 	switch m.class(pr.prev) {
-	case classMarker:
-		if m.class(t) != classKey {
-			return 0
-		}
-		return float64(m.keyW[int(t)-m.keyBase]) / float64(m.keyTotal)
 	case classKey:
 		if m.class(t) != classValue {
 			return 0
 		}
 		v := int(t) - m.valueBase
 		uniformV := 1 / float64(m.p.Values)
-		if pr.marker < 0 {
-			return uniformV // the pair's marker is out of view
-		}
-		pair := pr.marker*m.p.Keys + int(pr.prev) - m.keyBase
-		if b := pr.bound[pair]; b >= 0 {
+		k := int(pr.prev) - m.keyBase
+		if b := pr.bound[k]; b >= 0 {
 			if int(b) == v {
 				return 1
 			}
 			return 0
 		}
 		if pr.unkActive {
-			p0 := pr.unkPost[pair]
+			p0 := pr.unkPost[k]
 			if v == pr.unkValue {
 				return p0 + (1-p0)*uniformV
 			}
@@ -346,7 +296,6 @@ func (pr *predictor) prob(t uint16) float64 {
 	case classUnused:
 		return 0
 	}
-	// A chain position: after BOS, a value or a word.
 	scale := 1.0
 	if m.class(pr.prev) != classBOS {
 		if t == m.BOS() {
@@ -354,46 +303,25 @@ func (pr *predictor) prob(t uint16) float64 {
 		}
 		scale = 1 - pr.q
 	}
-	var p float64
-	for z, pz := range pr.post {
-		if pz != 0 {
-			p += pz * float64(m.rowWeight(m.rowIndex(z, pr.prev), t))
-		}
+	e := m.event(t)
+	if e < 0 {
+		return 0
 	}
-	return scale * p / rowTotal
+	p := scale * float64(m.rowWeight(m.state(pr.prev), e)) / rowTotal
+	switch m.class(t) {
+	case classContent:
+		p *= pr.contentProb(t)
+	case classKey:
+		p *= float64(m.keyW[int(t)-m.keyBase]) / float64(m.keyTotal)
+	}
+	return p
 }
 
 // dist writes the whole predictive distribution into dst (len Vocab).
 func (pr *predictor) dist(dst []float64) {
 	clear(dst)
-	m := pr.m
-	switch c := m.class(pr.prev); c {
-	case classMarker, classKey:
-		lo, hi := m.keyBase, m.valueBase
-		if c == classKey {
-			lo, hi = m.valueBase, m.valueBase+m.p.Values
-		}
-		for t := lo; t < hi; t++ {
-			dst[t] = pr.prob(uint16(t))
-		}
-	case classUnused:
-	default:
-		scale := 1.0
-		if c != classBOS {
-			dst[m.bos] = pr.q
-			scale = 1 - pr.q
-		}
-		for z, pz := range pr.post {
-			if pz == 0 {
-				continue
-			}
-			r := &m.rows[m.rowIndex(z, pr.prev)]
-			prev := uint32(0)
-			for i, tok := range r.toks {
-				dst[tok] += scale * pz * float64(r.cum[i]-prev) / rowTotal
-				prev = r.cum[i]
-			}
-		}
+	for t := range dst {
+		dst[t] = pr.prob(uint16(t))
 	}
 }
 
@@ -411,35 +339,27 @@ func (pr *predictor) step(t uint16, pos int64) (float64, error) {
 // observe takes t into view.
 func (pr *predictor) observe(t uint16) {
 	m := pr.m
-	switch m.class(pr.prev) {
-	case classMarker:
-		// The key's weight does not depend on the topic.
-	case classKey:
+	switch m.class(t) {
+	case classBOS:
+		pr.newDocument()
+	case classContent:
+		pr.observeContent(t)
+	case classValue:
+		if m.class(pr.prev) != classKey {
+			break // only the first token of a view has no key before it
+		}
 		v := int(t) - m.valueBase
 		k := int(pr.prev) - m.keyBase
-		if pr.marker < 0 {
-			// The view opened on this key: its value is now known, its
-			// marker is not, and all markers are equally likely.
-			pr.unkActive = true
-			pr.unkValue = v
-			clear(pr.unkPost)
-			for mk := range m.p.Markers {
-				pr.unkPost[mk*m.p.Keys+k] = 1 / float64(m.p.Markers)
-			}
-			break
-		}
-		pair := pr.marker*m.p.Keys + k
-		if pr.bound[pair] >= 0 {
+		if pr.bound[k] >= 0 {
 			break
 		}
 		if pr.unkActive {
-			// Likelihood of v: the half-seen pair would force unkValue;
-			// any other pair draws (or was bound to) a uniform value.
-			uniformV := 1 / float64(m.p.Values)
+			// Likelihood of v: the half-seen key would force unkValue;
+			// any other key draws (or was bound to) a uniform value.
 			var sum float64
 			for h, ph := range pr.unkPost {
-				l := uniformV
-				if h == pair {
+				l := 1 / float64(m.p.Values)
+				if h == k {
 					l = 0
 					if v == pr.unkValue {
 						l = 1
@@ -452,120 +372,85 @@ func (pr *predictor) observe(t uint16) {
 				pr.unkPost[h] /= sum
 			}
 		}
-		pr.bound[pair] = int16(v)
-	default:
-		if t == m.BOS() {
-			pr.newDocument()
-			break
-		}
-		ri0 := m.rowIndex(0, pr.prev)
-		stride := m.p.Words + 1
-		var sum float64
-		for z, pz := range pr.post {
-			pz *= float64(m.rowWeight(ri0+z*stride, t))
-			pr.post[z] = pz
-			sum += pz
-		}
-		for z := range pr.post {
-			pr.post[z] /= sum
-		}
-		if m.class(t) == classMarker {
-			pr.marker = int(t) - m.markerBase
-		}
+		pr.bound[k] = int16(v)
 	}
 	pr.prev = t
 }
 
-// references are the context-free baselines, from the stationary
-// distribution of the corpus.
-type references struct {
-	m *TinyModel
-	// uni[t] is the stationary frequency of token t.
-	uni []float64
-	// topicGivenWord[w*Topics+z] is P(z | previous token w).
-	topicGivenWord []float64
-}
-
-func newReferences(m *TinyModel) *references {
-	fw := newForward(m)
-	// The chain mixes within a few hundred steps; the cap only guards
-	// against parameters that mix very slowly.
-	fw.advance(1 << 20)
-	Z := m.p.Topics
-	r := &references{m: m, uni: make([]float64, m.p.Vocab), topicGivenWord: make([]float64, m.p.Words*Z)}
-	for t := range m.p.Vocab {
-		tok := uint16(t)
-		c := m.class(tok)
-		if c == classUnused {
-			continue
-		}
-		share := 1.0
-		switch c {
-		case classKey:
-			share = float64(m.keyW[t-m.keyBase]) / float64(m.keyTotal)
-		case classValue:
-			share = 1 / float64(m.p.Values)
-		}
-		s := m.fwState(tok)
-		for z := range Z {
-			r.uni[t] += fw.p[z][s] * share / float64(Z)
-		}
-	}
-	for w := range m.p.Words {
-		var sum float64
-		for z := range Z {
-			sum += fw.p[z][w]
-		}
-		for z := range Z {
-			if sum > 0 {
-				r.topicGivenWord[w*Z+z] = fw.p[z][w] / sum
-			}
-		}
-	}
-	return r
-}
-
-func (r *references) unigram(t uint16) float64 { return r.uni[t] }
-
-// bigram returns P(t | prev) for the stationary process.
-func (r *references) bigram(prev, t uint16) float64 {
-	m := r.m
-	Z := m.p.Topics
+// stationary returns the stationary frequency of every token: the chain
+// of rows run to equilibrium, with content tokens at their base
+// frequencies (a cache only reorders a class's draws: each draw is
+// marginally from the base), keys at the key table's and values uniform.
+func (m *TinyModel) stationary() []float64 {
+	p := m.p
 	q := m.endProb()
-	switch m.class(prev) {
-	case classMarker:
-		if m.class(t) != classKey {
-			return 0
+	// Chain states: the rows, plus "after a key" (always a value).
+	S := m.numStates()
+	afterKey, afterValue := S, S-1
+	cur := make([]float64, S+1)
+	next := make([]float64, S+1)
+	cur[0] = 1
+	// The lazy chain (stay put with probability 1/2) has the same
+	// stationary distribution and cannot be periodic.
+	for range 1 << 16 {
+		for i := range next {
+			next[i] = cur[i] / 2
 		}
-		return float64(m.keyW[int(t)-m.keyBase]) / float64(m.keyTotal)
-	case classKey:
-		if m.class(t) != classValue {
-			return 0
-		}
-		return 1 / float64(m.p.Values)
-	case classBOS, classValue:
-		// A new document, or one whose value said nothing about its topic.
-		scale := 1.0
-		if m.class(prev) == classValue {
-			if t == m.BOS() {
-				return q
+		next[afterValue] += cur[afterKey] / 2
+		for s := range S {
+			mass := cur[s] / 2
+			if mass == 0 {
+				continue
 			}
-			scale = 1 - q
+			if s != 0 {
+				next[0] += q * mass // BOS
+				mass *= 1 - q
+			}
+			r := &m.rows[s]
+			prev := uint32(0)
+			for i, e := range r.events {
+				w := mass * float64(r.cum[i]-prev) / rowTotal
+				prev = r.cum[i]
+				switch e := int(e); {
+				case e < p.Function:
+					next[1+e] += w
+				case e < m.keyEvent:
+					next[1+e] += w // 1+Function+c
+				default:
+					next[afterKey] += w
+				}
+			}
 		}
-		var p float64
-		for z := range Z {
-			p += float64(m.rowWeight(m.rowIndex(z, prev), t)) / float64(Z)
+		var change float64
+		for i := range cur {
+			change = max(change, math.Abs(next[i]-cur[i]))
 		}
-		return scale * p / rowTotal
-	case classWord:
-		if t == m.BOS() {
-			return q
+		cur, next = next, cur
+		if change < 1e-16 {
+			break
 		}
-		var p float64
-		for z := range Z {
-			p += r.topicGivenWord[int(prev)*Z+z] * float64(m.rowWeight(m.rowIndex(z, prev), t))
-		}
-		return (1 - q) * p / rowTotal
 	}
-	return 0
+	// cur[s] is the frequency of tokens that lead to row s: BOS for 0, a
+	// function word for 1+f, a content token of class c for 1+Function+c,
+	// a value for afterValue; cur[afterKey] is the keys'.
+	uni := make([]float64, p.Vocab)
+	uni[m.bos] = cur[0]
+	for f := range p.Function {
+		uni[f] = cur[1+f]
+	}
+	for c := range p.Classes {
+		for i := range p.ClassSize {
+			t := c*p.ClassSize + i
+			for z := range p.Topics {
+				uni[m.contentBase+t] += cur[1+p.Function+c] * m.beta(z, m.concept(uint16(m.contentBase+t))) / float64(p.Topics*p.Forms)
+			}
+		}
+	}
+	for k := range p.Keys {
+		uni[m.keyBase+k] = cur[afterKey] * float64(m.keyW[k]) / float64(m.keyTotal)
+	}
+	for v := range p.Values {
+		uni[m.valueBase+v] = cur[afterValue] / float64(p.Values)
+	}
+	return uni
 }

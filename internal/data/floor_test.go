@@ -6,25 +6,27 @@ import (
 	"testing"
 )
 
-// smallParams is a corpus small enough to enumerate: 10 tokens (3 words,
-// 2 markers, 2 keys, 2 values, BOS), 2 topics, frequent markers and ends.
+// smallParams is a corpus small enough to enumerate: 11 tokens (2
+// function words, 4 content tokens: 2 concepts of 2 forms, 2 keys, 2
+// values, BOS), 2 topics, frequent keys and ends.
 func smallParams() TinyParams {
 	return TinyParams{
-		Vocab: 10, Words: 3, Markers: 2, Keys: 2, Values: 2, Topics: 2,
-		TableSeed: 11, HomeWords: 2, SharedWords: 2, SharedPicks: 1,
-		MinSupport: 1, MaxSupport: 3, WeightBits: 3,
-		MarkerPermille: 250, EndNum: 1, EndDen: 5, KeyZipf: 2,
-		Seed: 5, ValShardTokens: 64, TrainShardTokens: 64, TrainShards: 1,
+		Vocab: 11, Function: 2, Classes: 1, ClassSize: 4, Forms: 2, Keys: 2, Values: 2,
+		Support: 2, ClassPicks: 1,
+		ContentPermille: 400, AfterContentPermille: 200, KeyPermille: 250,
+		Topics: 2, BaseBits: 3, AlphaNum: 3, AlphaDen: 2,
+		KeyZipf: 2, EndNum: 1, EndDen: 5,
+		ValShardTokens: 64, TrainShardTokens: 64, TrainShards: 1,
 	}
 }
 
-// bruteWeight reads a row weight from the sparse rows the generator
+// bruteRowWeight reads a row weight from the sparse rows the generator
 // samples from, not from the predictor's dense table.
-func bruteWeight(m *TinyModel, z, state int, tok uint16) float64 {
-	r := m.rows[z*(m.p.Words+1)+state]
+func bruteRowWeight(m *TinyModel, state, event int) float64 {
+	r := m.rows[state]
 	prev := uint32(0)
-	for i, t := range r.toks {
-		if t == tok {
+	for i, e := range r.events {
+		if int(e) == event {
 			return float64(r.cum[i] - prev)
 		}
 		prev = r.cum[i]
@@ -34,64 +36,79 @@ func bruteWeight(m *TinyModel, z, state int, tok uint16) float64 {
 
 // bruteSeqProb is P(xs) for a sequence that starts at a shard's first
 // token (BOS), computed document by document straight from the
-// generative story: a uniform topic per document, its chain, keys from the
-// key table, values bound at their first draw.
+// generative story: a uniform topic per document, rows chosen by the
+// previous token, content tokens from the document's Chinese restaurant
+// process, keys from the key table, values bound at their first draw.
 func bruteSeqProb(m *TinyModel, xs []uint16) float64 {
 	p := m.p
 	bos := uint16(p.Vocab - 1)
 	if xs[0] != bos {
 		return 0
 	}
-	isWord := func(t uint16) bool { return int(t) < p.Words }
-	isMarker := func(t uint16) bool { return int(t) >= p.Words && int(t) < p.Words+p.Markers }
-	isKey := func(t uint16) bool { return int(t) >= p.Words+p.Markers && int(t) < p.Words+p.Markers+p.Keys }
-	isValue := func(t uint16) bool {
-		lo := p.Words + p.Markers + p.Keys
-		return int(t) >= lo && int(t) < lo+p.Values
-	}
 	q := float64(p.EndNum) / float64(p.EndDen)
+	alpha := float64(p.AlphaNum) / float64(p.AlphaDen)
 	var keyTotal float64
-	for k := range p.Keys {
-		keyTotal += float64(p.KeyZipf / (k + 1))
+	for _, w := range m.keyW {
+		keyTotal += float64(w)
 	}
 	docProb := func(z int, doc []uint16) float64 {
 		prob := 1.0
 		prev := bos
-		var marker uint16
-		bound := map[[2]uint16]uint16{}
+		count := map[uint16]float64{}
+		total := map[int]float64{}
+		bound := map[uint16]uint16{}
 		for _, tok := range doc {
-			switch {
-			case prev == bos:
-				prob *= bruteWeight(m, z, 0, tok) / rowTotal
-			case isMarker(prev):
-				if !isKey(tok) {
+			if m.class(prev) == classKey {
+				if m.class(tok) != classValue {
 					return 0
 				}
-				marker = prev
-				prob *= float64(p.KeyZipf/(int(tok)-p.Words-p.Markers+1)) / keyTotal
-			case isKey(prev):
-				if !isValue(tok) {
-					return 0
-				}
-				pair := [2]uint16{marker, prev}
-				if v, ok := bound[pair]; ok {
+				if v, ok := bound[prev]; ok {
 					if v != tok {
 						return 0
 					}
 				} else {
 					prob /= float64(p.Values)
-					bound[pair] = tok
+					bound[prev] = tok
 				}
-			case isWord(prev) || isValue(prev):
+				prev = tok
+				continue
+			}
+			if prev != bos {
 				if tok == bos {
-					prob *= q
-					break
+					return prob * q
 				}
-				state := 0
-				if isWord(prev) {
-					state = 1 + int(prev)
+				prob *= 1 - q
+			}
+			var state int
+			switch m.class(prev) {
+			case classFunction:
+				state = 1 + int(prev)
+			case classContent:
+				state = 1 + p.Function + (int(prev)-p.Function)/p.ClassSize
+			case classValue:
+				state = 1 + p.Function + p.Classes
+			}
+			switch m.class(tok) {
+			case classFunction:
+				prob *= bruteRowWeight(m, state, int(tok)) / rowTotal
+			case classContent:
+				c := (int(tok) - p.Function) / p.ClassSize
+				concepts := p.ClassSize / p.Forms
+				i := (int(tok) - p.Function - c*p.ClassSize) / p.Forms // concept within the class
+				zc := z*p.Classes + c
+				var classSum float64
+				for j := range concepts {
+					classSum += float64(m.base[zc*concepts+j])
 				}
-				prob *= (1 - q) * bruteWeight(m, z, state, tok) / rowTotal
+				beta := float64(m.base[zc*concepts+i]) / classSum
+				concept := uint16(c*concepts + i)
+				prob *= bruteRowWeight(m, state, p.Function+c) / rowTotal
+				prob *= (count[concept] + alpha*beta) / (total[c] + alpha) / float64(p.Forms)
+				count[concept]++
+				total[c]++
+			case classKey:
+				prob *= bruteRowWeight(m, state, p.Function+p.Classes) / rowTotal
+				prob *= float64(m.keyW[int(tok)-m.keyBase]) / keyTotal
 			default:
 				return 0
 			}
@@ -155,25 +172,25 @@ func bruteNext(m *TinyModel, pos int, vis []uint16) []float64 {
 
 // TestPredictorMatchesBruteForce compares the predictor with an
 // enumeration over every hidden prefix, for windows that open at several
-// shard positions: on BOS, mid-document on a word, on a key whose marker
-// is hidden, on a value whose pair is hidden.
+// shard positions: on BOS, mid-document on a function word, on a content
+// token whose document's earlier draws are hidden, on a key, on a value
+// whose key is hidden. It is the test of the claim that what is out of
+// view drops out (exchangeability) except for the half-seen binding.
 func TestPredictorMatchesBruteForce(t *testing.T) {
-	m, err := NewTinyModel(smallParams())
+	m, err := NewTinyModel(smallParams(), testSecret(11))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 8 // targets per window
 	opened := map[int]int{}
-	halfSeen := 0 // value predictions that depend on a half-seen pair
-	known := 0    // value predictions of a pair bound in view
-	shards := 0
+	halfSeen := 0 // value predictions that depend on a half-seen binding
+	known := 0    // value predictions of a key bound in view
+	cached := 0   // content predictions with a token of the class in view
+	windows := 0
 	for _, pos := range []int{0, 1, 2, 3, 4} {
-		// Windows that open on a key or a value are the rare, delicate
-		// ones: keep every one of those among the seeds tried, and a
-		// few of the others.
 		perClass, tries := 12, 3000
 		if pos == 4 {
-			perClass, tries = 2, 300 // ten times the hidden prefixes
+			perClass, tries = 2, 300 // eleven times the hidden prefixes
 		}
 		took := map[int]int{}
 		for i := range tries {
@@ -184,29 +201,29 @@ func TestPredictorMatchesBruteForce(t *testing.T) {
 			if c == classKey || c == classValue {
 				limit = 4 * perClass
 			}
-			if repeatsPair(m, win) {
-				c, limit = -1, 2*perClass
-			}
 			if took[c] >= limit {
 				continue
 			}
 			took[c]++
-			shards++
-			fw := newForward(m)
-			fw.advance(int64(pos))
+			windows++
 			pr := newPredictor(m)
-			if err := pr.begin(win[0], fw); err != nil {
-				t.Fatal(err)
-			}
-			opened[m.class(win[0])]++
+			pr.begin(win[0])
+			opened[c]++
 			for j := range n {
-				if m.class(pr.prev) == classKey && pr.marker >= 0 {
-					pair := pr.marker*m.p.Keys + int(pr.prev) - m.keyBase
+				if m.class(pr.prev) == classKey {
+					k := int(pr.prev) - m.keyBase
 					switch {
-					case pr.bound[pair] >= 0:
+					case pr.bound[k] >= 0:
 						known++
-					case pr.unkActive && pr.unkPost[pair] > 0:
+					case pr.unkActive && pr.unkPost[k] > 0:
 						halfSeen++
+					}
+				} else if m.class(pr.prev) != classUnused {
+					for _, tot := range pr.total {
+						if tot > 0 {
+							cached++
+							break
+						}
 					}
 				}
 				want := bruteNext(m, pos, win[:j+1])
@@ -220,31 +237,16 @@ func TestPredictorMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d windows; opened on: %d words, %d markers, %d keys, %d values, %d BOS; value predictions: %d of a pair in view, %d of a possibly half-seen pair",
-		shards, opened[classWord], opened[classMarker], opened[classKey], opened[classValue], opened[classBOS], known, halfSeen)
-	for _, c := range []int{classWord, classMarker, classKey, classValue, classBOS} {
+	t.Logf("%d windows; opened on: %d function words, %d content tokens, %d keys, %d values, %d BOS; value predictions: %d of a key in view, %d of a possibly half-seen binding; %d predictions with a cache in view",
+		windows, opened[classFunction], opened[classContent], opened[classKey], opened[classValue], opened[classBOS], known, halfSeen, cached)
+	for _, c := range []int{classFunction, classContent, classKey, classValue, classBOS} {
 		if opened[c] == 0 {
 			t.Errorf("no window opened on a %s; choose other seeds", classNames[c])
 		}
 	}
-	if halfSeen < 10 || known < 10 {
-		t.Error("too few value predictions of known or half-seen pairs; choose other seeds")
+	if halfSeen < 10 || known < 10 || cached < 100 {
+		t.Error("too few predictions of known or half-seen bindings or from a cache; choose other seeds")
 	}
-}
-
-// repeatsPair reports whether a (marker, key) pair appears twice in win.
-func repeatsPair(m *TinyModel, win []uint16) bool {
-	seen := map[[2]uint16]bool{}
-	for i := 0; i+1 < len(win); i++ {
-		if m.class(win[i]) == classMarker {
-			pair := [2]uint16{win[i], win[i+1]}
-			if seen[pair] {
-				return true
-			}
-			seen[pair] = true
-		}
-	}
-	return false
 }
 
 // TestPredictorCalibrated checks the predictor against the generator by
@@ -255,7 +257,7 @@ func repeatsPair(m *TinyModel, win []uint16) bool {
 // also checks that every predictive distribution sums to 1.
 func TestPredictorCalibrated(t *testing.T) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,13 +270,9 @@ func TestPredictorCalibrated(t *testing.T) {
 		dist := make([]float64, V)
 		var diff, diff2 float64
 		var n int
-		fw := newForward(m)
 		pr := newPredictor(m)
 		for start := 0; start+seqLen < len(toks); start += seqLen {
-			fw.advance(int64(start))
-			if err := pr.begin(toks[start], fw); err != nil {
-				t.Fatal(err)
-			}
+			pr.begin(toks[start])
 			for j := start + 1; j <= start+seqLen; j++ {
 				pr.dist(dist)
 				c := m.class(pr.prev)
@@ -291,9 +289,6 @@ func TestPredictorCalibrated(t *testing.T) {
 					t.Fatalf("seq len %d, position %d: distribution sums to %.15g", seqLen, j, sum)
 				}
 				x := toks[j]
-				if got := pr.prob(x); math.Abs(got-dist[x]) > 1e-14 {
-					t.Fatalf("position %d: prob %.15g, dist %.15g", j, got, dist[x])
-				}
 				count[c*V+int(x)]++
 				nll, err := pr.step(x, int64(j))
 				if err != nil {
@@ -326,22 +321,22 @@ func TestPredictorCalibrated(t *testing.T) {
 	}
 }
 
-// The default corpus's floor, pinned: the val shard is pinned by hash, so
-// these numbers change only when the floor's computation does. Update them
-// with the pins (see pinnedTinyValSHA256).
+// The floor of the test secret's corpus, pinned: the val shard is pinned
+// by hash, so these numbers change only when the floor's computation
+// does. Update them with pinnedTinyValSHA256.
 const (
-	pinnedFloor       = 2.3887209
-	pinnedFullContext = 2.3323093
+	pinnedFloor       = 2.9669186
+	pinnedFullContext = 2.8412951
 )
 
 func TestTinyFloorOrdering(t *testing.T) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	val := m.Generate(0, p.ValShardTokens)
-	f, err := TinyFloor(val, DefaultTinyValTokens, DefaultTinyValSeqLen, p)
+	f, err := TinyFloor(val, DefaultTinyValTokens, DefaultTinyValSeqLen, p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,12 +365,57 @@ func TestTinyFloorOrdering(t *testing.T) {
 	if math.Abs(g.Floor-f.FullContext) > 1e-12 {
 		t.Errorf("one window over the slice: %.12f, full context %.12f", g.Floor, f.FullContext)
 	}
+	// Windows of one token are the bigram reference.
+	if g, err = m.Floor(val, DefaultTinyValTokens, 1); err != nil || math.Abs(g.Floor-f.Bigram) > 1e-12 {
+		t.Errorf("windows of one token: %.12f, bigram reference %.12f (%v)", g.Floor, f.Bigram, err)
+	}
+}
+
+// TestStationary checks the unigram reference against token frequencies.
+func TestStationary(t *testing.T) {
+	p := DefaultTinyParams()
+	m, err := NewTinyModel(p, testSecret(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uni := m.stationary()
+	var sum float64
+	for _, u := range uni {
+		sum += u
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Fatalf("stationary distribution sums to %.15g", sum)
+	}
+	toks := m.Generate(5, 1<<20)
+	seen := make([]float64, p.Vocab)
+	for _, x := range toks {
+		seen[x]++
+	}
+	// A content token's count varies far more than a multinomial's: the
+	// cache repeats whatever a document drew first. Compare classes.
+	byClass := make([]float64, numClasses)
+	wantClass := make([]float64, numClasses)
+	for tok := range p.Vocab {
+		byClass[m.class(uint16(tok))] += seen[tok] / float64(len(toks))
+		wantClass[m.class(uint16(tok))] += uni[tok]
+	}
+	for c := range numClasses {
+		if math.Abs(byClass[c]-wantClass[c]) > 0.01 {
+			t.Errorf("%s tokens: frequency %.4f, stationary %.4f", classNames[c], byClass[c], wantClass[c])
+		}
+	}
+	for f := range p.Function {
+		if want := uni[f] * float64(len(toks)); math.Abs(seen[f]-want) > 6*math.Sqrt(want)+10 {
+			t.Errorf("function word %d seen %.0f times, stationary predicts %.1f", f, seen[f], want)
+		}
+	}
 }
 
 func TestTinyFloorBadInput(t *testing.T) {
 	p := DefaultTinyParams()
-	m, _ := NewTinyModel(p)
+	m, _ := NewTinyModel(p, testSecret(1))
 	val := m.Generate(0, 1000)
+	other, _ := NewTinyModel(p, testSecret(2))
 	for name, c := range map[string]struct {
 		val       []uint16
 		valTokens int64
@@ -386,7 +426,8 @@ func TestTinyFloorBadInput(t *testing.T) {
 		"too short":      {val, 1024, 128, "needs 1025 tokens"},
 		"zero seq len":   {val, 512, 0, "val_seq_len"},
 		"unused id":      {append([]uint16{255, 250}, val[:600]...), 512, 128, "outside the tiny vocabulary"},
-		"other data":     {append([]uint16{255, 3, 200, 7}, val[:600]...), 512, 128, "not made by this generator"},
+		"key then word":  {append([]uint16{255, 3, 192, 7}, val[:600]...), 512, 128, "not made by this generator"},
+		"another secret": {other.Generate(0, 20000), 16384, 128, "not made by this generator"},
 	} {
 		if _, err := m.Floor(c.val, c.valTokens, c.seqLen); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, c.want)

@@ -12,8 +12,8 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// ManifestFile is the name of the manifest fetch and prepare write next to
-// the shards they produce.
+// ManifestFile is the name of the manifest fetch, prepare and the tiny
+// corpus's build write next to the shards they produce.
 const ManifestFile = "manifest.json"
 
 // ManifestFormat is the version of the manifest's layout.
@@ -41,6 +41,10 @@ type DataManifest struct {
 	Val    string           `json:"val"`
 	Shards []ManifestShard  `json:"shards"`
 	Extra  map[string]int64 `json:"stats,omitempty"`
+	// Tiny describes a tiny corpus built by frontier data build tiny (or
+	// on first use): its secret's fingerprint, its floor and its n-gram
+	// baseline.
+	Tiny *TinyManifest `json:"tiny,omitempty"`
 }
 
 // ManifestShard pins one file.

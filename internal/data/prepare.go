@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -187,10 +188,18 @@ func ShardName(prefix string, i int) string {
 // workers' caches are bounded), except that a JSONL record is held whole. The output is the same bytes
 // for any number of workers. It writes manifest.json with every shard's
 // SHA-256. On error or cancellation, nothing it wrote is left behind.
-func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
+func Prepare(ctx context.Context, o PrepareOptions) (_ *PrepareResult, err error) {
 	start := time.Now()
 	if err := o.normalize(); err != nil {
 		return nil, err
+	}
+	if _, err := os.Lstat(o.Out); errors.Is(err, fs.ErrNotExist) {
+		// A folder made here for nothing would look like a result.
+		defer func() {
+			if err != nil {
+				os.Remove(o.Out) // only when empty
+			}
+		}()
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
@@ -233,7 +242,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 
 	sw := &shardWriter{dir: o.Out, prefix: o.Prefix, valTokens: o.ValTokens, shardTokens: o.ShardTokens, written: &tokens}
 	res := &PrepareResult{}
-	err := o.run(ctx, sw, res, &readBytes, &filesDone)
+	err = o.run(ctx, sw, res, &readBytes, &filesDone)
 	if err == nil {
 		err = sw.finish()
 	}

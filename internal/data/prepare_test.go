@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -384,7 +385,10 @@ func TestPrepareBadInput(t *testing.T) {
 			if c.wantErr != nil && !errors.Is(err, c.wantErr) {
 				t.Errorf("error is not %v: %v", c.wantErr, err)
 			}
-			// Nothing is left behind.
+			// Nothing is left behind, not even the folder it made.
+			if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the output folder it made is left behind: %v", err)
+			}
 			if left, _ := filepath.Glob(filepath.Join(out, "*")); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
 			}

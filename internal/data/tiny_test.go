@@ -3,22 +3,30 @@ package data
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
+// testSecret returns a fixed secret for tests: the corpus of an
+// installation whose secret it is.
+func testSecret(n int) TinySecret {
+	return sha256.Sum256(fmt.Appendf(nil, "frontier tiny test secret %d", n))
+}
+
 // pinnedTinyValSHA256 is the SHA-256 of the default validation shard
-// (tiny_val_000000.bin). It pins the generator: any change to the tables,
-// the sampling code or DefaultTinyParams changes it, and with it the data
-// every tiny-track result was measured on. If a change is deliberate,
-// run `frontier data build tiny`, put the new hash here, and update the
-// shard pins and the loss floor in the tiny track's spec at the same time.
-const pinnedTinyValSHA256 = "15d51c949edd1a47637417ae8511fb628d5ad08be276aa06c774861c8c471290"
+// (tiny_val_000000.bin) drawn from testSecret(1). It pins the generator: a
+// secret must give the same bytes on every machine and with every build,
+// and any change to the tables, the sampling code, the seed derivation or
+// DefaultTinyParams changes it. If a change is deliberate, bump
+// tinyVersion (so installed corpora are rebuilt), put the new hash here
+// and recalibrate the tiny track's target.
+const pinnedTinyValSHA256 = "369a7d841cf5e922aa93150124269cc2725d7eb28b09b25c00ff72cf40f28778"
 
 func TestTinyValShardPinned(t *testing.T) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,17 +36,17 @@ func TestTinyValShardPinned(t *testing.T) {
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); got != pinnedTinyValSHA256 {
-		t.Fatalf("the default tiny val shard changed: sha256 %s, pinned %s (see the comment on pinnedTinyValSHA256)", got, pinnedTinyValSHA256)
+		t.Fatalf("the tiny val shard of the test secret changed: sha256 %s, pinned %s (see the comment on pinnedTinyValSHA256)", got, pinnedTinyValSHA256)
 	}
 }
 
 func TestTinyDeterministic(t *testing.T) {
 	p := DefaultTinyParams()
-	m1, err := NewTinyModel(p)
+	m1, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, _ := NewTinyModel(p)
+	m2, _ := NewTinyModel(p, testSecret(1))
 	a, b := m1.Generate(3, 50000), m2.Generate(3, 50000)
 	if !slices.Equal(a, b) {
 		t.Fatal("two generations of the same shard differ")
@@ -51,86 +59,105 @@ func TestTinyDeterministic(t *testing.T) {
 	if slices.Equal(m1.Generate(4, 1000), a[:1000]) {
 		t.Error("shards 3 and 4 are identical")
 	}
-	// The tables depend on TableSeed, the shards on Seed.
-	q := p
-	q.TableSeed++
-	m3, _ := NewTinyModel(q)
+	// Another secret draws other tables and another sample.
+	m3, _ := NewTinyModel(p, testSecret(2))
 	if slices.Equal(m3.Generate(3, 1000), a[:1000]) {
-		t.Error("changing TableSeed did not change the corpus")
+		t.Error("changing the secret did not change the corpus")
 	}
-	q = p
-	q.Seed++
-	m4, _ := NewTinyModel(q)
-	if slices.Equal(m4.Generate(3, 1000), a[:1000]) {
-		t.Error("changing Seed did not change the corpus")
+	if slices.Equal(m3.weight, m1.weight) || slices.Equal(m3.base, m1.base) || slices.Equal(m3.keyW, m1.keyW) {
+		t.Error("changing the secret left some tables unchanged")
+	}
+}
+
+func TestTinySecretDerivation(t *testing.T) {
+	s := testSecret(1)
+	a, b := s.stream("tables"), s.stream("shard 0")
+	if a.Uint64() == b.Uint64() {
+		t.Error("two labels give the same stream")
+	}
+	f := s.Fingerprint()
+	if len(f) != 16 || f == testSecret(2).Fingerprint() {
+		t.Errorf("fingerprint %q", f)
+	}
+	if f != s.Fingerprint() {
+		t.Error("fingerprint is not a function of the secret")
+	}
+	text := hex.EncodeToString(s[:])
+	if got, err := ParseTinySecret(text + "\n"); err != nil || got != s {
+		t.Errorf("ParseTinySecret round trip: %v", err)
+	}
+	for _, bad := range []string{"", text[:62], text + "00", "zz" + text[2:]} {
+		if _, err := ParseTinySecret(bad); err == nil {
+			t.Errorf("ParseTinySecret(%q) accepted", bad)
+		}
 	}
 }
 
 // TestTinyInvariants checks the generator's story on a long stretch: token
-// ranges, grammar (marker, key, value), bindings that never change inside a
-// document, BOS at the start, and the marker rate.
+// ranges, grammar (a key is followed by a value and nothing else is),
+// bindings that never change inside a document, BOS never twice in a row,
+// and the rates the parameters set.
 func TestTinyInvariants(t *testing.T) {
 	p := DefaultTinyParams()
-	m, err := NewTinyModel(p)
+	m, err := NewTinyModel(p, testSecret(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks := m.Generate(1, 200000)
+	toks := m.Generate(1, 400000)
 	if toks[0] != m.BOS() || m.BOS() != 255 {
 		t.Fatalf("shard starts with %d, BOS is %d; want 255", toks[0], m.BOS())
 	}
-	bound := map[[2]uint16]uint16{}
-	var docs, words, markers int
+	bound := map[uint16]uint16{}
+	seen := map[uint16]bool{}
+	var docs, content, repeats, keys int
 	for i := 1; i < len(toks); i++ {
 		prev, cur := toks[i-1], toks[i]
 		pc, cc := m.class(prev), m.class(cur)
 		if cc == classUnused {
 			t.Fatalf("token %d at %d is in the unused range", cur, i)
 		}
-		switch pc {
-		case classMarker:
-			if cc != classKey {
-				t.Fatalf("marker followed by %s at %d", classNames[cc], i)
-			}
-		case classKey:
-			if cc != classValue {
-				t.Fatalf("key followed by %s at %d", classNames[cc], i)
-			}
-			pair := [2]uint16{toks[i-2], prev}
-			if v, ok := bound[pair]; ok && v != cur {
-				t.Fatalf("pair %v bound to %d, then %d at %d", pair, v, cur, i)
-			}
-			bound[pair] = cur
-		case classBOS:
-			if cc != classWord {
-				t.Fatalf("BOS followed by %s at %d", classNames[cc], i)
-			}
-		case classWord:
-			words++
-			if cc == classMarker {
-				markers++
-			}
+		if (pc == classKey) != (cc == classValue) {
+			t.Fatalf("%s followed by %s at %d", classNames[pc], classNames[cc], i)
 		}
-		if cc == classKey || cc == classValue {
-			if pc == classWord || pc == classBOS {
-				t.Fatalf("%s after %s at %d", classNames[cc], classNames[pc], i)
+		switch {
+		case pc == classBOS && cc == classBOS:
+			t.Fatalf("empty document at %d", i)
+		case cc == classValue:
+			if v, ok := bound[prev]; ok && v != cur {
+				t.Fatalf("key %d bound to %d, then %d at %d", prev, v, cur, i)
 			}
-		}
-		if cur == m.BOS() {
+			bound[prev] = cur
+		case cc == classKey:
+			keys++
+		case cc == classContent:
+			content++
+			if seen[cur] {
+				repeats++
+			}
+			seen[cur] = true
+		case cc == classBOS:
 			docs++
 			clear(bound)
+			clear(seen)
 		}
 	}
-	// Marker rate per word position: (1-q) * 6%.
-	rate := float64(markers) / float64(words)
-	if rate < 0.054 || rate > 0.066 {
-		t.Errorf("markers follow %.4f of words, want about 0.06", rate)
+	n := float64(len(toks))
+	// Documents end at a chain position with probability 1/256; keys add
+	// a value each, so a document averages 256 * (1 + key share) tokens.
+	keyShare := float64(keys) / n
+	if mean := n / float64(docs+1); mean < 240 || mean > 320 {
+		t.Errorf("mean document length %.1f, want about %.0f", mean, 256*(1+keyShare))
 	}
-	// Mean document length is about 1/q chain positions plus two tokens
-	// per marker: 256 * (1 + 2*0.06/(1+0.06)) ≈ 285 tokens.
-	mean := float64(len(toks)) / float64(docs+1)
-	if mean < 240 || mean > 330 {
-		t.Errorf("mean document length %.1f, want about 285", mean)
+	if keyShare < 0.04 || keyShare > 0.08 {
+		t.Errorf("keys are %.3f of tokens, want about 0.06", keyShare)
+	}
+	// Content tokens are a large share, and the cache makes most of them
+	// repeats within their document.
+	if share := float64(content) / n; share < 0.35 || share > 0.5 {
+		t.Errorf("content tokens are %.3f of tokens", share)
+	}
+	if r := float64(repeats) / float64(content); r < 0.7 {
+		t.Errorf("only %.3f of content tokens repeat one earlier in their document", r)
 	}
 }
 
@@ -141,13 +168,15 @@ func TestTinyParamsValidate(t *testing.T) {
 	for name, f := range map[string]func(*TinyParams){
 		"vocab too small": func(p *TinyParams) { p.Vocab = 200 },
 		"no topics":       func(p *TinyParams) { p.Topics = 0 },
-		"support":         func(p *TinyParams) { p.MinSupport = 20 },
+		"support":         func(p *TinyParams) { p.Support = 17 },
 		"end chance":      func(p *TinyParams) { p.EndNum = 0 },
-		"markers":         func(p *TinyParams) { p.MarkerPermille = 1000 },
+		"rows":            func(p *TinyParams) { p.ContentPermille = 950 },
+		"alpha":           func(p *TinyParams) { p.AlphaDen = 0 },
+		"class picks":     func(p *TinyParams) { p.ClassPicks = p.Classes + 1 },
 	} {
 		p := DefaultTinyParams()
 		f(&p)
-		if _, err := NewTinyModel(p); err == nil {
+		if _, err := NewTinyModel(p, testSecret(1)); err == nil {
 			t.Errorf("%s: NewTinyModel accepted %+v", name, p)
 		}
 	}

@@ -12,10 +12,27 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
+// DataFiles are the absolute paths of a track's data, and what is known
+// about it.
+type DataFiles struct {
+	Train []string
+	Val   string
+	// LossFloor is the Bayes-optimal loss of the track's validation slice
+	// on this installation's data, 0 when unknown. The built-in tiny
+	// corpus is drawn per installation, so its floor comes from the
+	// manifest written when it was built, not from the track spec.
+	LossFloor float64
+	// Hidden are files of the data folder that the program must not be
+	// able to read: the tiny corpus's secret, from which, with the public
+	// generator, the validation shard can be regenerated.
+	Hidden []string
+}
+
 // LocalData finds track data on the local disk and verifies it before every
 // evaluation: headers, sizes and SHA-256 of every pinned shard. A mismatch is
 // an error, never a silent run on other data. The built-in tiny data is
-// generated on first use.
+// generated on first use, from a secret drawn for this installation, and
+// verified against the manifest written with it.
 type LocalData struct {
 	// Root holds one folder per track (config data_dir).
 	Root string
@@ -29,6 +46,8 @@ type LocalData struct {
 	// rewritten in place gets a new stamp and is hashed again.
 	mu       sync.Mutex
 	verified map[string]string
+	// tiny does the same for the tiny corpus, whose pins are its manifest's.
+	tiny data.ShardCache
 }
 
 // Dir returns the data folder of spec.
@@ -48,11 +67,24 @@ func (d *LocalData) Dir(spec *track.Spec) string {
 // Resolve verifies the data of spec and returns its files.
 func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error) {
 	dir := d.Dir(spec)
+	var floor float64
+	var hidden []string
 	switch spec.Data.Builtin {
 	case "tiny":
-		if err := data.EnsureTiny(ctx, dir, spec.Data.Shards); err != nil {
+		// The spec's pins and floor, if any, are another installation's
+		// (see track.Spec.Notes): the corpus's manifest decides.
+		man, err := data.EnsureTiny(ctx, dir, data.TinyOptions{
+			ValTokens: spec.Data.ValTokens, ValSeqLen: spec.Data.ValSeqLen, Cache: &d.tiny,
+		})
+		if err != nil {
 			return nil, err
 		}
+		floor = man.Tiny.Floor.Floor
+		secret, err := filepath.Abs(filepath.Join(dir, data.TinySecretFile))
+		if err != nil {
+			return nil, fmt.Errorf("tiny data: %w", err)
+		}
+		hidden = append(hidden, secret)
 	case "":
 		pins := spec.Data.Shards
 		if len(pins) == 0 {
@@ -90,7 +122,7 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 			return nil, err
 		}
 	}
-	return &DataFiles{Train: train, Val: val}, nil
+	return &DataFiles{Train: train, Val: val, LossFloor: floor, Hidden: hidden}, nil
 }
 
 // stamp identifies a file's current content cheaply: size and

@@ -70,12 +70,6 @@ type DataResolver interface {
 	Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error)
 }
 
-// DataFiles are the absolute paths of a track's data.
-type DataFiles struct {
-	Train []string
-	Val   string
-}
-
 // Request is one evaluation to run.
 type Request struct {
 	Track   *track.Spec
@@ -132,6 +126,15 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err e
 	files, err := e.Data.Resolve(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("data of track %s: %w", spec.Name, err)
+	}
+	if files.LossFloor > 0 && files.LossFloor != spec.Data.LossFloor {
+		// Built-in data is drawn per installation: its floor is the
+		// manifest's, and the loss-floor rule and the result use it. The
+		// spec's hash stays the spec's.
+		local := *spec
+		local.Data.LossFloor = files.LossFloor
+		spec = &local
+		res.Track.LossFloor = files.LossFloor
 	}
 
 	// Static checks first: an invalid program never runs. The program that

@@ -26,7 +26,7 @@ func fastOutcome(stepMs, firstMs float64, steps, planned int) *phaseOutcome {
 // The full run's limit grows with what the fast check measured on this
 // machine, within the track's bounds, and says why.
 func TestFullLimit(t *testing.T) {
-	spec := testTrack(t, 4.1)
+	spec := testTrack(t, bigramTarget)
 	spec.Limits.FullRun = 300e9 // 5 minutes
 	spec.Limits.FullRunMax = 1200e9
 	spec.Data.ValTokens = 65536
@@ -64,7 +64,7 @@ func TestFullLimit(t *testing.T) {
 
 // A full run that times out says how fast its steps were and what to do.
 func TestTimeoutReason(t *testing.T) {
-	spec := testTrack(t, 4.1)
+	spec := testTrack(t, bigramTarget)
 	spec.Hardware.ReferenceStepMs = 40
 	full := &phaseOutcome{phase: &Phase{Mode: "full", Steps: 500}, tel: &harness.Telemetry{Steps: []harness.Step{{Step: 499, TrainTimeMs: 200000}}}}
 	o := judgePhase(spec, "full", runner.Result{Status: runner.StatusTimeout}, full.tel)

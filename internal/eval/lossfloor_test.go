@@ -13,7 +13,7 @@ import (
 // model: invalid. Near the floor, and in the fast check's short slice, it
 // is not.
 func TestJudgeLossFloor(t *testing.T) {
-	spec := testTrack(t, 4.1)
+	spec := testTrack(t, bigramTarget)
 	spec.Data.LossFloor = 2.388721
 	ok := runner.Result{Status: runner.StatusOK, Wall: time.Minute}
 	judge := func(mode string, loss float64) *phaseOutcome {

@@ -75,7 +75,11 @@ type Options struct {
 	// evaluations cut off with the last session left. Empty: nothing is
 	// removed.
 	RunsDir string
-	Log     *slog.Logger
+	// LossFloor is the floor of the track's data on this installation
+	// when the spec does not state it (built-in data is drawn per
+	// installation; eval.DataFiles.LossFloor). 0: the spec's.
+	LossFloor float64
+	Log       *slog.Logger
 	// OnStatus, when set, is called from the engine's goroutine after every
 	// change; it must return quickly.
 	OnStatus func(Status)
@@ -425,7 +429,7 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 	}
 	run := &store.Run{
 		Name: tmpName, Track: e.spec.Name, TrackDir: trackDir(e.spec), TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
-		LossFloor: e.spec.Data.LossFloor, Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
+		LossFloor: e.lossFloor(), Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
 		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
 	hash, err := e.j.program(ctx, src, edit.NormalizedHash(src))
@@ -493,4 +497,13 @@ type Summary struct {
 	StopReason string
 	StopDetail string
 	Status     Status
+}
+
+// lossFloor is the floor of the track's data: the spec's, else this
+// installation's.
+func (e *Engine) lossFloor() float64 {
+	if e.spec.Data.LossFloor > 0 {
+		return e.spec.Data.LossFloor
+	}
+	return e.opts.LossFloor
 }

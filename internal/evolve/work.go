@@ -251,7 +251,7 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 	s := e.spec
 	d := &promptData{
 		Track: trackView{Name: s.Name, Device: s.Hardware.Device, FullRun: s.Limits.FullRun.D().String(),
-			CompileBudget: s.Limits.CompileBudget.D().String(), Target: s.TargetValLoss, Floor: s.Data.LossFloor,
+			CompileBudget: s.Limits.CompileBudget.D().String(), Target: s.TargetValLoss, Floor: e.lossFloor(),
 			Threads: s.Hardware.Threads},
 		Objective: objectiveText(e.cfg.Objective), ProgramName: w.name, Program: string(base),
 		Parent: e.view(w.parent), Record: w.record, LastError: w.lastError,

@@ -225,7 +225,6 @@ func (s *Spec) validate() []*FieldError {
 		bad("data.val_batch_seqs", "%d: must be at least 1", d.ValBatchSeqs)
 	}
 	seen := map[string]bool{}
-	valPinned := false
 	for i, sh := range d.Shards {
 		p := fmt.Sprintf("data.shards[%d]", i)
 		switch {
@@ -238,7 +237,6 @@ func (s *Spec) validate() []*FieldError {
 		}
 		seen[sh.File] = true
 		if sh.File == d.Val {
-			valPinned = true
 			if d.ValTokens+1 > sh.Tokens && sh.Tokens > 0 {
 				bad("data.val_tokens", "%d: the validation shard %s has only %d tokens; at most %d can be evaluated", d.ValTokens, sh.File, sh.Tokens, sh.Tokens-1)
 			}
@@ -249,9 +247,6 @@ func (s *Spec) validate() []*FieldError {
 		if sh.Tokens <= 0 {
 			bad(p+".tokens", "%d: must be positive", sh.Tokens)
 		}
-	}
-	if d.Builtin != "" && !valPinned && d.Val != "" {
-		bad("data.shards", "the built-in data must pin the validation shard %s", d.Val)
 	}
 	if math.IsNaN(d.LossFloor) || d.LossFloor < 0 {
 		bad("data.loss_floor", "%v: must be zero (unknown) or positive", d.LossFloor)

@@ -4,7 +4,10 @@
 // and user tracks are read from folders.
 package track
 
-import "io/fs"
+import (
+	"fmt"
+	"io/fs"
+)
 
 // Spec is one track, as written in track.yaml.
 type Spec struct {
@@ -57,10 +60,14 @@ type Data struct {
 	ValTokens    int64 `yaml:"val_tokens"`
 	ValSeqLen    int   `yaml:"val_seq_len"`
 	ValBatchSeqs int   `yaml:"val_batch_seqs"`
-	// Shards pins every shard the track uses.
+	// Shards pins every shard the track uses. Built-in data is drawn per
+	// installation and pinned by the manifest the build writes next to it,
+	// so a built-in track lists none (see Notes).
 	Shards []Shard `yaml:"shards"`
-	// LossFloor is the Bayes-optimal loss on the validation slice (for
-	// synthetic data, computed from the generator), 0 when unknown.
+	// LossFloor is the Bayes-optimal loss on the validation slice, 0 when
+	// unknown. Built-in data has its floor computed from the corpus drawn
+	// on this installation, recorded in its manifest, so a built-in track
+	// leaves it out (see Notes).
 	LossFloor float64 `yaml:"loss_floor"`
 }
 
@@ -151,4 +158,21 @@ type Probe struct {
 	Sequences   int  `yaml:"sequences"`
 	Positions   int  `yaml:"positions"`
 	DocIsolated bool `yaml:"doc_isolated"`
+}
+
+// Notes returns what the spec says that the data overrides, one line
+// each, for `frontier track check` and `track show` to print. A built-in
+// corpus is drawn from a secret per installation: shard pins and a loss
+// floor written in the spec describe some other installation's corpus.
+// They are accepted, so that older specs still load, and superseded: the
+// corpus's own manifest pins its shards and records its floor.
+func (s *Spec) Notes() []string {
+	var notes []string
+	if s.Data.Builtin != "" && len(s.Data.Shards) > 0 {
+		notes = append(notes, fmt.Sprintf("data.shards: ignored: the built-in %s corpus differs per installation, and the manifest written next to it pins its shards; remove them", s.Data.Builtin))
+	}
+	if s.Data.Builtin != "" && s.Data.LossFloor > 0 {
+		notes = append(notes, fmt.Sprintf("data.loss_floor: superseded: the floor of the built-in %s corpus is computed from the corpus drawn on this installation; remove it", s.Data.Builtin))
+	}
+	return notes
 }

@@ -220,3 +220,33 @@ func TestMissingReference(t *testing.T) {
 		t.Fatalf("empty folder: %v", err)
 	}
 }
+
+// TestBuiltinData checks that a built-in corpus needs no pins and no
+// floor (both are per installation), and that a spec that still has them
+// loads, with a note that they are superseded.
+func TestBuiltinData(t *testing.T) {
+	good := string(readGood(t))
+	builtin := strings.Replace(good, "  dir: tiny\n", "  builtin: tiny\n", 1)
+	start, end := strings.Index(builtin, "  shards:\n"), strings.Index(builtin, "target_val_loss:")
+	bare := builtin[:start] + builtin[end:]
+	s, err := Parse("track.yaml", []byte(bare))
+	if err != nil {
+		t.Fatalf("a built-in track without pins or floor: %v", err)
+	}
+	if s.Data.Builtin != "tiny" || len(s.Data.Shards) != 0 || s.Data.LossFloor != 0 || len(s.Notes()) != 0 {
+		t.Errorf("parsed %+v, notes %q", s.Data, s.Notes())
+	}
+	s, err = Parse("track.yaml", []byte(builtin))
+	if err != nil {
+		t.Fatalf("a built-in track with pins and a floor: %v", err)
+	}
+	notes := strings.Join(s.Notes(), "\n")
+	for _, want := range []string{"data.shards: ignored", "data.loss_floor: superseded", "per installation", "this installation"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if s, err := Parse("track.yaml", readGood(t)); err != nil || len(s.Notes()) != 0 {
+		t.Errorf("pins of a track's own data are no note: %v, %q", err, s.Notes())
+	}
+}

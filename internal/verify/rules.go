@@ -451,6 +451,12 @@ func valData(c *checker) {
 			if a == nil || createsAnew(cl, p) {
 				break
 			}
+			if lit, ok := literal(a.toks); ok && ownFile(lit) {
+				// A bare name is a file of the program's working folder, its
+				// run folder (a checkpoint it wrote): the track's data is
+				// elsewhere, and the sandbox hides it anyway.
+				break
+			}
 			for _, pl := range pathLiterals(c.p, cl.st, a.toks) {
 				low := strings.ToLower(pl.text)
 				if strings.Contains(low, ".bin") || strings.Contains(low, "fineweb") || strings.Contains(low, "data/") || strings.HasPrefix(low, "/") && strings.Contains(low, "/data") {
@@ -473,6 +479,12 @@ func valData(c *checker) {
 			}
 		}
 	}
+}
+
+// ownFile reports whether a path literal is a bare file name: one in the
+// program's working folder.
+func ownFile(name string) bool {
+	return name != "" && !strings.ContainsAny(name, `/\~$`) && name != "." && name != ".."
 }
 
 func isTrainFiles(s string) bool { return strings.TrimRight(s, "()[]") == "train_files" }

@@ -99,9 +99,10 @@ func TestValData(t *testing.T) {
 		// false positive); reading it back, appending to it or an unknown
 		// mode still count.
 		{"writing its own .bin", "import numpy as np\nwith open('x.bin', 'wb') as f:\n    f.write(b'')\nopen(file='y.bin', mode='xb')\nm = np.memmap('z.bin', np.uint8, 'w+', shape=(4,))\n", 0, ""},
-		{"reading its own .bin", "with open('x.bin', 'rb') as f:\n    pass\n", 1, "did not give"},
-		{"appending reads", "open('x.bin', 'ab+')\n", 1, "did not give"},
-		{"unknown mode", "open('x.bin', mode)\n", 1, "did not give"},
+		{"reading its own .bin", "import torch\nwith open('x.bin', 'rb') as f:\n    pass\nstate = torch.load('checkpoint.bin')\n", 0, ""},
+		{"reading a .bin in a folder", "with open('shards/x.bin', 'rb') as f:\n    pass\n", 1, "did not give"},
+		{"appending reads", "open('../x.bin', 'ab+')\n", 1, "did not give"},
+		{"unknown mode", "open('data/x.bin', mode)\n", 1, "did not give"},
 	})
 }
 

@@ -281,10 +281,7 @@ var cases = []attack{
 	{name: "legit_dataloader_workers", class: "legitimate: torch DataLoader, num_workers=2, over a training shard read after train_begin", want: []outcome{acceptable}},
 	{name: "legit_ngram_in_clock", class: "legitimate: a bigram table counted after train_begin, added to the network's logits", want: []outcome{acceptable}},
 	{name: "legit_padding", class: "legitimate: output layer and bigram table padded to vocab_size + 128 classes", want: []outcome{acceptable}},
-	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable},
-		known: "the static rule val-data flags the program's read of its own checkpoint: any literal path with .bin read by torch.load, open, " +
-			"np.fromfile, ... is taken for a data path the track did not give. To decide: exempt relative paths inside the run folder that the " +
-			"program writes itself, or keep the .bin heuristic for absolute paths and paths naming a data folder"},
+	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable}},
 	{name: "legit_checkpoint_nostatic", program: "legit_checkpoint", class: "legit_checkpoint with the static rules off: the run itself is fine",
 		spec: withoutStatic, want: []outcome{acceptable}},
 }
