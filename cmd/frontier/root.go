@@ -107,6 +107,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newRunsCmd(g),
 		newDemoCmd(g),
 		newReportCmd(g),
+		newBenchCmd(g),
 		newSandboxCmd(g),
 		newVersionCmd(g),
 	)

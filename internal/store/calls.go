@@ -45,6 +45,10 @@ type LLMCall struct {
 	RequestID       string
 	CreatedAt       time.Time
 	FinishedAt      time.Time
+
+	// BenchNodeID is the bench node the call belongs to (InsertBenchCall),
+	// 0 for the calls of evolution runs.
+	BenchNodeID int64
 }
 
 // InsertLLMCall records a call before it is sent and sets c.ID.

@@ -23,7 +23,7 @@ import (
 
 // Store is the whole contract: every method the consumers of the store
 // use (each declares the few it needs: eval.Store, evolve.Store,
-// fromstore.Store). *store.Store is one.
+// fromstore.Store, bench's). *store.Store is one.
 type Store interface {
 	Close() error
 
@@ -60,4 +60,21 @@ type Store interface {
 	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
 	LLMCallText(ctx context.Context, id int64) (request, answer string, err error)
 	RunSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error)
+
+	CreateBenchRun(ctx context.Context, r *store.BenchRun) error
+	UpdateBenchRun(ctx context.Context, r *store.BenchRun) error
+	BenchRun(ctx context.Context, ref string) (*store.BenchRun, error)
+	BenchRuns(ctx context.Context) ([]*store.BenchRun, error)
+	InsertBenchAttempts(ctx context.Context, as []*store.BenchAttempt) error
+	UpdateBenchAttempt(ctx context.Context, a *store.BenchAttempt) error
+	BenchAttempts(ctx context.Context, runID int64) ([]*store.BenchAttempt, error)
+	InsertBenchNode(ctx context.Context, n *store.BenchNode) error
+	UpdateBenchNode(ctx context.Context, n *store.BenchNode) error
+	BenchNodes(ctx context.Context, attemptID int64) ([]*store.BenchNode, error)
+	InsertBenchCall(ctx context.Context, nodeID int64, c *store.LLMCall) error
+	BenchCalls(ctx context.Context, attemptID int64, text bool) ([]*store.LLMCall, error)
+	MarkLostBenchCalls(ctx context.Context, runID int64) (int64, error)
+	BenchSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error)
+	PutCalibration(ctx context.Context, c *store.Calibration) error
+	Calibrations(ctx context.Context, suite, class string) ([]*store.Calibration, error)
 }

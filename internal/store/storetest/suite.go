@@ -25,6 +25,8 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Members", func(t *testing.T) { testMembers(t, open(t)) })
 	t.Run("Calls", func(t *testing.T) { testCalls(t, open(t)) })
 	t.Run("Confirmations", func(t *testing.T) { testConfirmations(t, open(t)) })
+	t.Run("Bench", func(t *testing.T) { testBench(t, open(t)) })
+	t.Run("Calibrations", func(t *testing.T) { testCalibrations(t, open(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, open(t)) })
 }
 

@@ -1,0 +1,151 @@
+package scaffold
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+//go:embed prompts/*.tmpl
+var promptFS embed.FS
+
+// Prompt names: the kinds of node that ask a model, and the re-ask after
+// an answer that did not apply.
+const (
+	promptImprove  = "improve" // drafts and improvements
+	promptDebug    = "debug"
+	promptFixApply = "fix_apply"
+)
+
+// prompts are the parsed templates, by name.
+type prompts map[string]*template.Template
+
+func loadPrompts() (prompts, error) {
+	common, err := promptFS.ReadFile("prompts/common.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	base, err := template.New("common").Option("missingkey=error").Parse(string(common))
+	if err != nil {
+		return nil, fmt.Errorf("bench prompt common: %w", err)
+	}
+	out := prompts{}
+	for _, name := range []string{promptImprove, promptDebug, promptFixApply} {
+		src, err := promptFS.ReadFile("prompts/" + name + ".tmpl")
+		if err != nil {
+			return nil, err
+		}
+		t, err := base.Clone()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := t.New(name).Parse(string(src)); err != nil {
+			return nil, fmt.Errorf("bench prompt %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// Hint is a hint a prompt shows: its level's name and its text.
+type Hint struct {
+	Level int
+	Name  string
+	Text  string
+}
+
+// promptData is what the templates see. It holds the hints and nothing of
+// the task's ground truth: the search is never given the goal's diff.
+type promptData struct {
+	Track       trackView
+	Kind        string
+	Seq         int
+	ProgramName string
+	Program     string
+	Metrics     string
+	Hints       []Hint
+	History     []historyLine
+	Error       string
+	Previous    string
+}
+
+type trackView struct {
+	Name, Device, FullRun, CompileBudget string
+	Target                               float64
+	Threads                              int
+}
+
+type historyLine struct {
+	Seq, Parent   int
+	Kind, Outcome string
+	Description   string
+}
+
+func viewOf(spec *track.Spec) trackView {
+	return trackView{Name: spec.Name, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads,
+		Target: spec.TargetValLoss, FullRun: spec.Limits.FullRun.D().String(), CompileBudget: spec.Limits.CompileBudget.D().String()}
+}
+
+// request renders a prompt into a model request.
+func (p prompts) request(name, model string, d *promptData, s PromptSettings) (llm.Request, error) {
+	t := p[name]
+	if t == nil {
+		return llm.Request{}, fmt.Errorf("no bench prompt %q", name)
+	}
+	var sys, user strings.Builder
+	if err := t.ExecuteTemplate(&sys, "system", d); err != nil {
+		return llm.Request{}, fmt.Errorf("bench prompt %s: %w", name, err)
+	}
+	if err := t.ExecuteTemplate(&user, "user", d); err != nil {
+		return llm.Request{}, fmt.Errorf("bench prompt %s: %w", name, err)
+	}
+	req := llm.Request{Model: model, System: strings.TrimSpace(sys.String()),
+		Messages:        []llm.Message{{Role: llm.RoleUser, Content: strings.TrimSpace(user.String()) + "\n"}},
+		MaxOutputTokens: s.MaxOutputTokens}
+	if s.Temperature != nil {
+		t := *s.Temperature
+		req.Temperature = &t
+	}
+	return req, nil
+}
+
+// PromptSettings are sent with every request.
+type PromptSettings struct {
+	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	// MaxErrorChars caps the error text a debug prompt shows (its end is
+	// kept: tracebacks end with the error). 0 means 3000.
+	MaxErrorChars int `json:"max_error_chars,omitempty"`
+}
+
+// metricsText describes a measured node for a prompt.
+func metricsText(verdict string, valLoss, ms float64, start bool) string {
+	switch {
+	case start && ms > 0:
+		return fmt.Sprintf("It trains to the target in %s (the record's time).", seconds(ms))
+	case verdict == "acceptable":
+		return fmt.Sprintf("Measured: acceptable, val loss %.4f, train time %s.", valLoss, seconds(ms))
+	case verdict == "loss_too_high":
+		return fmt.Sprintf("Measured: val loss %.4f, above the target; train time %s.", valLoss, seconds(ms))
+	case verdict != "":
+		return "Measured: " + verdict + "."
+	}
+	return ""
+}
+
+func seconds(ms float64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
+}
+
+// clipTail keeps the last n bytes of s.
+func clipTail(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("[... %d bytes cut ...]\n", len(s)-n) + s[len(s)-n:]
+}

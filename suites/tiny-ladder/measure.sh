@@ -1,0 +1,80 @@
+#!/bin/sh
+# Measures the tiny-ladder's records on this machine, as README.md reports
+# them:
+#
+#   1. each record against the one before it: N runs of each with the same
+#      seeds, in alternation (frontier eval --repeats N --interleave
+#      --baseline PREVIOUS), Welch's one-sided test that it is faster and
+#      the one-sample test that its loss is under the target;
+#   2. every record together (frontier bench calibrate), N rounds in
+#      alternation: the times suite.yaml publishes and the noise of each.
+#
+# usage: suites/tiny-ladder/measure.sh [N] [FRONTIER]
+#   N         runs of each record (default 5)
+#   FRONTIER  the frontier binary (default: frontier on PATH)
+# Results go to $OUT (default: a folder "measured" beside this script):
+# one JSON per step (frontier eval --json) and calibration.json, and a
+# table on stdout. Run it on a quiet machine: other work on the cores
+# widens the noise the tests must see through.
+set -eu
+n=${1:-5}
+frontier=${2:-frontier}
+dir=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$dir/measured}
+mkdir -p "$out"
+
+records=$("$frontier" bench show "$dir" --json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["records"]:
+    print(r["id"], r["program"])
+')
+
+prev=""
+echo "$records" | while read -r id prog; do
+	if [ -n "$prev" ]; then
+		echo "== $prev -> $id: $n runs of each, interleaved" >&2
+		# The exit code says whether the record is acceptable; the JSON
+		# says everything, so a failing step does not stop the others.
+		"$frontier" eval "$dir/$prog" --track tiny --repeats "$n" --interleave \
+			--baseline "$dir/$prevprog" --seed 0 --quiet --json >"$out/$prev-$id.json" || true
+	fi
+	prev=$id
+	prevprog=$prog
+done
+
+echo "== calibration: every record, $n rounds in alternation" >&2
+"$frontier" bench calibrate "$dir" --repeats "$n" --quiet --json >"$out/calibration.json"
+
+python3 - "$out" <<'EOF'
+import glob, json, os, sys
+
+out = sys.argv[1]
+print("| step | n | previous: mean train time | this: mean train time | speedup | Welch p (one-sided) | val loss (mean, sd) | loss test p |")
+print("|---|---|---|---|---|---|---|---|")
+for f in sorted(glob.glob(os.path.join(out, "*-*.json"))):
+    step = os.path.basename(f)[:-5]
+    try:
+        d = json.load(open(f))
+    except ValueError:
+        print(f"| {step} | - | (no result) | | | | | |")
+        continue
+    rep = d.get("repeats") or {}
+    base = rep.get("baseline") or {}
+    t, b = rep.get("train_time_ms") or {}, base.get("train_time_ms") or {}
+    loss, test = rep.get("val_loss") or {}, base.get("test") or {}
+    lt = rep.get("loss_test") or {}
+    print(f"| {step} | {t.get('n', 0)} | {b.get('mean', 0)/1000:.2f} s (sd {b.get('sd', 0)/1000:.2f}) | "
+          f"{t.get('mean', 0)/1000:.2f} s (sd {t.get('sd', 0)/1000:.2f}) | {base.get('speedup_pct', 0):.1f}% | "
+          f"{test.get('p', float('nan')):.2g} | {loss.get('mean', 0):.4f}, {loss.get('sd', 0):.4f} | {lt.get('p', float('nan')):.2g} |")
+
+cal = json.load(open(os.path.join(out, "calibration.json")))
+print()
+print(f"calibration on {cal['fingerprint_class']}, {cal['repeats']} rounds:")
+print()
+print("| record | mean train time | sd | 95% interval | val loss | note |")
+print("|---|---|---|---|---|---|")
+for r in cal["records"]:
+    t = r["train_time_ms"]
+    print(f"| {r['record']} | {t['mean']/1000:.2f} s | {t['sd']/1000:.2f} s | [{t['ci_lo']/1000:.2f}, {t['ci_hi']/1000:.2f}] | "
+          f"{r['val_loss']['mean']:.4f} | {r.get('failed', '')} |")
+EOF
