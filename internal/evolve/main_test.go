@@ -1,28 +1,23 @@
 package evolve
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/eval"
-	"github.com/frontier-bench/frontier/internal/pyenv"
-	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
-	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
 
 // shared holds what the package's tests share: the tiny data (generated
-// once) and the Python interpreter.
+// once).
 var shared struct {
 	dataDir string
-	python  *pyenv.Info
-	pyErr   error
 }
 
 func TestMain(m *testing.M) {
@@ -55,20 +50,7 @@ func quickTrack(t testing.TB) *track.Spec {
 // real harness, or skips the test when no Python with PyTorch exists.
 func realEvaluator(t testing.TB, st *store.Store) *eval.Evaluator {
 	t.Helper()
-	if shared.python == nil && shared.pyErr == nil {
-		shared.python, shared.pyErr = pyenv.Find(context.Background(), "")
-	}
-	if shared.pyErr != nil {
-		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.pyErr)
-	}
-	return &eval.Evaluator{
-		Runner:  runner.NewLocal(nil),
-		Store:   st,
-		Python:  shared.python.Path,
-		Torch:   shared.python.Torch,
-		RunsDir: t.TempDir(),
-		Data:    &eval.LocalData{Dirs: map[string]string{"quick": shared.dataDir}},
-	}
+	return evaltest.New(t, evaltest.Options{Store: st, Data: map[string]string{"quick": shared.dataDir}})
 }
 
 func openStore(t testing.TB, path string) *store.Store { return storetest.SQLite(t, path) }

@@ -3,9 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"github.com/frontier-bench/frontier/internal/testdeps"
 	"math"
 	"os"
 	"os/exec"
@@ -17,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/data"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 // These tests run the embedded judge and harness client under a real Python
@@ -58,19 +59,11 @@ func pythonWithTorch(t testing.TB) string {
 	return torchCheck.python
 }
 
-// writeShard writes tokens in the speedrun shard format.
+// writeShard writes tokens in the speedrun shard format, with the data
+// package's writer.
 func writeShard(t testing.TB, path string, tokens []uint16) {
 	t.Helper()
-	var buf bytes.Buffer
-	header := make([]int32, 256)
-	header[0], header[1], header[2] = 20240520, 1, int32(len(tokens))
-	if err := binary.Write(&buf, binary.LittleEndian, header); err != nil {
-		t.Fatal(err)
-	}
-	if err := binary.Write(&buf, binary.LittleEndian, tokens); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := data.WriteShardFile(path, tokens); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // analysis holds what the report derives from Data before it draws or
@@ -16,13 +18,9 @@ type analysis struct {
 	// progs are the programs sorted by iteration, then creation, then ID.
 	progs []*Program
 
-	total  int
-	counts [numCategories]int
-	// neverRan counts buggy children no process ran (apply_failed).
-	neverRan  int
-	tokensIn  int64
-	tokensOut int64
-	cost      float64
+	total int
+	// totals are the whole run's.
+	totals
 
 	// minIter and maxIter bound the iterations seen; iters counts the
 	// iterations in between (empty ones included). iters is 0 with no
@@ -35,8 +33,10 @@ type analysis struct {
 	// accUntimed counts acceptable programs without a train time.
 	accUntimed int
 
-	fastest *Program // acceptable with the lowest train time
-	lowest  *Program // valid (acceptable or too high) with the lowest loss
+	fastest *Program // acceptable with the lowest train time, the first on a tie
+	lowest  *Program // valid (acceptable or too high) with the lowest loss, the first on a tie
+	// records are the programs that were the fastest when they came, in
+	// order.
 	records []*Program
 	// claims maps a program to its newest claim to be a record.
 	claims   map[int64]*Claim
@@ -60,29 +60,77 @@ type iterStats struct {
 // evaluated is the number of programs with a final verdict of the
 // breakdown (buggy, too high, acceptable): the ones judged, whether a
 // process ran them or their edit never applied.
-func (s iterStats) evaluated() int { return s.counts[Buggy] + s.counts[TooHigh] + s.counts[Acceptable] }
+func (s iterStats) evaluated() int { return judged(&s.counts) }
 
-// group aggregates the programs of one model, stage or phase.
-type group struct {
-	name       string
-	programs   int // every child
-	counts     [numCategories]int
-	neverRan   int
+// judged is the number of programs with a final verdict of the breakdown.
+func judged(counts *[numCategories]int) int {
+	return counts[Buggy] + counts[TooHigh] + counts[Acceptable]
+}
+
+// totals are what the report shows of a set of programs. All but
+// neverRan are read off the set's runs.Tally, the one aggregate of a
+// run's members (see tally.totals).
+type totals struct {
+	programs int // every child
+	counts   [numCategories]int
+	// neverRan counts buggy children no process ran (apply_failed).
+	neverRan int
+	// bestTimeMs is the lowest acceptable train time and bestLoss the
+	// lowest valid loss; 0 if none.
 	bestTimeMs float64
 	bestLoss   float64
 	tokensIn   int64
 	tokensOut  int64
 	cost       float64
-	trend      fit
-	points     []*Program // acceptable with a time, for the trend
 }
 
-func (g *group) evaluated() int {
-	return g.counts[Buggy] + g.counts[TooHigh] + g.counts[Acceptable]
-}
+func (f *totals) evaluated() int { return judged(&f.counts) }
 
 // ran is the number of judged programs a process ran.
-func (g *group) ran() int { return g.evaluated() - g.neverRan }
+func (f *totals) ran() int { return f.evaluated() - f.neverRan }
+
+// tally aggregates programs as they come in the report's order.
+type tally struct {
+	runs.Tally
+	neverRan int
+}
+
+// add counts the program, seq-th in the report's order (see
+// Program.outcome).
+func (t *tally) add(p *Program, seq int) {
+	t.Add(p.outcome(seq))
+	if p.NeverRan() {
+		t.neverRan++
+	}
+}
+
+// totals reads the totals off the tally.
+func (t *tally) totals() totals {
+	f := totals{
+		programs: t.Members, neverRan: t.neverRan,
+		bestTimeMs: t.Fastest.TrainTimeMs, bestLoss: t.Lowest.ValLoss,
+		tokensIn: t.InputTokens, tokensOut: t.OutputTokens, cost: t.CostUSD,
+	}
+	for c, n := range t.Classes {
+		f.counts[categoryOf(c)] += n
+	}
+	return f
+}
+
+// group aggregates the programs of one model, stage or phase.
+type group struct {
+	name string
+	totals
+	tally  tally
+	trend  fit
+	points []*Program // acceptable with a time, for the trend
+}
+
+// settle fills the group's totals and trend once every program is added.
+func (g *group) settle() {
+	g.totals = g.tally.totals()
+	g.trend = trendOf(g.points)
+}
 
 // rate returns part/whole, or NaN when whole is 0 (shown as "–").
 func rate(part, whole int) float64 {
@@ -216,12 +264,8 @@ func analyze(d *Data) *analysis {
 		}
 	}
 
-	for _, p := range a.progs {
-		a.tokensIn += p.InputTokens
-		a.tokensOut += p.OutputTokens
-		if finite(p.CostUSD) {
-			a.cost += p.CostUSD
-		}
+	var all tally
+	for i, p := range a.progs {
 		gs := []*group{
 			groupFor(models, &modelOrder, displayName(p.Model)),
 			groupFor(stages, &stageOrder, displayName(p.Stage)),
@@ -233,36 +277,20 @@ func analyze(d *Data) *analysis {
 				gs = append(gs, phases[1])
 			}
 		}
+		seq := i + 1
+		fastest := all.Fastest.ID
+		all.add(p, seq)
+		for _, g := range gs {
+			g.tally.add(p, seq)
+		}
+		if all.Fastest.ID != fastest {
+			a.records = append(a.records, p)
+		}
+		// The frontier after this iteration, so far.
 		it := &a.perIter[p.Iteration-a.minIter]
 		c := p.Category()
-		for _, g := range gs {
-			g.programs++
-			g.tokensIn += p.InputTokens
-			g.tokensOut += p.OutputTokens
-			if finite(p.CostUSD) {
-				g.cost += p.CostUSD
-			}
-		}
-		a.counts[c]++
 		it.counts[c]++
-		for _, g := range gs {
-			g.counts[c]++
-			if p.NeverRan() {
-				g.neverRan++
-			}
-		}
-		if p.NeverRan() {
-			a.neverRan++
-		}
-		valid := c == Acceptable || c == TooHigh
-		if valid && measured(p.ValLoss) {
-			if a.lowest == nil || p.ValLoss < a.lowest.ValLoss {
-				a.lowest = p
-			}
-			for _, g := range gs {
-				g.bestLoss = minMeasured(g.bestLoss, p.ValLoss)
-			}
-		}
+		it.bestTimeMs, it.bestLoss = all.Fastest.TrainTimeMs, all.Lowest.ValLoss
 		if c != Acceptable {
 			continue
 		}
@@ -271,48 +299,38 @@ func analyze(d *Data) *analysis {
 			continue
 		}
 		a.accTimed = append(a.accTimed, p)
-		if a.fastest == nil || p.TrainTimeMs < a.fastest.TrainTimeMs {
-			a.fastest = p
-			a.records = append(a.records, p)
-		}
 		for _, g := range gs {
-			g.bestTimeMs = minMeasured(g.bestTimeMs, p.TrainTimeMs)
 			g.points = append(g.points, p)
 		}
 	}
-
-	// The frontier after each iteration.
-	var bestT, bestL float64
-	j := 0
-	for i := range a.perIter {
-		it := &a.perIter[i]
-		for ; j < len(a.progs) && a.progs[j].Iteration <= it.iter; j++ {
-			p := a.progs[j]
-			c := p.Category()
-			if c == Acceptable && measured(p.TrainTimeMs) {
-				bestT = minMeasured(bestT, p.TrainTimeMs)
-			}
-			if (c == Acceptable || c == TooHigh) && measured(p.ValLoss) {
-				bestL = minMeasured(bestL, p.ValLoss)
-			}
+	a.totals = all.totals()
+	if id := all.Fastest.ID; id != 0 {
+		a.fastest = a.progs[id-1]
+	}
+	if id := all.Lowest.ID; id != 0 {
+		a.lowest = a.progs[id-1]
+	}
+	// An iteration without programs keeps the frontier of the one before.
+	for i := 1; i < len(a.perIter); i++ {
+		if it := &a.perIter[i]; it.counts == [numCategories]int{} {
+			it.bestTimeMs, it.bestLoss = a.perIter[i-1].bestTimeMs, a.perIter[i-1].bestLoss
 		}
-		it.bestTimeMs, it.bestLoss = bestT, bestL
 	}
 
 	a.trend = trendOf(a.accTimed)
 	for _, name := range modelOrder {
 		g := models[name]
-		g.trend = trendOf(g.points)
+		g.settle()
 		a.byModel = append(a.byModel, *g)
 	}
 	for _, name := range stageOrder {
 		g := stages[name]
-		g.trend = trendOf(g.points)
+		g.settle()
 		a.byStage = append(a.byStage, *g)
 	}
 	if a.hasPhase {
 		for _, g := range phases {
-			g.trend = trendOf(g.points)
+			g.settle()
 			a.byPhase = append(a.byPhase, *g)
 		}
 	}
@@ -341,14 +359,6 @@ func lossKey(x float64) float64 {
 		return x
 	}
 	return math.Inf(1)
-}
-
-// minMeasured returns the smaller of cur and x where 0 means none yet.
-func minMeasured(cur, x float64) float64 {
-	if cur == 0 || x < cur {
-		return x
-	}
-	return cur
 }
 
 // displayName names an empty model or stage.

@@ -234,7 +234,17 @@ func (c Category) String() string {
 // does not know count as buggy: they are not a completed, valid run. A
 // fast-check-only verdict ("fast_ok") is not a final result.
 func Classify(verdict string) Category {
-	switch runs.ClassOf(runs.Verdict(strings.TrimSpace(strings.ToLower(verdict)))) {
+	return categoryOf(runs.ClassOf(canonical(verdict)))
+}
+
+// canonical is a verdict as the report reads it: trimmed, lower case.
+func canonical(verdict string) runs.Verdict {
+	return runs.Verdict(strings.TrimSpace(strings.ToLower(verdict)))
+}
+
+// categoryOf is the report's category of a class of runs.ClassOf.
+func categoryOf(c runs.Class) Category {
+	switch c {
 	case runs.Pending:
 		return Pending
 	case runs.ClassNone:
@@ -255,11 +265,27 @@ func (p *Program) NeverRan() bool { return runs.Verdict(p.Verdict) == runs.Apply
 
 // Category classifies the program: a duplicate by its flag or verdict,
 // anything else by its verdict.
-func (p *Program) Category() Category {
+func (p *Program) Category() Category { return categoryOf(runs.ClassOf(p.verdict())) }
+
+// verdict is the program's verdict as the report classifies it: canonical,
+// and duplicate for a child flagged as one.
+func (p *Program) verdict() runs.Verdict {
 	if p.Duplicate {
-		return Duplicate
+		return runs.Duplicate
 	}
-	return Classify(p.Verdict)
+	return canonical(p.Verdict)
+}
+
+// outcome is what the run's aggregates (runs.Tally) read of the program:
+// its verdict as Category classifies it, and seq, its place in the
+// report's order (1 for the first), in place of its ID, so that the tally
+// breaks ties as the report does (the first in order wins), whatever the
+// IDs of hand-made data.
+func (p *Program) outcome(seq int) runs.Outcome {
+	return runs.Outcome{
+		ID: int64(seq), Verdict: p.verdict(), ValLoss: p.ValLoss, TrainTimeMs: p.TrainTimeMs, Score: p.Score,
+		InputTokens: p.InputTokens, OutputTokens: p.OutputTokens, CostUSD: p.CostUSD,
+	}
 }
 
 // measured reports whether x is a measurement (runs.Measured).

@@ -22,6 +22,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
@@ -566,17 +567,10 @@ func TestRedTeam(t *testing.T) {
 	if home, err := os.UserHomeDir(); err == nil && home != "/" {
 		hidden = append(hidden, home)
 	}
-	ev := &eval.Evaluator{
-		Runner:  sb,
-		Sandbox: string(sb.Mode()),
-		Hidden:  hidden,
-		Visible: py.Paths,
-		Python:  py.Path,
-		Torch:   py.Torch,
-		RunsDir: t.TempDir(),
-		Data:    &eval.LocalData{Dirs: map[string]string{spec.Name: dataDir}},
-		Checks:  verify.Checks(),
-	}
+	ev := evaltest.New(t, evaltest.Options{
+		Python: py, Sandbox: sb, Hidden: hidden, Checks: true,
+		Data: map[string]string{spec.Name: dataDir},
+	})
 	// Build and verify the data once, before the cases share it.
 	if _, err := ev.Data.Resolve(ctx, spec); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,321 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// phaseOutcome is what one process established.
+type phaseOutcome struct {
+	phase *Phase
+	tel   *harness.Telemetry
+	// verdict is set when the phase failed (error, timeout, no_result,
+	// invalid); empty when it reached finish with a finite loss.
+	verdict   Verdict
+	rule      string // for invalid verdicts
+	reason    string
+	traceback string
+}
+
+func (o *phaseOutcome) fastVerdict(spec *track.Spec) (Verdict, string) {
+	return FastOK, fmt.Sprintf("fast check passed: %d steps ran and the program reached finish (val loss %.4f on the short slice); the full run was skipped, so this is not a measurement against the target %.4g",
+		o.phase.Steps, o.phase.ValLoss, spec.TargetValLoss)
+}
+
+func (o *phaseOutcome) summary() string {
+	if o.verdict != "" {
+		return string(o.verdict) + ": " + o.reason
+	}
+	return fmt.Sprintf("%d steps, val loss %.4f", o.phase.Steps, o.phase.ValLoss)
+}
+
+// lossFloorMargin is how far under the loss floor a val loss may fall
+// before it is impossible. The floor is the Bayes-optimal loss given the
+// window; even the whole slice in view only gets 2.4% under it on the tiny
+// track (2.3323 against 2.3887), and chance on 65,536 tokens is of the
+// order of 0.01 nats (a per-token spread of about 2 nats over sqrt(65,536)),
+// so 3% (0.07 nats) is out of an honest model's reach and far inside what
+// any leak gains.
+const lossFloorMargin = 0.03
+
+// judgePhase classifies one process from the runner's result and the
+// telemetry. Only the harness's own events count as results.
+func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Telemetry) *phaseOutcome {
+	p := &Phase{
+		Mode: mode, Status: rr.Status, ExitCode: rr.ExitCode, WallMs: float64(rr.Wall) / 1e6,
+		Message: rr.Message, ErrorLine: rr.ErrorLine, SkippedLines: tel.Skipped,
+	}
+	o := &phaseOutcome{phase: p, tel: tel}
+	var broken *harness.Error // the first broken rule the judge found
+	for i := range tel.Errors {
+		if tel.Errors[i].Judge && harness.VerdictCode(tel.Errors[i].Code) {
+			broken = &tel.Errors[i]
+			break
+		}
+	}
+	cause := tel.Error // the first failure: the judge's, else the program's own account
+	for i := range tel.Errors {
+		if tel.Errors[i].Judge {
+			cause = &tel.Errors[i]
+			break
+		}
+	}
+	if len(tel.Steps) > 0 {
+		p.Steps = tel.Steps[len(tel.Steps)-1].Step + 1
+	}
+	if tel.Final != nil {
+		p.Steps, p.ValLoss = tel.Final.Steps, tel.Final.ValLoss
+	}
+	if rr.Status != runner.StatusOK {
+		p.StderrTail = lastLines(rr.Stderr.String(), 30)
+	}
+	switch {
+	case tel.Finals > 1 || tel.Misattributed > 0:
+		// The judge writes one result and reports the program's events as
+		// the program's: anything else is not the judge's record.
+		o.verdict = Error
+		o.reason = fmt.Sprintf("internal: the telemetry holds %d results and %d events of the program's of kinds only the judge writes", tel.Finals, tel.Misattributed)
+	case broken != nil:
+		// A broken rule outranks how the process ended: the judge wrote
+		// it the moment it found it, and the program may have hung or
+		// been killed after.
+		o.verdict, o.rule = Invalid, codeRule(broken.Code)
+		o.reason = o.rule + ": " + broken.Message
+		if broken.Rank > 0 {
+			o.reason += fmt.Sprintf(" (process %d)", broken.Rank)
+		}
+		o.traceback = broken.Traceback
+	case rr.Status == runner.StatusTimeout:
+		o.verdict = Timeout
+		o.reason = fmt.Sprintf("the %s run was killed at its wall-clock limit of %s", mode, limitOf(spec, mode))
+		if n := p.Steps; n > 0 {
+			o.reason += fmt.Sprintf(" after %d steps", n)
+		}
+		if mode == harness.ModeFast {
+			o.reason += ". The fast check runs a few steps: a program that needs longer is stuck, or its setup is too slow; on a slow machine raise limits.fast_check"
+		}
+	case rr.Status == runner.StatusLimit:
+		o.verdict = Error
+		o.reason = "resource limit: " + rr.Message
+	case rr.Status == runner.StatusCanceled:
+		o.verdict, o.reason = Error, "the evaluation was canceled"
+	case cause != nil && cause.Code == harness.ErrNoFinish:
+		o.verdict, o.reason = NoResult, cause.Message
+	case cause != nil:
+		o.verdict = Error
+		o.reason = cause.Kind + ": " + cause.Message
+		if cause.Judge {
+			o.reason = cause.Code + ": " + cause.Message
+		}
+		o.traceback = cause.Traceback
+	case rr.Status != runner.StatusOK:
+		o.verdict = Error
+		o.reason = rr.Message
+		if rr.ErrorLine != "" {
+			o.reason = rr.ErrorLine
+		}
+		o.traceback = rr.Traceback
+	case tel.Final == nil:
+		o.verdict = NoResult
+		o.reason = "the program exited without a result: it must call fh.finish(logits_fn) at the end of training"
+		if n := len(tel.Warnings); n > 0 && tel.Warnings[n-1].Code == harness.WarnNoSteps {
+			o.reason += " (" + tel.Warnings[n-1].Message + ")"
+		}
+	case mode == harness.ModeFull && spec.Contract != "log" && spec.Verification.Probe.Enabled && (tel.Probe == nil || !tel.Final.Probe):
+		// The judge writes the probe before the result; a result without
+		// it is not one this evaluator can vouch for.
+		o.verdict = Error
+		o.reason = "internal: the final validation has no causality probe on record although the track requires one"
+	case tel.Checks == nil && spec.Contract != "log":
+		o.verdict = Error
+		o.reason = "internal: the judge's checks are not on record"
+	case math.IsNaN(tel.Final.ValLoss) || math.IsInf(tel.Final.ValLoss, 0):
+		o.verdict = Error
+		o.reason = fmt.Sprintf("the validation loss is %v: training diverged", tel.Final.ValLoss)
+	case tel.Probe != nil && !tel.Probe.OK:
+		o.verdict = Invalid
+		o.rule = RuleCausality
+		o.reason = o.rule + ": " + tel.Probe.Message
+	case mode == "full" && spec.Data.LossFloor > 0 && tel.Final.ValLoss < spec.Data.LossFloor*(1-lossFloorMargin):
+		o.verdict, o.rule = Invalid, RuleLossFloor
+		o.reason = fmt.Sprintf("%s: val loss %.4f is under the track's loss floor %.4f (the Bayes-optimal predictor's loss on this slice) by more than %.0f%%: no causal model can do that, so the model sees the tokens it predicts",
+			RuleLossFloor, tel.Final.ValLoss, spec.Data.LossFloor, 100*lossFloorMargin)
+	case len(tel.Steps) > 0 && tel.Final.TrainTimeMs+1 < tel.Steps[len(tel.Steps)-1].TrainTimeMs:
+		o.verdict = Error
+		o.reason = fmt.Sprintf("internal: the judge's train time %.0f ms is shorter than at its last step event (%.0f ms)", tel.Final.TrainTimeMs, tel.Steps[len(tel.Steps)-1].TrainTimeMs)
+	case tel.Final.TrainTimeMs > float64(rr.Wall)/1e6+1:
+		o.verdict = Invalid
+		o.rule = RuleTiming
+		o.reason = fmt.Sprintf("timing: the reported train time %.0f ms is longer than the process's whole wall time %.0f ms", tel.Final.TrainTimeMs, float64(rr.Wall)/1e6)
+	}
+	return o
+}
+
+// Rules of the behavioural checks: the Rule of an invalid verdict that the
+// harness's telemetry decided.
+const (
+	RuleCausality        = "causality"             // the probe saw logits depend on later tokens, another document or another row
+	RuleNondeterministic = "nondeterministic-eval" // the same input gave different logits beyond the noise limit
+	RuleStatefulEval     = "stateful-validation"   // training, changed weights or changed logits during validation
+	RulePretrain         = "pretrain"              // training before train_begin that the program did not undo
+	RuleCompileBudget    = "compile-budget"        // setup before train_begin over the track's compile budget
+	RuleTiming           = "timing"                // a train time the process's wall clock cannot contain
+	RuleLossFloor        = "loss-floor"            // a val loss under the track's loss floor: the model sees what it predicts
+	RuleValidationCost   = "validation-cost"       // validations outside the clock took more than the track allows
+	RuleProtocol         = "protocol"              // the program's process sent the judge what the harness client never sends
+)
+
+// codeRule is the rule an error code of the harness's behavioural checks
+// (harness.VerdictCode) breaks.
+func codeRule(code string) string {
+	switch code {
+	case harness.ErrPretrain:
+		return RulePretrain
+	case harness.ErrStatefulEval:
+		return RuleStatefulEval
+	case harness.ErrNondeterministic:
+		return RuleNondeterministic
+	case harness.ErrCompileBudget:
+		return RuleCompileBudget
+	case harness.ErrValidationCost:
+		return RuleValidationCost
+	case harness.ErrProtocol:
+		return RuleProtocol
+	}
+	return "harness-check" // a code this evaluator does not know yet
+}
+
+func limitOf(spec *track.Spec, mode string) time.Duration {
+	if mode == "fast" {
+		return spec.Limits.FastCheck.D()
+	}
+	return spec.Limits.FullRun.D()
+}
+
+// fullLimit sizes the full run's wall-clock limit from the fast check: its
+// step time on this machine times the steps the program plans, plus the
+// setup and a validation, with half as much again to spare, never under
+// the track's full_run and never over its full_run_max. A slow or busy
+// machine then gives the same verdict, later, instead of a timeout. The
+// note says so when the limit was raised.
+func fullLimit(spec *track.Spec, fast *phaseOutcome) (time.Duration, string) {
+	base, ceiling := spec.Limits.FullRun.D(), max(spec.Limits.FullRunMax.D(), spec.Limits.FullRun.D())
+	stepMs := fastStepMs(fast)
+	if stepMs <= 0 || fast.tel.Final == nil || fast.tel.Final.PlannedSteps <= 0 {
+		return base, ""
+	}
+	f := fast.tel.Final
+	valMs := f.ValMs * float64(spec.Data.ValTokens) / float64(max(f.ValTokens, 1))
+	need := time.Duration(1.5 * (stepMs*float64(f.PlannedSteps) + f.PreTrainMs + valMs) * float64(time.Millisecond))
+	if need <= base {
+		return base, ""
+	}
+	limit := min(need.Round(time.Second), ceiling)
+	note := fmt.Sprintf("the fast check ran %.1f ms a step%s; %d planned steps need about %s: the full run's limit is %s instead of %s",
+		stepMs, slower(spec, stepMs), f.PlannedSteps, (need * 2 / 3).Round(time.Second), limit, base)
+	if need > ceiling {
+		note += " (the track's full_run_max; the run will likely time out)"
+	}
+	return limit, note
+}
+
+// fastStepMs is the fast check's time per step, the median over its steps
+// after the first (which holds the clock-start check), or 0.
+func fastStepMs(fast *phaseOutcome) float64 {
+	if fast == nil || fast.tel == nil || len(fast.tel.Steps) < 2 {
+		return 0
+	}
+	s := fast.tel.Steps
+	var d []float64
+	for i := 1; i < len(s); i++ {
+		if n := s[i].Step - s[i-1].Step; n > 0 {
+			d = append(d, (s[i].TrainTimeMs-s[i-1].TrainTimeMs)/float64(n))
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// slower says how this step time compares with the track's calibration.
+func slower(spec *track.Spec, stepMs float64) string {
+	ref := spec.Hardware.ReferenceStepMs
+	if ref <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the reference runs %.0f ms a step on the machine the track was calibrated on: %.1fx)", ref, stepMs/ref)
+}
+
+// timeoutReason says what a full run that hit its limit was doing and
+// what to do about it.
+func timeoutReason(spec *track.Spec, full, fast *phaseOutcome, limit time.Duration) string {
+	r := fmt.Sprintf("the full run was killed at its wall-clock limit of %s", limit)
+	t := full.tel
+	if n := full.phase.Steps; n > 0 && len(t.Steps) > 0 {
+		last := t.Steps[len(t.Steps)-1]
+		stepMs := last.TrainTimeMs / float64(last.Step+1)
+		r += fmt.Sprintf(" after %d steps at %.1f ms a step%s", n, stepMs, slower(spec, stepMs))
+	}
+	if fast != nil && fast.phase != nil && fastStepMs(fast) > 0 {
+		r += fmt.Sprintf("; the fast check ran %.1f ms a step", fastStepMs(fast))
+	}
+	return r + ". On a slow or busy machine, raise limits.full_run_max in the track (or run fewer programs at once); a program that plans more steps than it can run in the limit needs fewer"
+}
+
+// judgeLoss compares the validation loss with the target.
+func judgeLoss(spec *track.Spec, loss float64) (Verdict, string) {
+	if loss <= spec.TargetValLoss {
+		return Acceptable, fmt.Sprintf("val loss %.4f is at or under the target %.4g", loss, spec.TargetValLoss)
+	}
+	return LossTooHigh, fmt.Sprintf("val loss %.4f is above the target %.4g (by %.4f)", loss, spec.TargetValLoss, loss-spec.TargetValLoss)
+}
+
+// FingerprintClass is the class results are compared within: the device
+// model(s), thread count and the PyTorch version.
+func FingerprintClass(rs *harness.RunStart) string {
+	f := rs.Fingerprint
+	torch := f.Torch
+	if torch == "" {
+		torch = rs.Torch
+	}
+	if len(f.GPUs) > 0 {
+		return fmt.Sprintf("cuda|%dx %s|torch %s|cuda %s", len(f.GPUs), f.GPUs[0], torch, f.CUDA)
+	}
+	return fmt.Sprintf("cpu|%s|%d threads|torch %s", f.CPU, rs.Threads, torch)
+}
+
+// MinInitialLoss is the lowest loss the model that starts the clock may
+// score on unscored text under spec: the track's own limit, or a quarter
+// of the way from an untrained model's ln(V) down to the target, and at
+// least 0.1 nats under ln(V). An untrained model scores about ln(V):
+// uniform logits exactly, random ones more on average (the log-sum-exp of
+// the logits is at least their mean plus ln(V)), and one batch of a few
+// thousand tokens scatters by thousandths; so no initialization that knows
+// nothing of the data comes near the limit, while a model fitted before the
+// clock (counted statistics, loaded weights) goes far under it. 0: no check.
+func MinInitialLoss(spec *track.Spec) float64 {
+	v := spec.Verification.MinInitialLoss
+	switch {
+	case v < 0:
+		return 0
+	case v > 0:
+		return v
+	}
+	untrained := math.Log(float64(spec.Data.VocabSize))
+	if spec.TargetValLoss <= 0 || spec.TargetValLoss >= untrained {
+		return 0
+	}
+	return untrained - max((untrained-spec.TargetValLoss)/4, minInitialMargin)
+}
+
+// minInitialMargin keeps the limit clear of an untrained model's loss on
+// tracks whose target is close to ln(V).
+const minInitialMargin = 0.1
