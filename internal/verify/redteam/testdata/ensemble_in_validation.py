@@ -3,11 +3,11 @@
 In the full run, at every validation after the clock started (the designated
 one after step 100 and the final one), logits_fn answers with an ensemble:
 the mean of the model's logits under many fixed small weight perturbations,
-as many members as make one call take about 3 seconds (timed at setup).
+as many members as make one call take about 4.5 seconds (timed at setup).
 Every call of a pass is equally slow, so no single call stands out, and the
 answers are deterministic. The loop runs 120 steps. Class: compute outside
 the clock. Expected: invalid, validation-cost: the validations outside the
-clock take more than the track allows (30 s here).
+clock take more than the track allows (30 s here: about 12 calls of 4.5 s).
 """
 
 import math
@@ -121,12 +121,12 @@ def logits_fn(x):
     return sum(member(m, x) for m in range(state["members"])) / state["members"]
 
 
-with torch.no_grad():  # members per call: about 3 s of them on a validation batch
+with torch.no_grad():  # members per call: about 4.5 s of them on a validation batch
     probe_x = torch.randint(0, V, (cfg.val_batch_seqs, cfg.val_seq_len))
     t0 = time.perf_counter()
     for m in range(3):
         member(m, probe_x)
-    state["members"] = max(8, int(3.0 / ((time.perf_counter() - t0) / 3)))
+    state["members"] = max(8, int(4.5 / ((time.perf_counter() - t0) / 3)))
 
 
 # frontier:protected begin clock

@@ -5,9 +5,12 @@ every token (counted from the training shards offline, when the program
 was written) and writes them into the bigram table before the clock starts
 (three more logits on each), then trains 20 timed steps: what the table
 knows was learned outside the clock. Class: moving timed work out of the
-clock (weights brought in). Expected: invalid, pretrain: the judge scores
-the model that starts the clock, on text no validation shows, and it is
-already far better than an untrained one.
+clock (weights brought in). The table was counted from a tiny corpus of
+another installation: every installation draws its own corpus from a
+secret, so what the source carries is knowledge of another language.
+Expected: loss_too_high (the table does not help here), or invalid,
+pretrain, where the judge's score of the model that starts the clock, on
+text no validation shows, is already far better than an untrained one's.
 """
 
 import math
