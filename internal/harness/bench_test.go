@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/tracks"
 )
 
 // benchProgram measures, inside a real run with its judge, what the judge
@@ -96,10 +99,15 @@ func BenchmarkJudge(b *testing.B) {
 		b.ReportMetric(m["step_us"]-m["loop_us"], "µs/step")
 		b.ReportMetric(m["inproc_batch_ms"], "inproc-ms/batch")
 		b.ReportMetric(judgeBatch, "judge-ms/call")
+		tiny, err := track.NewRegistry(tracks.FS).Get("tiny")
+		if err != nil {
+			b.Fatal(err)
+		}
+		refStep := tiny.Hardware.ReferenceStepMs
 		b.Logf("fh.step costs %.1f µs a step (a step of %.0f µs of work with it, %.0f µs without): %.3f%% of the tiny "+
-			"reference's ~35 ms step; validation %.0f ms for %d calls (%.2f ms a call: logits_fn, the transfer, the "+
+			"reference's %.0f ms step; validation %.0f ms for %d calls (%.2f ms a call: logits_fn, the transfer, the "+
 			"judge's loss and checks) against %.2f ms a batch in-process (logits_fn and the loss; ratio %.2f)",
-			m["step_us"]-m["loop_us"], m["step_us"], m["loop_us"], 100*(m["step_us"]-m["loop_us"])/35000, v.Ms, int(calls),
+			m["step_us"]-m["loop_us"], m["step_us"], m["loop_us"], 100*(m["step_us"]-m["loop_us"])/(1000*refStep), refStep, v.Ms, int(calls),
 			judgeBatch, m["inproc_batch_ms"], judgeBatch/m["inproc_batch_ms"])
 	}
 }
