@@ -261,9 +261,21 @@ func (s *Suite) files() fs.FS {
 	return os.DirFS(s.Dir)
 }
 
-// ReadFile reads a file of the suite.
+// MaxFileBytes bounds a file of a suite that frontier reads (a record's
+// program, a hint, a diff): the speedrun's records are tens of kilobytes.
+const MaxFileBytes = 1 << 20
+
+// ReadFile reads a file of the suite: a regular file inside the suite's
+// folder, of at most MaxFileBytes. A suite folder may come from anyone, and
+// what it names is printed, put into prompts and run.
 func (s *Suite) ReadFile(name string) ([]byte, error) {
-	b, err := fs.ReadFile(s.files(), path.Clean(name))
+	var b []byte
+	var err error
+	if s.fsys == nil {
+		b, err = yamlfile.ReadInside(s.Dir, filepath.FromSlash(path.Clean(name)), MaxFileBytes)
+	} else if b, err = fs.ReadFile(s.fsys, path.Clean(name)); err == nil && len(b) > MaxFileBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", name, MaxFileBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: read %s: %w", s.Name, name, err)
 	}

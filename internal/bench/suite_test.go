@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const goodSuite = `name: mini
@@ -124,6 +126,55 @@ func TestLoadDirMissingFile(t *testing.T) {
 	_, err := LoadDir(writeSuite(t, goodSuite, files))
 	if err == nil || !strings.Contains(err.Error(), "h3.txt") {
 		t.Errorf("a missing hint file: %v", err)
+	}
+}
+
+// A suite folder may come from anyone: what it names is printed, put into
+// prompts and run, so only regular files inside it are read.
+func TestLoadDirHostileFiles(t *testing.T) {
+	for name, plant := range map[string]func(t *testing.T, p string){
+		"symlink out": func(t *testing.T, p string) {
+			if err := os.Symlink("/etc/passwd", p); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"fifo": func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"huge": func(t *testing.T, p string) {
+			if err := os.WriteFile(p, make([]byte, MaxFileBytes+1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := map[string]string{}
+			for k, v := range miniFiles {
+				if k != "h2.txt" {
+					files[k] = v
+				}
+			}
+			dir := writeSuite(t, goodSuite, files)
+			plant(t, filepath.Join(dir, "h2.txt"))
+			done := make(chan error, 1)
+			go func() {
+				s, err := LoadDir(dir)
+				if err == nil {
+					_, err = s.ReadFile("h2.txt")
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "h2.txt") {
+					t.Errorf("got %v, want an error naming h2.txt", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("reading the suite hangs")
+			}
+		})
 	}
 }
 

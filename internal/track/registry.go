@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
@@ -49,36 +48,13 @@ func (s *Spec) ReadFile(name string) ([]byte, error) {
 func (s *Spec) read(name string) ([]byte, error) {
 	clean := path.Clean(filepath.ToSlash(name))
 	if s.fsys == nil {
-		return readInside(s.Dir, filepath.FromSlash(clean), MaxFileBytes)
+		return yamlfile.ReadInside(s.Dir, filepath.FromSlash(clean), MaxFileBytes)
 	}
 	b, err := fs.ReadFile(s.fsys, clean)
 	if err == nil && len(b) > MaxFileBytes {
 		err = fmt.Errorf("%s is larger than %d bytes", clean, MaxFileBytes)
 	}
 	return b, err
-}
-
-// readInside reads name, a regular file of at most limit bytes that lies
-// inside dir (symbolic links are followed only while they stay inside).
-// Opening never waits: a named pipe is refused, not read.
-func readInside(dir, name string, limit int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
-			// os.Root's refusal of a path that leaves the folder (through
-			// "..", an absolute symbolic link, ...) says only "path
-			// escapes from parent".
-			return nil, fmt.Errorf("%w (a track's files must lie inside its folder %s)", err, dir)
-		}
-		return nil, err
-	}
-	defer f.Close()
-	return yamlfile.ReadRegular(f, name, limit)
 }
 
 // ReferenceSource returns the reference program's source.
@@ -96,7 +72,7 @@ func (s *Spec) Location() string {
 // reference program exists.
 func LoadDir(dir string) (*Spec, error) {
 	specPath := filepath.Join(dir, SpecFile)
-	b, err := readInside(dir, SpecFile, yamlfile.MaxBytes)
+	b, err := yamlfile.ReadInside(dir, SpecFile, yamlfile.MaxBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not a track folder: it has no %s", dir, SpecFile)

@@ -2,8 +2,10 @@ package yamlfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 
@@ -372,4 +374,27 @@ func sumSizes[N ast.Node](values []N, size func(ast.Node) int, add func(a, b int
 		s = add(s, size(v))
 	}
 	return s
+}
+
+// ReadInside reads name, a regular file of at most limit bytes that lies
+// inside dir (symbolic links are followed only while they stay inside).
+// Opening never waits: a named pipe is refused, not read.
+func ReadInside(dir, name string, limit int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+			// os.Root's refusal of a path that leaves the folder (through
+			// "..", an absolute symbolic link, ...) says only "path
+			// escapes from parent".
+			return nil, fmt.Errorf("%w (files must lie inside the folder %s)", err, dir)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return ReadRegular(f, name, limit)
 }
