@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -88,7 +89,9 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &status):
 		return int(status)
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.Is(err, context.Canceled):
+		// The command's context is canceled only by Ctrl-C or SIGTERM
+		// (main's signal context): whatever it was doing was interrupted.
 		return exitInterrupted
 	case errors.As(err, &ve):
 		return verdictExitCode(ve.verdict)

@@ -32,6 +32,7 @@ func TestExitCode(t *testing.T) {
 		{verdictResult(eval.NoResult), exitNoResult},
 		{&notConfirmedError{"p = 0.2"}, exitNotConfirmed},
 		{interruptedError{}, exitInterrupted},
+		{fmt.Errorf("calibrate: %w", context.Canceled), exitInterrupted}, // Ctrl-C in any command
 		{exitStatus(0), exitOK},
 		{exitStatus(126), 126},
 	}
