@@ -64,7 +64,7 @@ program faster than the reference.`,
 	f.StringVarP(&o.out, "out", "o", "", "report folder (default: <home>/reports/<run>)")
 	f.DurationVar(&o.duration, "duration", 0, "search time before the run drains (0: no limit; the budget is --evaluations)")
 	f.IntVar(&o.iterations, "iterations", 2, "iterations of the search")
-	f.IntVar(&o.evaluations, "evaluations", 5, "full evaluations of the search, the reference's included")
+	f.IntVar(&o.evaluations, "evaluations", 7, "full evaluations of the search, the reference's included")
 	f.IntVar(&o.pairs, "pairs", 3, "runs of each program in the confirmation series (0: no confirmation)")
 	f.StringVar(&o.proposer, "proposer", "auto", "auto (a usable configured model, else mutate), llm or mutate")
 	f.StringVar(&o.track, "track", "tiny", "track (for trying the demo on another small track)")
@@ -80,7 +80,7 @@ program faster than the reference.`,
 // the series always fits.
 func demoConfig(o demoOptions) evolve.Config {
 	return evolve.Config{
-		Islands: 2, BranchingFactor: 2, ArchiveSize: 8, Slots: 1, LLMConcurrency: 2,
+		Islands: 2, BranchingFactor: 3, ArchiveSize: 8, Slots: 1, LLMConcurrency: 3,
 		Migration:     evolve.MigrationConfig{Interval: 1, Count: 1},
 		MetaPrompting: evolve.MetaConfig{StartIteration: ptrTo(2)},
 		FastFixes:     ptrTo(2),
