@@ -38,7 +38,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (about 15 minutes on 2 cores)",
+		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (15 to 20 minutes on 2 cores)",
 		Long: `Demo runs a short evolutionary search on the built-in tiny track, then
 tests the fastest acceptable program it found against the reference in an
 interleaved series (both programs, --pairs runs each, in alternation, with
@@ -49,7 +49,7 @@ It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
 minutes, so a slower or busier machine does the same work, only later: about
-15 minutes on a quiet 2-core machine, more on a busy one (--duration caps the
+15 to 20 minutes on a quiet 2-core machine, more on a busy one (--duration caps the
 search's time as well).
 
 At the end it says whether the speedup was confirmed, with its evidence (n,
@@ -65,7 +65,7 @@ program faster than the reference.`,
 	f.DurationVar(&o.duration, "duration", 0, "search time before the run drains (0: no limit; the budget is --evaluations)")
 	f.IntVar(&o.iterations, "iterations", 2, "iterations of the search")
 	f.IntVar(&o.evaluations, "evaluations", 7, "full evaluations of the search, the reference's included")
-	f.IntVar(&o.pairs, "pairs", 3, "runs of each program in the confirmation series (0: no confirmation)")
+	f.IntVar(&o.pairs, "pairs", 4, "runs of each program in the confirmation series (0: no confirmation)")
 	f.StringVar(&o.proposer, "proposer", "auto", "auto (a usable configured model, else mutate), llm or mutate")
 	f.StringVar(&o.track, "track", "tiny", "track (for trying the demo on another small track)")
 	f.MarkHidden("track")
@@ -73,7 +73,7 @@ program faster than the reference.`,
 }
 
 // demoConfig is the search the demo runs: small enough to end, with its
-// confirmation series, in about fifteen minutes on two quiet cores, large
+// confirmation series, in 15 to 20 minutes on two quiet cores, large
 // enough to show islands, migration, the archive and, with a model,
 // meta-prompting and the fix loop. The engine's own confirmation is off:
 // the demo confirms its fastest program once, after the search, so that
@@ -127,7 +127,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if o.track == "" {
 		o.track = "tiny"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; about 15 minutes on 2 quiet cores.\n",
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; about 15 to 20 minutes on 2 quiet cores.\n",
 		o.track, proposer, o.evaluations, o.pairs)
 	name := "demo-" + time.Now().Format("20060102-150405")
 	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name}, cfg, env)
@@ -182,7 +182,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 		fmt.Fprintf(g.stdout, "no confirmed speedup: no acceptable program was measured faster than the reference (%s, one timing) in this short search; frontier evolve --resume %s --evaluations N continues it\n",
 			secsText(st.ReferenceTimeMs), sum.RunName)
 	case errors.As(confirmErr, &nc):
-		fmt.Fprintf(g.stdout, "no confirmed speedup: the fastest program's single timing did not hold up in alternation (above: why, with the evidence); a short search on a noisy machine often finds such timings\n")
+		fmt.Fprintf(g.stdout, "no confirmed speedup: %s (the series above, with its evidence)\n", nc.reason)
 	case confirmErr != nil:
 		return confirmErr
 	case st.FastestID != 0 && st.ReferenceTimeMs > 0:
