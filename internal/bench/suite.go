@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -251,14 +250,6 @@ func inside(p string) bool {
 	}
 	c := path.Clean(p)
 	return c != ".." && !strings.HasPrefix(c, "../")
-}
-
-// files returns the folder the suite's files are read from.
-func (s *Suite) files() fs.FS {
-	if s.fsys != nil {
-		return s.fsys
-	}
-	return os.DirFS(s.Dir)
 }
 
 // MaxFileBytes bounds a file of a suite that frontier reads (a record's
