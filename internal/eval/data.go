@@ -22,10 +22,6 @@ type DataFiles struct {
 	// corpus is drawn per installation, so its floor comes from the
 	// manifest written when it was built, not from the track spec.
 	LossFloor float64
-	// Hidden are files of the data folder that the program must not be
-	// able to read: the tiny corpus's secret, from which, with the public
-	// generator, the validation shard can be regenerated.
-	Hidden []string
 }
 
 // LocalData finds track data on the local disk and verifies it before every
@@ -68,7 +64,6 @@ func (d *LocalData) Dir(spec *track.Spec) string {
 func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, error) {
 	dir := d.Dir(spec)
 	var floor float64
-	var hidden []string
 	switch spec.Data.Builtin {
 	case "tiny":
 		// The spec's pins and floor, if any, are another installation's
@@ -80,11 +75,6 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 			return nil, err
 		}
 		floor = man.Tiny.Floor.Floor
-		secret, err := filepath.Abs(filepath.Join(dir, data.TinySecretFile))
-		if err != nil {
-			return nil, fmt.Errorf("tiny data: %w", err)
-		}
-		hidden = append(hidden, secret)
 	case "":
 		pins := spec.Data.Shards
 		if len(pins) == 0 {
@@ -122,7 +112,7 @@ func (d *LocalData) Resolve(ctx context.Context, spec *track.Spec) (*DataFiles, 
 			return nil, err
 		}
 	}
-	return &DataFiles{Train: train, Val: val, LossFloor: floor, Hidden: hidden}, nil
+	return &DataFiles{Train: train, Val: val, LossFloor: floor}, nil
 }
 
 // stamp identifies a file's current content cheaply: size and

@@ -107,8 +107,9 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 
 // hiddenFor is what the program of a run must not read: every run folder
 // but its own (the runs folder is hidden and its own folder bound back),
-// the judge's folders, the track's data (the training shards reach the
-// program as descriptors at train_begin), and what the evaluator hides
+// the judge's folders, the track's data folder (the training shards reach
+// the program as descriptors at train_begin; the tiny corpus's secret lies
+// there too, so hiding the folder hides it), and what the evaluator hides
 // always (frontier's home: its database and caches).
 func (e *Evaluator) hiddenFor(runDir string, files *DataFiles) []string {
 	h := append([]string{filepath.Dir(runDir), filepath.Dir(files.Val)}, e.Hidden...)
