@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -128,6 +129,8 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 		if nr, err = planBench(g, o, cfg); err != nil {
 			return err
 		}
+	} else if err := findBenchRun(ctx, cfg, o.resume); err != nil {
+		return err
 	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
@@ -155,6 +158,26 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 		return runErr
 	case sum.StopReason == bench.StopInterrupted:
 		return interruptedError{}
+	}
+	return nil
+}
+
+// findBenchRun says whether the run to resume is in the database, before
+// seconds go to probing Python: a mistyped name costs no wait.
+func findBenchRun(ctx context.Context, cfg *config.Config, name string) error {
+	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
+		return usage(fmt.Errorf("--resume %s: there is no database at %s yet, so no bench run to resume (--home, --db)", name, cfg.DB))
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
+	}
+	defer st.Close()
+	if _, err := st.BenchRun(ctx, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return usage(fmt.Errorf("--resume: %w", err))
+		}
+		return err
 	}
 	return nil
 }

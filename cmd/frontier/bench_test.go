@@ -266,6 +266,16 @@ func TestBenchCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "frontier.db")); err == nil {
 		t.Error("bench runs created a database")
 	}
+	// A run to resume that is not there, or a model that is not
+	// configured, is said before Python is probed.
+	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "--resume", "nope"); code != exitUsage ||
+		!strings.Contains(stderr, "no database at") || strings.Contains(stderr, "Python") {
+		t.Errorf("--resume of a missing run: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "tiny-ladder", "--model", "nope"); code != exitUsage ||
+		!strings.Contains(stderr, "model nope, named on the command line") || strings.Contains(stderr, "Python") {
+		t.Errorf("bench run --model nope: exit %d: %s", code, stderr)
+	}
 	// A JSON command that fails early still prints JSON on stdout.
 	code, out, _ = runCLI(t, "bench", "show", "nope", "--json")
 	var je jsonError

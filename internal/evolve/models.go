@@ -68,6 +68,9 @@ func ChooseModels(cfg llm.Config, ch ModelChoice, lookup llm.LookupEnv, log *slo
 	for _, w := range wanted {
 		m, err := cfg.Model(w.Name)
 		if err != nil {
+			if ch.Named {
+				return nil, fmt.Errorf("model %s, named on the command line: %w", w.Name, err)
+			}
 			return nil, fmt.Errorf("evolve.models: %w", err)
 		}
 		if _, err := m.APIKey(lookup); err != nil {

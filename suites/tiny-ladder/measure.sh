@@ -5,19 +5,25 @@
 #   1. each record against the one before it: N runs of each with the same
 #      seeds, in alternation (frontier eval --repeats N --interleave
 #      --baseline PREVIOUS), Welch's one-sided test that it is faster and
-#      the one-sample test that its loss is under the target;
-#   2. every record together (frontier bench calibrate), N rounds in
-#      alternation: the times suite.yaml publishes and the noise of each.
+#      the one-sample test that its loss is under the target. A record
+#      whose published time is under 20 s gets SHORT_N runs instead: the
+#      machine's noise is a larger share of a short run;
+#   2. with CALIBRATE=1, every record together (frontier bench calibrate),
+#      N rounds in alternation.
 #
 # usage: suites/tiny-ladder/measure.sh [N] [FRONTIER]
 #   N         runs of each record (default 5)
+#   SHORT_N   runs of each record in a step to a short record (default 10)
 #   FRONTIER  the frontier binary (default: frontier on PATH)
 # Results go to $OUT (default: a folder "measured" beside this script):
-# one JSON per step (frontier eval --json) and calibration.json, and a
-# table on stdout. Run it on a quiet machine: other work on the cores
-# widens the noise the tests must see through.
+# one JSON per step (frontier eval --json), calibration.json, and a table on
+# stdout. suite.yaml publishes each record's mean train time from the step
+# that ends at it (r0's from the first step's baseline). Run it on a quiet
+# machine: other work on the cores widens the noise the tests must see
+# through.
 set -eu
 n=${1:-5}
+short_n=${SHORT_N:-10}
 frontier=${2:-frontier}
 dir=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$dir/measured}
@@ -26,24 +32,30 @@ mkdir -p "$out"
 records=$("$frontier" bench show "$dir" --json | python3 -c '
 import json, sys
 for r in json.load(sys.stdin)["records"]:
-    print(r["id"], r["program"])
+    print(r["id"], r["program"], int(r["time_ms"]))
 ')
 
 prev=""
-echo "$records" | while read -r id prog; do
+echo "$records" | while read -r id prog ms; do
 	if [ -n "$prev" ]; then
-		echo "== $prev -> $id: $n runs of each, interleaved" >&2
+		k=$n
+		if [ "$ms" -lt 20000 ]; then
+			k=$short_n
+		fi
+		echo "== $prev -> $id: $k runs of each, interleaved" >&2
 		# The exit code says whether the record is acceptable; the JSON
 		# says everything, so a failing step does not stop the others.
-		"$frontier" eval "$dir/$prog" --track tiny --repeats "$n" --interleave \
+		"$frontier" eval "$dir/$prog" --track tiny --repeats "$k" --interleave \
 			--baseline "$dir/$prevprog" --seed 0 --quiet --json >"$out/$prev-$id.json" || true
 	fi
 	prev=$id
 	prevprog=$prog
 done
 
-echo "== calibration: every record, $n rounds in alternation" >&2
-"$frontier" bench calibrate "$dir" --repeats "$n" --quiet --json >"$out/calibration.json"
+if [ "${CALIBRATE:-0}" = 1 ]; then
+	echo "== calibration: every record, $n rounds in alternation" >&2
+	"$frontier" bench calibrate "$dir" --repeats "$n" --quiet --json >"$out/calibration.json"
+fi
 
 python3 - "$out" <<'EOF'
 import glob, json, os, sys
@@ -67,6 +79,8 @@ for f in sorted(glob.glob(os.path.join(out, "*-*.json"))):
           f"{t.get('mean', 0)/1000:.2f} s (sd {t.get('sd', 0)/1000:.2f}) | {base.get('speedup_pct', 0):.1f}% | "
           f"{test.get('p', float('nan')):.2g} | {loss.get('mean', 0):.4f}, {loss.get('sd', 0):.4f} | {lt.get('p', float('nan')):.2g} |")
 
+if not os.path.exists(os.path.join(out, "calibration.json")):
+    sys.exit(0)
 cal = json.load(open(os.path.join(out, "calibration.json")))
 print()
 print(f"calibration on {cal['fingerprint_class']}, {cal['repeats']} rounds:")

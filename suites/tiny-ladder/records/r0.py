@@ -30,7 +30,7 @@ class Hyperparameters:
     n_embd: int = 96
     seq_len: int = 128  # training sequence length (validation uses cfg.val_seq_len)
     # optimization
-    batch_size: int = 8  # sequences per step
+    batch_size: int = 16  # sequences per step
     num_steps: int = 1200
     lr: float = 3e-3
     min_lr_frac: float = 0.1  # the cosine decays to lr * min_lr_frac
