@@ -368,7 +368,7 @@ func printBenchSummary(w io.Writer, sum *bench.Summary, asJSON bool) error {
 	}
 	for _, a := range sum.Attempts {
 		if a.TimeSource == bench.TimesPublished {
-			fmt.Fprintln(w, "note: some scores use the suite's published times, measured on another machine; `frontier bench calibrate` re-times the records here")
+			fmt.Fprintln(w, "note: some scores use the suite's published times, measured where its times: says; `frontier bench calibrate` re-times the records here")
 			break
 		}
 	}

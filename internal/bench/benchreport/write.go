@@ -134,7 +134,9 @@ figure { display: inline-block; margin: 1em 2em 1em 0 }
 record i+1 that a search recovered, with the start program among its candidates (so FSR &ge; 0); per task the
 mean over seeds, per configuration the mean and the interquartile mean over tasks. Intervals are 95% percentile
 bootstrap intervals (over seeds per task, over tasks per configuration). Times are <em>calibrated</em> (re-timed on this
-machine) or <em>published</em> (measured elsewhere): compare scores only within one kind.</p>
+machine) or <em>published</em> (measured elsewhere): compare scores only within one kind. A search's best
+time is a single timing of its fastest acceptable program (one run each, as in the published benchmark), while
+the records' times are means of repeated runs: an FSR from one seed carries that run's noise.</p>
 
 <h2>Configurations</h2>
 <table><tr><th>suite</th><th>scaffold</th><th>model</th><th>hints</th><th>tasks</th><th>attempts</th><th>mean FSR [95%]</th>
