@@ -272,6 +272,16 @@ func TestBenchCommands(t *testing.T) {
 		!strings.Contains(stderr, "no database at") || strings.Contains(stderr, "Python") {
 		t.Errorf("--resume of a missing run: exit %d: %s", code, stderr)
 	}
+	// With a database, a missing run is named as such, still before Python.
+	st, err := store.Open(context.Background(), filepath.Join(home, "frontier.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "--resume", "nope"); code != exitUsage ||
+		!strings.Contains(stderr, `bench run "nope"`) || strings.Contains(stderr, "Python") {
+		t.Errorf("--resume of a missing run with a database: exit %d: %s", code, stderr)
+	}
 	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "tiny-ladder", "--model", "nope"); code != exitUsage ||
 		!strings.Contains(stderr, "model nope, named on the command line") || strings.Contains(stderr, "Python") {
 		t.Errorf("bench run --model nope: exit %d: %s", code, stderr)
