@@ -178,13 +178,37 @@ func printSuite(w io.Writer, s suiteInfo) error {
 		if prog == "" {
 			prog = "(time only)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%s\t%s\n", r.ID, secsText(r.TimeMs), r.ValLoss, prog, r.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%s\t%s\n", r.ID, recordTimeText(r), r.ValLoss, prog, r.Description)
 	}
-	fmt.Fprintln(tw, "\nTASK\tSTART\tGOAL\tSPEEDUP\tHINTS\tDIFF")
+	fmt.Fprintln(tw, "\nTASK\tSTART\tGOAL\tSPEEDUP (of the published times)\tHINTS\tDIFF")
 	for _, t := range s.Tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%% (%s)\t%v\t%v\n", t.Name, t.Start, t.Goal, t.SpeedupPct, secsText(t.GapMs), t.Levels, t.HasDiff)
 	}
+	if !hasNoise(s.Records) {
+		fmt.Fprintln(tw, "\nThe suite publishes one time per record, without its noise: a speedup above is two figures, not a measured interval.")
+	}
 	return tw.Flush()
+}
+
+// recordTimeText is a record's published time with the evidence the suite
+// gives for it: the runs it is the mean of and their spread.
+func recordTimeText(r bench.Record) string {
+	switch {
+	case r.Runs >= 2 && r.TimeSDMs > 0:
+		return fmt.Sprintf("%s (sd %s, n %d)", secsText(r.TimeMs), secsText(r.TimeSDMs), r.Runs)
+	case r.Runs > 0:
+		return fmt.Sprintf("%s (n %d)", secsText(r.TimeMs), r.Runs)
+	}
+	return secsText(r.TimeMs) + " (one figure)"
+}
+
+func hasNoise(recs []bench.Record) bool {
+	for _, r := range recs {
+		if r.Runs >= 2 && r.TimeSDMs > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func showTask(w io.Writer, s *bench.Suite, t *bench.Task, diff, asJSON bool) error {

@@ -222,6 +222,14 @@ func TestBenchCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &task); code != 0 || err != nil || len(task.Hints) != 3 || task.Diff != "" {
 		t.Errorf("bench show TASK --json: exit %d (%v)\n%s%s", code, err, out, stderr)
 	}
+	// A published time shows its evidence: the runs and their spread when
+	// the suite gives them, else that it is one figure.
+	if code, out, _ := runCLI(t, "bench", "show", "tiny-ladder"); code != 0 || !strings.Contains(out, "(sd ") || !strings.Contains(out, ", n 5)") {
+		t.Errorf("bench show tiny-ladder does not show the records' noise: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runCLI(t, "bench", "show", benchQuickSuite); code != 0 || !strings.Contains(out, "(one figure)") || !strings.Contains(out, "without its noise") {
+		t.Errorf("bench show of a suite without noise does not say so: exit %d\n%s", code, out)
+	}
 	if code, out, _ := runCLI(t, "bench", "show", benchQuickSuite+"/r0-r1", "--diff"); code != 0 || !strings.Contains(out, "GROUND-TRUTH") {
 		t.Errorf("bench show --diff: exit %d\n%s", code, out)
 	}

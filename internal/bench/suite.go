@@ -59,6 +59,11 @@ type Record struct {
 	// where Suite.Times says; ValLoss the loss it reached.
 	TimeMs  float64 `yaml:"time_ms" json:"time_ms"`
 	ValLoss float64 `yaml:"val_loss,omitempty" json:"val_loss,omitempty"`
+	// Runs and TimeSDMs are the evidence behind TimeMs when the suite
+	// gives it: the runs it is the mean of and their standard deviation.
+	// Runs 0 means the source published one figure without its noise.
+	Runs     int     `yaml:"runs,omitempty" json:"runs,omitempty"`
+	TimeSDMs float64 `yaml:"time_sd_ms,omitempty" json:"time_sd_ms,omitempty"`
 }
 
 // Task is one step of the history: reproduce what record Goal changed,
@@ -198,6 +203,14 @@ func (s *Suite) validate() []*FieldError {
 		}
 		if !(r.TimeMs > 0) || math.IsInf(r.TimeMs, 0) {
 			bad(p+".time_ms", "%v: the published train time in milliseconds must be positive", r.TimeMs)
+		}
+		if r.Runs < 0 {
+			bad(p+".runs", "%d: the number of runs behind time_ms cannot be negative", r.Runs)
+		}
+		if r.TimeSDMs < 0 || math.IsNaN(r.TimeSDMs) || math.IsInf(r.TimeSDMs, 0) {
+			bad(p+".time_sd_ms", "%v: a standard deviation in milliseconds must be a finite number >= 0", r.TimeSDMs)
+		} else if r.TimeSDMs > 0 && r.Runs < 2 {
+			bad(p+".time_sd_ms", "a standard deviation needs runs: 2 or more (the runs time_ms is the mean of)")
 		}
 		if r.ValLoss < 0 || math.IsNaN(r.ValLoss) {
 			bad(p+".val_loss", "%v: must be a loss, or 0 when unknown", r.ValLoss)

@@ -105,6 +105,8 @@ tasks:
 		{"goal before start", "name: x\ntrack: t\nrecords:\n  - {id: a, program: a.py, time_ms: 2}\n  - {id: b, program: b.py, time_ms: 1}\ntasks:\n  - {start: b, goal: a}\n",
 			[]string{"suite.yaml:7:", "comes before its start"}},
 		{"wrong type", "name: x\ntrack: t\nrecords:\n  - {id: a, time_ms: fast}\n", []string{"suite.yaml:4:"}},
+		{"bad noise", "name: x\ntrack: t\nrecords:\n  - {id: a, time_ms: 2, runs: -1}\n  - {id: b, time_ms: 1, time_sd_ms: 0.5, runs: 1}\n  - {id: c, time_ms: 1, time_sd_ms: -1}\n",
+			[]string{"records[0].runs", "records[1].time_sd_ms", "needs runs: 2 or more", "records[2].time_sd_ms"}},
 		{"empty", "", []string{"empty"}},
 	}
 	for _, c := range cases {
