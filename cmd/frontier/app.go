@@ -37,11 +37,20 @@ func (e *environment) Close() error {
 // It makes the state folders private where it creates them, and cleans up
 // after evaluations that a process which ended left running.
 func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*environment, error) {
+	// The store first: it is quick, and a database that cannot record
+	// an evaluation is said before seconds go to probing Python.
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withEvaluator(ctx, g, cfg, st)
+}
+
+// openStore makes the state folders and opens the database for writing.
+func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	if err := cfg.MakeDirs(); err != nil {
 		return nil, err
 	}
-	// The store first: it is quick, and a database that cannot record
-	// an evaluation is said before seconds go to probing Python.
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
@@ -50,6 +59,13 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 		st.Close()
 		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DB, store.ErrReadOnly)
 	}
+	return st, nil
+}
+
+// withEvaluator completes the environment around an open store: it cleans
+// up after evaluations a process that ended left running, finds Python and
+// builds the evaluator. It owns st from then on, and closes it on error.
+func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *store.Store) (*environment, error) {
 	cleanOrphans(ctx, g, st, cfg.RunsDir)
 	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
 		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)

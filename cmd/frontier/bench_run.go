@@ -125,19 +125,24 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	// A new run's suite, model and settings are checked before Python is
 	// probed and the database opened: a typo costs no wait.
 	var nr *newBenchRun
+	var run *store.BenchRun
+	var env *environment
 	if o.resume == "" {
 		if nr, err = planBench(g, o, cfg); err != nil {
 			return err
 		}
-	} else if err := findBenchRun(ctx, cfg, o.resume); err != nil {
-		return err
-	}
-	env, err := openEnvironment(ctx, g, cfg)
-	if err != nil {
-		return err
+		if env, err = openEnvironment(ctx, g, cfg); err != nil {
+			return err
+		}
+	} else {
+		// The run to resume is looked up before Python is probed: a
+		// mistyped name costs no wait.
+		if env, run, err = openForResume(ctx, g, cfg, o.resume); err != nil {
+			return err
+		}
 	}
 	defer env.Close()
-	b, err := startBench(ctx, g, o, nr, cfg, env)
+	b, err := startBench(ctx, g, o, nr, run, cfg, env)
 	if err != nil {
 		return err
 	}
@@ -162,24 +167,29 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	return nil
 }
 
-// findBenchRun says whether the run to resume is in the database, before
-// seconds go to probing Python: a mistyped name costs no wait.
-func findBenchRun(ctx context.Context, cfg *config.Config, name string) error {
+// openForResume finds the bench run to resume in the database, then
+// builds the environment around the same store.
+func openForResume(ctx context.Context, g *globals, cfg *config.Config, name string) (*environment, *store.BenchRun, error) {
 	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return usage(fmt.Errorf("--resume %s: there is no database at %s yet, so no bench run to resume (--home, --db)", name, cfg.DB))
+		return nil, nil, usage(fmt.Errorf("--resume %s: there is no database at %s yet, so no bench run to resume (--home, --db)", name, cfg.DB))
 	}
-	st, err := store.Open(ctx, cfg.DB)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("open the database (set db: in frontier.yaml or --db): %w", err)
+		return nil, nil, err
 	}
-	defer st.Close()
-	if _, err := st.BenchRun(ctx, name); err != nil {
+	run, err := st.BenchRun(ctx, name)
+	if err != nil {
+		st.Close()
 		if errors.Is(err, store.ErrNotFound) {
-			return usage(fmt.Errorf("--resume: %w", err))
+			return nil, nil, usage(fmt.Errorf("--resume: %w", err))
 		}
-		return err
+		return nil, nil, err
 	}
-	return nil
+	env, err := withEvaluator(ctx, g, cfg, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env, run, nil
 }
 
 // newBenchRun is a new run's suite and resolved settings.
@@ -214,22 +224,15 @@ func planBench(g *globals, o benchRunOptions, cfg *config.Config) (*newBenchRun,
 	return &newBenchRun{suite: s, cfg: rc}, nil
 }
 
-// startBench creates (nr) or resumes (o.resume) the run, with its model
-// and budget.
-func startBench(ctx context.Context, g *globals, o benchRunOptions, nr *newBenchRun, cfg *config.Config, env *environment) (*bench.Bench, error) {
+// startBench creates (nr) or resumes (run) the run, with its model and
+// budget.
+func startBench(ctx context.Context, g *globals, o benchRunOptions, nr *newBenchRun, run *store.BenchRun, cfg *config.Config, env *environment) (*bench.Bench, error) {
 	benv := bench.Env{Store: env.store, Evaluator: env.eval, Tracks: registry(cfg), WorkDir: filepath.Join(cfg.Home, "bench"),
 		Redact: cfg.LLM.Redactor(os.LookupEnv).Redact, Log: g.log}
 	if !o.quiet {
 		benv.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
 	}
-	if o.resume != "" {
-		run, err := env.store.BenchRun(ctx, o.resume)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, usage(fmt.Errorf("--resume: %w", err))
-			}
-			return nil, err
-		}
+	if run != nil {
 		rc, err := bench.ParseConfig(run.Config)
 		if err != nil {
 			return nil, err
