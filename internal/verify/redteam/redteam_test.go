@@ -155,7 +155,7 @@ var cases = []attack{
 	{name: "validate_and_train", class: "fh.validate called by the program every 10 steps, with a logits_fn that trains",
 		want: []outcome{invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "train_in_validation", class: "training steps while the clock is paused for validation", want: []outcome{acceptable, tooHigh, invalid("stateful-validation"), invalid("nondeterministic-eval")},
-		check: charged(1000)},
+		check: chargedSteps(60)},
 
 	// The loss and the metrics belong to the harness.
 	{name: "replace_loss", class: "a wrong, easy training objective", want: []outcome{tooHigh}},
@@ -339,13 +339,25 @@ func trainTimeAtLeast(ms float64) func(*env, *eval.Result) error {
 	}
 }
 
-// charged checks that the judge charged at least ms of validation time to
-// the clock.
-func charged(ms float64) func(*env, *eval.Result) error {
+// chargedSteps checks that the judge charged to the clock at least half of
+// the time of the n training steps the program hid in each designated
+// validation. The steps' time is the run's own step time, so that the check
+// holds on a machine of any speed; half leaves room for the difference
+// between a hidden step and a timed one, and for the noise of a busy machine.
+func chargedSteps(n int) func(*env, *eval.Result) error {
 	return func(_ *env, r *eval.Result) error {
-		if r.Verdict != eval.Invalid && chargedMs(r) < ms {
-			return fmt.Errorf("%.0f ms of validation time charged to the clock, want at least %.0f ms: the training inside validation went untimed",
-				chargedMs(r), ms)
+		if r.Verdict == eval.Invalid {
+			return nil
+		}
+		if r.Checks == nil || r.Metrics.Steps == 0 {
+			return fmt.Errorf("no judge checks or steps in the result: cannot tell what was charged")
+		}
+		stepMs := (r.Metrics.TrainTimeMs - chargedMs(r)) / float64(r.Metrics.Steps)
+		hidden := float64(n*r.Checks.DesignatedValidations) * stepMs
+		if r.Checks.DesignatedValidations == 0 || chargedMs(r) < hidden/2 {
+			return fmt.Errorf("%.0f ms of validation time charged to the clock, want at least half of the %.0f ms that %d hidden steps "+
+				"in each of %d designated validations take at %.1f ms a step: the training inside validation went untimed",
+				chargedMs(r), hidden, n, r.Checks.DesignatedValidations, stepMs)
 		}
 		return nil
 	}
