@@ -17,10 +17,10 @@
 #   FRONTIER  the frontier binary (default: frontier on PATH)
 # Results go to $OUT (default: a folder "measured" beside this script):
 # one JSON per step (frontier eval --json), calibration.json, and a table on
-# stdout. suite.yaml publishes each record's mean train time from the step
-# that ends at it (r0's from the first step's baseline). Run it on a quiet
-# machine: other work on the cores widens the noise the tests must see
-# through.
+# stdout, then each record's figures over all its runs in these series (the
+# step that ends at it and the one that starts from it), as suite.yaml
+# publishes them. Run it on a quiet machine: other work on the cores widens
+# the noise the tests must see through.
 set -eu
 n=${1:-5}
 short_n=${SHORT_N:-10}
@@ -78,6 +78,30 @@ for f in sorted(glob.glob(os.path.join(out, "*-*.json"))):
     print(f"| {step} | {t.get('n', 0)} | {b.get('mean', 0)/1000:.2f} s (sd {b.get('sd', 0)/1000:.2f}) | "
           f"{t.get('mean', 0)/1000:.2f} s (sd {t.get('sd', 0)/1000:.2f}) | {base.get('speedup_pct', 0):.1f}% | "
           f"{test.get('p', float('nan')):.2g} | {loss.get('mean', 0):.4f}, {loss.get('sd', 0):.4f} | {lt.get('p', float('nan')):.2g} |")
+
+# Each record's runs over both of its series, as suite.yaml gives them.
+pooled = {}
+for f in sorted(glob.glob(os.path.join(out, "*-*.json"))):
+    before, after = os.path.basename(f)[:-5].split("-", 1)
+    try:
+        rep = json.load(open(f)).get("repeats") or {}
+    except ValueError:
+        continue
+    for rec, runs in ((after, rep.get("runs") or []), (before, (rep.get("baseline") or {}).get("runs") or [])):
+        pooled.setdefault(rec, []).extend(r for r in runs if r.get("verdict") == "acceptable")
+print()
+print("| record | runs | time_ms | time_sd_ms | val_loss |")
+print("|---|---|---|---|---|")
+for rec in sorted(pooled):
+    runs = pooled[rec]
+    t = [r["train_time_ms"] for r in runs]
+    if len(t) < 2:
+        print(f"| {rec} | {len(t)} | | | |")
+        continue
+    m = sum(t) / len(t)
+    sd = (sum((x - m) ** 2 for x in t) / (len(t) - 1)) ** 0.5
+    loss = sum(r["val_loss"] for r in runs) / len(runs)
+    print(f"| {rec} | {len(t)} | {m:.0f} | {sd:.0f} | {loss:.4f} |")
 
 if not os.path.exists(os.path.join(out, "calibration.json")):
     sys.exit(0)

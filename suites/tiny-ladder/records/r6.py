@@ -2,7 +2,9 @@
 
 r5 with two attention heads of 64 instead of four of 32 (half the attention
 maps to compute and softmax), an MLP as wide as the model, and no gradient
-clipping (Muon's update size does not depend on the gradient's norm).
+clipping (Muon's update size does not depend on the gradient's norm). The
+smaller model takes a smaller Muon step (0.012 instead of 0.02), and 136
+steps instead of 130 keep its loss under the target on harder corpora.
 
 The harness (frontier_harness, imported as fh) owns the clock, the validation
 data and the validation loss; see docs/harness.md.
@@ -31,9 +33,9 @@ class Hyperparameters:
     seq_len: int = 128  # training sequence length (validation uses cfg.val_seq_len)
     # optimization
     batch_size: int = 16  # sequences per step
-    num_steps: int = 130
+    num_steps: int = 136  # six more than r5: margin under the target
     lr: float = 6e-3  # AdamW: embeddings and LayerNorm gains
-    muon_lr: float = 0.02  # Muon: the blocks' matrices
+    muon_lr: float = 0.012  # Muon: the blocks' matrices; 0.02 overshoots with the narrow MLP
     muon_momentum: float = 0.95
     warmup_steps: int = 15  # Muon's normalized updates need little warmup
     cooldown_frac: float = 0.5  # the last half of the run decays linearly to zero
