@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/frontier-bench/frontier/internal/bench"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/pyenv"
@@ -314,5 +315,28 @@ func TestBenchUnknownRun(t *testing.T) {
 	code, _, stderr := runCLI(t, "--home", home, "bench", "report", "nope", "--json")
 	if code != exitUsage || !strings.Contains(stderr, "frontier bench runs") {
 		t.Errorf("bench report nope: exit %d: %s", code, stderr)
+	}
+}
+
+// The summary says that a best time the search found is one run, and
+// says nothing of the kind when no search beat its start.
+func TestBenchSummarySingleTiming(t *testing.T) {
+	run := &store.BenchRun{Name: "x", Suite: "s", Scaffold: "flat", Model: "mutate", Hints: "none"}
+	attempt := func(best int64) *store.BenchAttempt {
+		return &store.BenchAttempt{Task: "r0-r1", State: store.AttemptDone, StartMs: 2000, GoalMs: 1000, BestMs: 1500,
+			BestNodeID: best, TimeSource: bench.TimesCalibrated, FSR: 0.5}
+	}
+	for _, c := range []struct {
+		best int64
+		want bool
+	}{{7, true}, {0, false}} {
+		var b strings.Builder
+		sum := &bench.Summary{Run: run, Attempts: []*store.BenchAttempt{attempt(c.best)}, StopReason: bench.StopDone}
+		if err := printBenchSummary(&b, sum, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "single timing"); got != c.want {
+			t.Errorf("best node %d: single-timing note %v, want %v\n%s", c.best, got, c.want, b.String())
+		}
 	}
 }
