@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -184,7 +185,7 @@ func printSuite(w io.Writer, s suiteInfo) error {
 	for _, t := range s.Tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%% (%s)\t%v\t%v\n", t.Name, t.Start, t.Goal, t.SpeedupPct, secsText(t.GapMs), t.Levels, t.HasDiff)
 	}
-	if !hasNoise(s.Records) {
+	if !slices.ContainsFunc(s.Records, bench.Record.HasNoise) {
 		fmt.Fprintln(tw, "\nThe suite publishes one time per record, without its noise: a speedup above is two figures, not a measured interval.")
 	}
 	return tw.Flush()
@@ -194,21 +195,12 @@ func printSuite(w io.Writer, s suiteInfo) error {
 // gives for it: the runs it is the mean of and their spread.
 func recordTimeText(r bench.Record) string {
 	switch {
-	case r.Runs >= 2 && r.TimeSDMs > 0:
+	case r.HasNoise():
 		return fmt.Sprintf("%s (sd %s, n %d)", secsText(r.TimeMs), secsText(r.TimeSDMs), r.Runs)
 	case r.Runs > 0:
 		return fmt.Sprintf("%s (n %d)", secsText(r.TimeMs), r.Runs)
 	}
 	return secsText(r.TimeMs) + " (one figure)"
-}
-
-func hasNoise(recs []bench.Record) bool {
-	for _, r := range recs {
-		if r.Runs >= 2 && r.TimeSDMs > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func showTask(w io.Writer, s *bench.Suite, t *bench.Task, diff, asJSON bool) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -369,19 +370,13 @@ func printBenchSummary(w io.Writer, sum *bench.Summary, asJSON bool) error {
 		fmt.Fprintf(w, "FSR over %d tasks: mean %.3f [%.3f, %.3f], IQM %.3f [%.3f, %.3f] (95%% bootstrap intervals)\n",
 			sc.Mean.N, sc.Mean.Value, sc.Mean.Lo, sc.Mean.Hi, sc.IQM.Value, sc.IQM.Lo, sc.IQM.Hi)
 	}
-	for _, a := range sum.Attempts {
-		if a.BestNodeID != 0 {
-			// The standing rule: a time shown says its n and noise, or
-			// that it is a single timing.
-			fmt.Fprintln(w, "note: each BEST found by the search is a single timing (one run of its program), and the intervals are over tasks, not over that timing's noise; re-time a best program with `frontier eval --repeats N --interleave --baseline` before citing its speedup")
-			break
-		}
+	// The standing rule: a time shown says its n and noise, or that it is
+	// a single timing.
+	if slices.ContainsFunc(sum.Attempts, func(a *store.BenchAttempt) bool { return a.BestNodeID != 0 }) {
+		fmt.Fprintln(w, "note: each BEST found by the search is a single timing (one run of its program), and the intervals are over tasks, not over that timing's noise; re-time a best program with `frontier eval --repeats N --interleave --baseline` before citing its speedup")
 	}
-	for _, a := range sum.Attempts {
-		if a.TimeSource == bench.TimesPublished {
-			fmt.Fprintln(w, "note: some scores use the suite's published times, measured where its times: says; `frontier bench calibrate` re-times the records here")
-			break
-		}
+	if slices.ContainsFunc(sum.Attempts, func(a *store.BenchAttempt) bool { return a.TimeSource == bench.TimesPublished }) {
+		fmt.Fprintln(w, "note: some scores use the suite's published times, measured where its times: says; `frontier bench calibrate` re-times the records here")
 	}
 	fmt.Fprintf(w, "more: frontier bench report %s", r.Name)
 	if sum.StopReason != bench.StopDone && sum.StopReason != bench.StopError {

@@ -538,7 +538,11 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 	a.FSR = FSR(a.StartMs, a.GoalMs, best)
 	a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens = res.nodes, res.acceptable, res.buggy, res.costUSD, res.tokens
 	a.State, a.FinishedAt = store.AttemptDone, time.Now()
-	b.progress("task %s seed %d: FSR %.3f (best %s, start %s, goal %s, %s times)", a.Task, a.Seed, a.FSR, seconds(best),
+	bestText := seconds(best)
+	if a.BestNodeID != 0 {
+		bestText += ", a single timing"
+	}
+	b.progress("task %s seed %d: FSR %.3f (best %s, start %s, goal %s, %s times)", a.Task, a.Seed, a.FSR, bestText,
 		seconds(a.StartMs), seconds(a.GoalMs), a.TimeSource)
 	return st.UpdateBenchAttempt(ctx, a)
 }

@@ -65,6 +65,12 @@ func TestRunAIDE(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t, "")
 	m, client := coder(&benchtest.Coder{Speedup: 0.8, BreakEvery: 4})
+	var done []string
+	fx.env.Progress = func(line string) {
+		if strings.Contains(line, ": FSR ") {
+			done = append(done, line)
+		}
+	}
 	b, err := New(ctx, fx.env, fx.suite, Config{Scaffold: "aide", Model: modelRecord(m), Hints: "1+2+3", Seeds: 2, Nodes: 6}, "", m, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +93,15 @@ func TestRunAIDE(t *testing.T) {
 	}
 	if sum.Attempts[0].Seed != 0 || sum.Attempts[1].Seed != 0 || sum.Attempts[2].Seed != 1 {
 		t.Error("attempts are not ordered seed by seed")
+	}
+	// A best time the search found is one run of its program, and says so.
+	if len(done) != 4 {
+		t.Errorf("%d attempt lines: %q", len(done), done)
+	}
+	for _, line := range done {
+		if !strings.Contains(line, "a single timing") {
+			t.Errorf("the best time does not say it is a single timing: %s", line)
+		}
 	}
 	for _, r := range client.Requests() {
 		text := r.System + r.Messages[0].Content

@@ -66,6 +66,10 @@ type Record struct {
 	TimeSDMs float64 `yaml:"time_sd_ms,omitempty" json:"time_sd_ms,omitempty"`
 }
 
+// HasNoise says whether the suite gives the spread of the runs behind the
+// record's time.
+func (r Record) HasNoise() bool { return r.Runs >= 2 && r.TimeSDMs > 0 }
+
 // Task is one step of the history: reproduce what record Goal changed,
 // starting from record Start.
 type Task struct {
