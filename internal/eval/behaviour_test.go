@@ -89,7 +89,7 @@ def logits_fn(x):
     boost = torch.tensor([2.0 if k in seen else 1.0 for k in keys]).view(-1, 1, 1)
     seen.update(keys)
     return model(x) * boost
-`), verdict: Invalid, rule: RuleStatefulEval, fast: true, want: []string{"when it came again later in the final validation", "row", "position"}},
+`), verdict: Invalid, rule: RuleNondeterministic, fast: true, want: []string{"different logits for the same input", "scorer's answers", "row", "position"}},
 		{name: "noisy logits", src: bigramVariant(t, 120, "", `def logits_fn(x):
     out = model(x)
     return out + 0.05 * torch.randn_like(out)
@@ -103,7 +103,7 @@ def logits_fn(x):
 		{name: "a look at the previous row", src: bigramVariant(t, 120, "", `def logits_fn(x):
     out = model(x)
     return out + 0.5 * torch.roll(out, 1, 0)
-`), spec: withProbe, verdict: Invalid, rule: RuleCausality, want: []string{"causality: log-probabilities of row", "rows must be independent"}},
+`), spec: withProbe, verdict: Invalid, rule: RuleCausality, fast: true, want: []string{"causality: log-probabilities at position", "in a batch of other rows", "rows must be independent"}},
 		{name: "compile budget", src: program(t, 120, "pass"), spec: func(s *track.Spec) { s.Limits.CompileBudget = track.Duration(time.Millisecond) },
 			verdict: Invalid, rule: RuleCompileBudget, fast: true, want: []string{"compile-budget: untimed setup before fh.train_begin() took", "budget of 1 ms"}},
 		// The validation shard is neither at descriptor 3 nor named in the
@@ -181,25 +181,26 @@ func TestBehaviourReferencePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, c := tel.Probe, tel.Checks
-	if p == nil || !p.OK || p.Sensitive < 0.5 || p.NoiseFloor != 0 || p.RowCheck != 16 || !p.DocIsolated {
+	if p == nil || !p.OK || !p.Scorer || p.Sensitive < 0.5 || p.NoiseFloor != 0 || p.RowCheck < 16 || !p.DocIsolated {
 		t.Errorf("probe %+v", p)
 	}
-	if c == nil || c.Validations != 1 || c.ExtraCalls == 0 || c.Drift == nil || *c.Drift != 0 {
+	// The scorer answered every scored row again, and agreed to the bit.
+	if c == nil || c.Validations != 1 || c.ScorerCalls < 2 || c.Drift == nil || *c.Drift != 0 {
 		t.Errorf("checks %+v", c)
 	}
 	// The model that started the clock is untrained: about ln(256).
 	if c == nil || c.InitialLoss == nil || *c.InitialLoss < 5.4 || c.InitialLossMin != 4.93 || c.InitialSkipped != "" {
 		t.Errorf("initial model: checks %+v", c)
 	}
-	t.Logf("%d calls, extra calls %d in %.0f ms, initial model %.1f ms (loss %.4f), validation %.0f ms; train %.0f ms",
-		c.Calls, c.ExtraCalls, c.ExtraMs, *c.InitialMs, *c.InitialLoss, c.ValidationMs, res.Metrics.TrainTimeMs)
+	t.Logf("%d calls, scorer calls %d in %.0f ms after %.0f ms of setup, initial model %.1f ms (loss %.4f), validation %.0f ms; train %.0f ms",
+		c.Calls, c.ScorerCalls, *c.ScorerMs, *c.ScorerSetupMs, *c.InitialMs, *c.InitialLoss, c.ValidationMs, res.Metrics.TrainTimeMs)
 }
 
 // judgePhase on telemetry alone: each code of the behavioural checks is an
 // invalid verdict with its rule, whatever else happened to the process.
 func TestJudgeBehaviourCodes(t *testing.T) {
 	spec := testTrack(t, bigramTarget)
-	final := &harness.Final{Steps: 10, TrainTimeMs: 100, ValLoss: 3}
+	final := &harness.Final{Steps: 10, TrainTimeMs: 100, ValLoss: 3, Probe: true}
 	ok := runner.Result{Status: runner.StatusOK, Wall: time.Second}
 	cases := []struct {
 		name string
@@ -224,7 +225,7 @@ func TestJudgeBehaviourCodes(t *testing.T) {
 			if tel.Error == nil && len(tel.Errors) > 0 {
 				tel.Error = &tel.Errors[0]
 			}
-			o := judgePhase(spec, "full", c.rr, &tel)
+			o := judgePhase(spec, "full", c.rr, nil, &tel)
 			if o.verdict != Invalid || o.rule != c.rule || !strings.Contains(o.reason, c.want) {
 				t.Errorf("verdict %s, rule %q, reason %q; want invalid, %q, %q", o.verdict, o.rule, o.reason, c.rule, c.want)
 			}
@@ -233,12 +234,12 @@ func TestJudgeBehaviourCodes(t *testing.T) {
 	// An ordinary exception stays an error; and a program that reports a
 	// rule's code as its own failure does not decide a rule.
 	tel := errTel(harness.ErrException, 0)
-	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, &tel); o.verdict != Error {
+	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, nil, &tel); o.verdict != Error {
 		t.Errorf("exception: verdict %s", o.verdict)
 	}
 	forged := harness.Error{Kind: "X", Code: harness.ErrPretrain, Message: "not the judge"}
 	tel = harness.Telemetry{Error: &forged, Errors: []harness.Error{forged}}
-	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, &tel); o.verdict != Error {
+	if o := judgePhase(spec, "full", runner.Result{Status: runner.StatusError}, nil, &tel); o.verdict != Error {
 		t.Errorf("a program's own code: verdict %s", o.verdict)
 	}
 }

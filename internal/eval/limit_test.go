@@ -67,7 +67,7 @@ func TestTimeoutReason(t *testing.T) {
 	spec := testTrack(t, bigramTarget)
 	spec.Hardware.ReferenceStepMs = 40
 	full := &phaseOutcome{phase: &Phase{Mode: "full", Steps: 500}, tel: &harness.Telemetry{Steps: []harness.Step{{Step: 499, TrainTimeMs: 200000}}}}
-	o := judgePhase(spec, "full", runner.Result{Status: runner.StatusTimeout}, full.tel)
+	o := judgePhase(spec, "full", runner.Result{Status: runner.StatusTimeout}, nil, full.tel)
 	if o.verdict != Timeout {
 		t.Fatalf("verdict %s", o.verdict)
 	}

@@ -139,7 +139,7 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	if err != nil {
 		return nil, nil, fmt.Errorf("read telemetry: %w", err)
 	}
-	out := judgePhase(spec, mode, rr, tel)
+	out := judgePhase(spec, mode, rr, nil, tel)
 	if out.verdict == "" {
 		checkInjected(out, lg, vals)
 	}

@@ -58,7 +58,7 @@ func judgeLog(t *testing.T, spec *track.Spec, rr runner.Result, stdout string) *
 	if err != nil || tel.Skipped > 0 {
 		t.Fatalf("synthesized telemetry does not read back: %v, %d skipped\n%s", err, tel.Skipped, raw)
 	}
-	o := judgePhase(spec, "full", rr, tel)
+	o := judgePhase(spec, "full", rr, nil, tel)
 	if o.verdict == "" {
 		checkInjected(o, lg, injected)
 	}

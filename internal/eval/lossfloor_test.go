@@ -17,8 +17,9 @@ func TestJudgeLossFloor(t *testing.T) {
 	spec.Data.LossFloor = 2.388721
 	ok := runner.Result{Status: runner.StatusOK, Wall: time.Minute}
 	judge := func(mode string, loss float64) *phaseOutcome {
-		tel := &harness.Telemetry{Final: &harness.Final{Steps: 10, TrainTimeMs: 100, ValLoss: loss}, Checks: &harness.Checks{}}
-		return judgePhase(spec, mode, ok, tel)
+		tel := &harness.Telemetry{Final: &harness.Final{Steps: 10, TrainTimeMs: 100, ValLoss: loss, Probe: true},
+			Checks: &harness.Checks{}, Probe: &harness.Probe{OK: true, Scorer: true}}
+		return judgePhase(spec, mode, ok, nil, tel)
 	}
 	if o := judge("full", 0.10); o.verdict != Invalid || o.rule != RuleLossFloor || !strings.Contains(o.reason, "under the track's loss floor 2.3887") {
 		t.Errorf("loss 0.10: %s %q %s", o.verdict, o.rule, o.reason)

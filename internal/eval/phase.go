@@ -1,12 +1,15 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -15,33 +18,25 @@ import (
 )
 
 // runPhase runs the program once in mode "fast" or "full": its judge
-// first, outside the sandbox, then the program in the sandbox with one
-// socket to the judge per process. The verdict comes from the judge's
-// telemetry and the runner's own account of the process; nothing in the
-// run folder is read.
+// first, outside the sandbox; the program in the sandbox with one socket to
+// the judge per process; and, once the final validation's scored answers
+// are in and every process of the program is gone, the scorer: a fresh
+// process of the same program, in a sandbox of its own, that answers the
+// final validation again from the state the program exported at
+// fh.finish(). The verdict comes from the judge's telemetry and the
+// runner's own account of the processes; nothing in the run folder is read.
 func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result, limit time.Duration) (*phaseOutcome, []byte, error) {
 	dir := filepath.Join(runDir, mode)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create run folder: %w", err)
-	}
-	scratch, err := newScratch()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(scratch)
-	progPath := filepath.Join(dir, harness.Program)
-	if err := os.WriteFile(progPath, req.Program, 0o444); err != nil {
-		return nil, nil, fmt.Errorf("write program: %w", err)
-	}
 	if spec.Contract == "log" {
+		if err := writeProgram(dir, req.Program); err != nil {
+			return nil, nil, err
+		}
+		scratch, err := newScratch()
+		if err != nil {
+			return nil, nil, err
+		}
+		defer os.RemoveAll(scratch)
 		return e.runLogPhase(ctx, spec, files, req, dir, scratch, mode, limit)
-	}
-	if _, err := harness.Materialize(dir); err != nil {
-		return nil, nil, fmt.Errorf("write harness: %w", err)
-	}
-	cfg := programConfig(spec, files, req.Seed, mode, dir)
-	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
-		return nil, nil, fmt.Errorf("track %s gives an invalid harness config: %w", spec.Name, err)
 	}
 	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
 	if err != nil {
@@ -55,44 +50,89 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	if err != nil {
 		return nil, nil, err
 	}
+	var handoff sync.Once
+	handedOff := make(chan struct{})
+	progress := e.judgeProgress(spec)
+	onLine := func(line []byte) {
+		if bytes.Contains(line, []byte(`"event":"handoff"`)) {
+			handoff.Do(func() { close(handedOff) })
+		}
+		if progress != nil {
+			progress(line)
+		}
+	}
 	judgeDir := filepath.Join(runDir, "judge-"+mode)
-	judge, err := harness.StartJudge(ctx, e.Python, judgeDir, jcfg, judgeEnv(spec, gpuEnv), e.judgeProgress(spec))
+	judge, err := harness.StartJudge(ctx, e.Python, judgeDir, jcfg, judgeEnv(spec, gpuEnv), onLine)
 	if err != nil {
 		return nil, nil, err
 	}
 
-	argv, henv := harness.Command(e.Python, dir, cfg)
-	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
+	// The program.
 	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
-	job := runner.Job{
-		Dir: dir, Argv: argv, Env: env, Timeout: limit,
-		StdoutFile: filepath.Join(runDir, mode+"-stdout.log"), StderrFile: filepath.Join(runDir, mode+"-stderr.log"),
-		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
-		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
-		ExtraFiles: judge.Clients(), // descriptors 3, 4, ...: one socket per process
-		Hidden:     e.hiddenFor(runDir, files),
-		Visible:    e.Visible,
+	job, cleanup, err := e.programJob(spec, files, req, runDir, mode, "", gpuEnv, judge.Clients(), limit)
+	if err != nil {
+		judge.Kill()
+		return nil, nil, err
 	}
-	if e.Sandbox == "landlock" {
-		// Landlock checks a file opened through /proc/PID/fd/N against its
-		// path: the links the client makes to the descriptors the judge
-		// sends at train_begin would be refused. The training shards stay
-		// readable by path under Landlock, before the clock too (the
-		// threat model says so); the validation shard stays hidden.
-		job.Visible = append(slices.Clone(job.Visible), files.Train...)
-	}
-	rr, err := e.Runner.Run(ctx, job)
+	pctx, stop := context.WithCancelCause(ctx)
+	go func() {
+		// After its final validation the program has nothing left to do:
+		// a short grace to end on its own, then it is stopped, so that
+		// nothing of it runs beside the scorer.
+		select {
+		case <-handedOff:
+		case <-pctx.Done():
+			return
+		}
+		select {
+		case <-time.After(handoffGrace):
+			stop(errHandedOff)
+		case <-pctx.Done():
+		}
+	}()
+	rr, err := e.Runner.Run(pctx, job)
+	ended := context.Cause(pctx)
+	stop(nil)
+	cleanup() // its temporary files, before the scorer starts
+	judge.CloseClients()
 	if err != nil {
 		judge.Kill()
 		return nil, nil, fmt.Errorf("%s run: %w", mode, err)
 	}
+	if rr.Status == runner.StatusCanceled && errors.Is(ended, errHandedOff) && ctx.Err() == nil {
+		rr.Status, rr.Message = runner.StatusOK, "stopped after its final validation"
+	}
+
+	// The scorer, once the program's final validation is over.
+	var scorer *runner.Result
+	select {
+	case <-handedOff:
+		if ctx.Err() == nil {
+			e.progress("%s: %s run: the scorer answers the final validation again", spec.Name, mode)
+			sjob, scleanup, err := e.programJob(spec, files, req, runDir, mode, harness.RoleScorer, gpuEnv, judge.ScorerClients(),
+				spec.Limits.CompileBudget.D()+limit)
+			if err != nil {
+				judge.Kill()
+				return nil, nil, err
+			}
+			sr, err := e.Runner.Run(ctx, sjob)
+			scleanup()
+			if err != nil {
+				judge.Kill()
+				return nil, nil, fmt.Errorf("%s run's scorer: %w", mode, err)
+			}
+			scorer = &sr
+		}
+	default:
+	}
+
 	tel, raw, jerr := judge.Finish(harness.JudgeFinishTimeout)
 	if tel == nil {
 		return nil, nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
-	out := judgePhase(spec, mode, rr, tel)
+	out := judgePhase(spec, mode, rr, scorer, tel)
 	out.phase.LimitMs = float64(limit.Milliseconds())
-	if jerr != nil {
+	if jerr != nil && ctx.Err() == nil {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.
 		reason := "internal: " + jerr.Error()
@@ -103,6 +143,87 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 	}
 	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
 	return out, raw, nil
+}
+
+// handoffGrace is how long a program may take to end on its own after its
+// final validation before it is stopped.
+const handoffGrace = 5 * time.Second
+
+// errHandedOff is why a program that outlived its final validation was
+// stopped: not a failure.
+var errHandedOff = errors.New("the final validation is over")
+
+// programJob prepares the folder of one process of a phase (the program,
+// or with role RoleScorer the scorer, in a folder of its own) and returns
+// its job and what to remove once it ended.
+func (e *Evaluator) programJob(spec *track.Spec, files *DataFiles, req Request, runDir, mode, role string, gpuEnv []string, sockets []*os.File, limit time.Duration) (runner.Job, func(), error) {
+	name := mode
+	if role == harness.RoleScorer {
+		name = mode + "-scorer"
+	}
+	dir := filepath.Join(runDir, name)
+	if err := writeProgram(dir, req.Program); err != nil {
+		return runner.Job{}, nil, err
+	}
+	if _, err := harness.Materialize(dir); err != nil {
+		return runner.Job{}, nil, fmt.Errorf("write harness: %w", err)
+	}
+	cfg := programConfig(spec, files, req.Seed, mode, dir)
+	cfg.Role = role
+	cfg.ExportMaxBytes = exportLimit(spec)
+	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
+		return runner.Job{}, nil, fmt.Errorf("track %s gives an invalid harness config: %w", spec.Name, err)
+	}
+	scratch, err := newScratch()
+	if err != nil {
+		return runner.Job{}, nil, err
+	}
+	argv, henv := harness.Command(e.Python, dir, cfg)
+	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
+	job := runner.Job{
+		Dir: dir, Argv: argv, Env: env, Timeout: limit,
+		StdoutFile: filepath.Join(runDir, name+"-stdout.log"), StderrFile: filepath.Join(runDir, name+"-stderr.log"),
+		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
+		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
+		ExtraFiles: sockets, // descriptors 3, 4, ...: one socket per process
+		Hidden:     e.hiddenFor(runDir, files),
+		Visible:    e.Visible,
+	}
+	if role == harness.RoleScorer {
+		// The scorer shares nothing writable with the program: no memory
+		// files or IPC objects the program may have left behind.
+		job.IsolateIPC = true
+	} else if e.Sandbox == "landlock" {
+		// Landlock checks a file opened through /proc/PID/fd/N against its
+		// path: the links the client makes to the descriptors the judge
+		// sends at train_begin would be refused. The training shards stay
+		// readable by path under Landlock, before the clock too (the
+		// threat model says so); the validation shard stays hidden.
+		job.Visible = append(slices.Clone(job.Visible), files.Train...)
+	}
+	return job, func() { os.RemoveAll(scratch) }, nil
+}
+
+// writeProgram makes a process's folder and writes the candidate there,
+// read-only.
+func writeProgram(dir string, program []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create run folder: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, harness.Program), program, 0o444); err != nil {
+		return fmt.Errorf("write program: %w", err)
+	}
+	return nil
+}
+
+// exportLimit bounds the state a program hands its scorer: what fits in
+// the job's memory (the judge holds it in memory until the scorer reads
+// it), or 16 GiB on tracks without a memory limit.
+func exportLimit(spec *track.Spec) int64 {
+	if m := int64(spec.Limits.Memory); m > 0 {
+		return m
+	}
+	return 16 << 30
 }
 
 // hiddenFor is what the program of a run must not read: every run folder
@@ -232,6 +353,7 @@ func judgeConfig(spec *track.Spec, files *DataFiles, mode string) (harness.Judge
 		MaxSteps: spec.Limits.MaxSteps, FastSteps: spec.Limits.FastSteps,
 		LogEvery: spec.Telemetry.LogEvery, ValEvery: spec.Telemetry.ValEvery,
 		CompileBudgetMs: spec.Limits.CompileBudget.D().Milliseconds(),
+		Scorer:          true, ExportMaxBytes: exportLimit(spec),
 		Probe: harness.ProbeConfig{
 			Enabled: v.Probe.Enabled, Sequences: v.Probe.Sequences, Positions: v.Probe.Positions, DocIsolated: v.Probe.DocIsolated,
 		},

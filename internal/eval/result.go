@@ -162,4 +162,17 @@ type Phase struct {
 	LimitNote string  `json:"limit_note,omitempty"`
 	// SkippedLines counts telemetry lines that were not valid events.
 	SkippedLines int `json:"skipped_lines,omitempty"`
+	// Scorer is how the scorer went: the fresh process of the program that
+	// answered the final validation again from the state the program
+	// exported at fh.finish(); nil when it did not run.
+	Scorer *ScorerRun `json:"scorer,omitempty"`
+}
+
+// ScorerRun is how the scorer's process went.
+type ScorerRun struct {
+	Status     runner.Status `json:"status"`
+	ExitCode   int           `json:"exit_code"`
+	WallMs     float64       `json:"wall_ms"`
+	Message    string        `json:"message,omitempty"`
+	StderrTail string        `json:"stderr_tail,omitempty"`
 }

@@ -44,12 +44,19 @@ func (o *phaseOutcome) summary() string {
 // any leak gains.
 const lossFloorMargin = 0.03
 
-// judgePhase classifies one process from the runner's result and the
-// telemetry. Only the harness's own events count as results.
-func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Telemetry) *phaseOutcome {
+// judgePhase classifies one phase from the runner's results (the program's
+// and, when it ran, the scorer's) and the telemetry. Only the judge's own
+// events count as results.
+func judgePhase(spec *track.Spec, mode string, rr runner.Result, scorer *runner.Result, tel *harness.Telemetry) *phaseOutcome {
 	p := &Phase{
 		Mode: mode, Status: rr.Status, ExitCode: rr.ExitCode, WallMs: float64(rr.Wall) / 1e6,
 		Message: rr.Message, ErrorLine: rr.ErrorLine, SkippedLines: tel.Skipped,
+	}
+	if scorer != nil {
+		p.Scorer = &ScorerRun{Status: scorer.Status, ExitCode: scorer.ExitCode, WallMs: float64(scorer.Wall) / 1e6, Message: scorer.Message}
+		if scorer.Status != runner.StatusOK {
+			p.Scorer.StderrTail = lastLines(scorer.Stderr.String(), 30)
+		}
 	}
 	o := &phaseOutcome{phase: p, tel: tel}
 	var broken *harness.Error // the first broken rule the judge found
@@ -59,11 +66,16 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 			break
 		}
 	}
-	cause := tel.Error // the first failure: the judge's, else the program's own account
+	// The first failure of the program (the judge's finding, else the
+	// program's own account), and of the scorer.
+	var cause, scorerCause *harness.Error
 	for i := range tel.Errors {
-		if tel.Errors[i].Judge {
-			cause = &tel.Errors[i]
-			break
+		e := &tel.Errors[i]
+		switch {
+		case e.Scorer && scorerCause == nil:
+			scorerCause = e
+		case !e.Scorer && (cause == nil || e.Judge && !cause.Judge):
+			cause = e
 		}
 	}
 	if len(tel.Steps) > 0 {
@@ -110,7 +122,7 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 	case cause != nil:
 		o.verdict = Error
 		o.reason = cause.Kind + ": " + cause.Message
-		if cause.Judge {
+		if cause.Judge || cause.Code == harness.ErrState {
 			o.reason = cause.Code + ": " + cause.Message
 		}
 		o.traceback = cause.Traceback
@@ -121,17 +133,40 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 			o.reason = rr.ErrorLine
 		}
 		o.traceback = rr.Traceback
+	case scorer != nil && scorer.Status == runner.StatusLimit:
+		o.verdict = Error
+		o.reason = "resource limit (the scorer): " + scorer.Message
+	case scorer != nil && scorer.Status == runner.StatusTimeout:
+		o.verdict = Error
+		o.reason = "scorer: " + scorerTimeout
+	case scorerCause != nil:
+		o.verdict = Error
+		o.reason = "scorer: " + scorerCause.Message
+		if !scorerCause.Judge && scorerCause.Code != harness.ErrScorer {
+			o.reason = "scorer: " + scorerCause.Kind + ": " + scorerCause.Message
+		}
+		o.traceback = scorerCause.Traceback
+		if o.traceback == "" && scorer != nil {
+			o.traceback = scorer.Traceback
+		}
+	case scorer != nil && scorer.Status != runner.StatusOK && tel.Final == nil:
+		o.verdict = Error
+		o.reason = "scorer: " + scorer.Message
+		if scorer.ErrorLine != "" {
+			o.reason = "scorer: " + scorer.ErrorLine
+		}
+		o.traceback = scorer.Traceback
 	case tel.Final == nil:
 		o.verdict = NoResult
 		o.reason = "the program exited without a result: it must call fh.finish(logits_fn) at the end of training"
 		if n := len(tel.Warnings); n > 0 && tel.Warnings[n-1].Code == harness.WarnNoSteps {
 			o.reason += " (" + tel.Warnings[n-1].Message + ")"
 		}
-	case mode == harness.ModeFull && spec.Contract != "log" && spec.Verification.Probe.Enabled && (tel.Probe == nil || !tel.Final.Probe):
-		// The judge writes the probe before the result; a result without
-		// it is not one this evaluator can vouch for.
+	case spec.Contract != "log" && (tel.Probe == nil || !tel.Final.Probe):
+		// The judge writes the scorer's comparison before the result; a
+		// result without it is not one this evaluator can vouch for.
 		o.verdict = Error
-		o.reason = "internal: the final validation has no causality probe on record although the track requires one"
+		o.reason = "internal: the final validation was not answered again by the scorer"
 	case tel.Checks == nil && spec.Contract != "log":
 		o.verdict = Error
 		o.reason = "internal: the judge's checks are not on record"
@@ -156,6 +191,9 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, tel *harness.Te
 	}
 	return o
 }
+
+// scorerTimeout says why a scorer that hit its limit fails the run.
+const scorerTimeout = "the scorer (a fresh process of the program that answers the final validation again from the state exported at fh.finish()) did not finish within the compile budget and the run's limit: its setup up to fh.train_begin() or its logits_fn hangs"
 
 // Rules of the behavioural checks: the Rule of an invalid verdict that the
 // harness's telemetry decided.

@@ -19,6 +19,12 @@ type Config struct {
 	Schema int    `json:"schema"`
 	Track  string `json:"track"`
 	Mode   string `json:"mode"` // "fast" or "full"
+	// Role is RoleProgram (or empty) for the process that trains, and
+	// RoleScorer for the fresh process that answers the final validation
+	// again from the state the training process exported at fh.finish().
+	Role string `json:"role,omitempty"`
+	// ExportMaxBytes bounds the tensors of that state (0: no bound).
+	ExportMaxBytes int64 `json:"export_max_bytes,omitempty"`
 
 	// TrainFiles are the training shards' base names. They appear in
 	// DataDir/<rank>/ at fh.train_begin(), as links to descriptors the
@@ -66,6 +72,9 @@ const (
 
 	TelemetryFull = "full"
 	TelemetryOff  = "off"
+
+	RoleProgram = "program"
+	RoleScorer  = "scorer"
 )
 
 // Validate reports every field that the Python client would refuse or
@@ -78,6 +87,12 @@ func (c Config) Validate() error {
 	}
 	if c.Mode != ModeFast && c.Mode != ModeFull {
 		bad("mode is %q; want %q or %q", c.Mode, ModeFast, ModeFull)
+	}
+	if c.Role != "" && c.Role != RoleProgram && c.Role != RoleScorer {
+		bad("role is %q; want %q or %q", c.Role, RoleProgram, RoleScorer)
+	}
+	if c.ExportMaxBytes < 0 {
+		bad("export_max_bytes is %d; want >= 0", c.ExportMaxBytes)
 	}
 	if c.TelemetryLevel != "" && c.TelemetryLevel != TelemetryFull && c.TelemetryLevel != TelemetryOff {
 		bad("telemetry_level is %q; want %q or %q", c.TelemetryLevel, TelemetryFull, TelemetryOff)
@@ -153,6 +168,13 @@ type JudgeConfig struct {
 	ValEvery        int   `json:"val_every"`
 	CompileBudgetMs int64 `json:"compile_budget_ms"`
 
+	// Scorer asks for the scorer's sockets (one per process, like the
+	// program's): the final validation is then answered again by a fresh
+	// process of the program (see docs/threat-model.md). ExportMaxBytes
+	// bounds the state the training process hands it (0: no bound).
+	Scorer         bool  `json:"scorer"`
+	ExportMaxBytes int64 `json:"export_max_bytes,omitempty"`
+
 	Probe  ProbeConfig  `json:"probe"`
 	Verify VerifyConfig `json:"verify"`
 
@@ -160,6 +182,7 @@ type JudgeConfig struct {
 	// pipe its telemetry goes to, and one socket per process of the run.
 	TelemetryFD int   `json:"telemetry_fd"`
 	ClientFDs   []int `json:"client_fds"`
+	ScorerFDs   []int `json:"scorer_fds,omitempty"`
 }
 
 // DefaultMaxNoise is the judge's VerifyConfig.MaxNoise when it is 0.

@@ -17,6 +17,9 @@ const (
 	EventWarning  = "warning"   // something the user should know, not fatal
 	EventError    = "error"     // the program raised; traceback included
 	EventFinal    = "final"     // the run reached finish(): the result
+	// EventHandoff says the final validation's scored answers are in: the
+	// training process may be ended and the scorer started.
+	EventHandoff = "handoff"
 )
 
 // Event is one decoded telemetry line. Raw keeps the whole object so that
@@ -155,6 +158,9 @@ type Error struct {
 	// Judge marks what the judge found itself; the other errors are the
 	// program's own account of how it failed (its traceback).
 	Judge bool `json:"judge,omitempty"`
+	// Scorer marks an error of the scorer (the fresh process of the
+	// program that answered the final validation again), or about it.
+	Scorer bool `json:"scorer,omitempty"`
 }
 
 // Error codes: what kind of failure an Error event reports.
@@ -172,6 +178,8 @@ const (
 	ErrExit        = "exit"         // the program called sys.exit with a non-zero code
 	ErrHarness     = "harness"      // an internal harness check failed
 	ErrJudge       = "judge"        // the judge is gone or answered out of turn
+	ErrState       = "state"        // the state logits_fn reaches could not be exported or imported
+	ErrScorer      = "scorer"       // the scorer ended before it answered the final validation
 
 	// ErrDataBeforeClock: the program opened a training shard before
 	// fh.train_begin(), when the training data is not there yet.
@@ -226,6 +234,9 @@ type Probe struct {
 	Calls    int     `json:"calls"` // logits_fn calls the probe made
 	Message  string  `json:"message"`
 	Ms       float64 `json:"ms"` // judging the calls (the calls are in Checks.ExtraMs)
+	// Scorer says the comparison is the scorer's: every scored row
+	// answered again, as a twin, by a fresh process of the program.
+	Scorer bool `json:"scorer,omitempty"`
 }
 
 // Probe faults.
@@ -286,8 +297,17 @@ type Checks struct {
 	// train_begin.
 	SetupMs *float64 `json:"setup_ms"`
 	// LogitsVia says how the logits reached the judge: "host-memory" (a
-	// shared buffer) or "cuda-ipc" (a device buffer of the judge's).
+	// sealed memory file per call) or "cuda-ipc" (a device buffer of the
+	// judge's).
 	LogitsVia string `json:"logits_via,omitempty"`
+	// StateBytes is the size of the state the program exported at
+	// fh.finish() for the scorer; ScorerCalls the scorer's logits_fn
+	// calls, which took ScorerMs (from its first to its last answer) after
+	// ScorerSetupMs of setup up to its fh.train_begin().
+	StateBytes    *int64   `json:"state_bytes"`
+	ScorerCalls   int      `json:"scorer_calls"`
+	ScorerMs      *float64 `json:"scorer_ms"`
+	ScorerSetupMs *float64 `json:"scorer_setup_ms"`
 }
 
 // Final is the result of a run that reached finish().

@@ -26,6 +26,7 @@ import (
 type Judge struct {
 	cmd     *exec.Cmd
 	clients []*os.File
+	scorers []*os.File
 	stderr  *capBuffer
 
 	mu      sync.Mutex
@@ -42,8 +43,9 @@ const JudgeFinishTimeout = 30 * time.Second
 
 // StartJudge writes cfg and the judge's files into dir (a folder the
 // program cannot see), makes one socket pair per process of the run
-// (cfg.WorldSize, at least 1) and the telemetry pipe, and starts the judge
-// with python. env is its whole environment. onLine, when set, receives
+// (cfg.WorldSize, at least 1), as many again for the scorer when
+// cfg.Scorer is set, and the telemetry pipe, and starts the judge with
+// python. env is its whole environment. onLine, when set, receives
 // each telemetry line as the judge writes it (for live progress); it must
 // not keep the slice.
 func StartJudge(ctx context.Context, python, dir string, cfg JudgeConfig, env []string, onLine func(line []byte)) (*Judge, error) {
@@ -55,29 +57,42 @@ func StartJudge(ctx context.Context, python, dir string, cfg JudgeConfig, env []
 	j := &Judge{stderr: &capBuffer{max: 64 << 10}, read: make(chan struct{}), exited: make(chan struct{})}
 	var ours []*os.File // the judge's ends, closed here once it has them
 	closeAll := func() {
-		for _, f := range append(ours, j.clients...) {
+		for _, f := range append(append(ours, j.clients...), j.scorers...) {
 			f.Close()
 		}
 	}
-	for range n {
+	pairs := n
+	if cfg.Scorer {
+		pairs = 2 * n
+	}
+	for i := range pairs {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("judge: socket pair: %w", err)
 		}
 		ours = append(ours, os.NewFile(uintptr(fds[0]), "judge-socket"))
-		j.clients = append(j.clients, os.NewFile(uintptr(fds[1]), "program-socket"))
+		if i < n {
+			j.clients = append(j.clients, os.NewFile(uintptr(fds[1]), "program-socket"))
+		} else {
+			j.scorers = append(j.scorers, os.NewFile(uintptr(fds[1]), "scorer-socket"))
+		}
 	}
 	telR, telW, err := os.Pipe()
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("judge: telemetry pipe: %w", err)
 	}
-	// The judge's descriptors: 3 the telemetry pipe, 4.. the sockets.
+	// The judge's descriptors: 3 the telemetry pipe, 4.. the program's
+	// sockets, then the scorer's.
 	cfg.TelemetryFD = 3
-	cfg.ClientFDs = nil
-	for i := range n {
-		cfg.ClientFDs = append(cfg.ClientFDs, 4+i)
+	cfg.ClientFDs, cfg.ScorerFDs = nil, nil
+	for i := range pairs {
+		if i < n {
+			cfg.ClientFDs = append(cfg.ClientFDs, 4+i)
+		} else {
+			cfg.ScorerFDs = append(cfg.ScorerFDs, 4+i)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		closeAll()
@@ -128,13 +143,26 @@ func StartJudge(ctx context.Context, python, dir string, cfg JudgeConfig, env []
 // runner passes them as descriptors 3, 4, ... (Config.JudgeFD).
 func (j *Judge) Clients() []*os.File { return j.clients }
 
-// Finish closes frontier's copies of the program's sockets (call it once
-// the program ended: the judge then sees every connection close), waits
-// at most timeout for the judge to write its last events and exit, and
-// returns the telemetry with its raw lines. A judge that has to be killed,
-// or that failed, is an error: the run has no trusted result.
-func (j *Judge) Finish(timeout time.Duration) (*Telemetry, []byte, error) {
+// ScorerClients returns the scorer's ends of its sockets, one per process
+// (nil unless the config asked for a scorer).
+func (j *Judge) ScorerClients() []*os.File { return j.scorers }
+
+// CloseClients closes frontier's copies of the program's sockets. Call it
+// once the program's processes are all gone: the judge then sees every
+// connection close, and only then hands the state to the scorer.
+func (j *Judge) CloseClients() {
 	for _, f := range j.clients {
+		f.Close()
+	}
+}
+
+// Finish closes frontier's copies of every socket (call it once the
+// program and the scorer ended: the judge then sees every connection
+// close), waits at most timeout for the judge to write its last events and
+// exit, and returns the telemetry with its raw lines. A judge that has to
+// be killed, or that failed, is an error: the run has no trusted result.
+func (j *Judge) Finish(timeout time.Duration) (*Telemetry, []byte, error) {
+	for _, f := range append(j.clients, j.scorers...) {
 		f.Close()
 	}
 	var err error
@@ -166,7 +194,7 @@ func (j *Judge) Finish(timeout time.Duration) (*Telemetry, []byte, error) {
 
 // Kill stops the judge at once (for a run that never started).
 func (j *Judge) Kill() {
-	for _, f := range j.clients {
+	for _, f := range append(j.clients, j.scorers...) {
 		f.Close()
 	}
 	_ = j.cmd.Process.Signal(syscall.SIGKILL)

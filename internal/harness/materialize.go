@@ -18,22 +18,23 @@ const (
 	BootFile   = "frontier_boot.py" // the program's entry point
 	WireFile   = "frontier_wire.py"
 	ModuleFile = "frontier_harness.py"
+	StateFile  = "frontier_state.py" // what logits_fn reaches, carried from training to the scorer
 	ConfigFile = "config.json"
 	Program    = "train.py" // the candidate program, written by the evaluator
 	DataDir    = "_data"    // where the training shards appear at train_begin
 
 	JudgeFile       = "frontier_judge.py" // the judge, in a folder the program cannot see
-	ProbeFile       = "frontier_probe.py"
+	ChecksFile      = "frontier_checks.py"
 	JudgeConfigFile = "judge.json"
 )
 
-//go:embed py/frontier_boot.py py/frontier_wire.py py/frontier_harness.py py/frontier_judge.py py/frontier_probe.py
+//go:embed py/frontier_boot.py py/frontier_wire.py py/frontier_harness.py py/frontier_state.py py/frontier_judge.py py/frontier_checks.py
 var pyFiles embed.FS
 
 // clientFiles go into the run folder; judgeFiles into the judge's folder.
 var (
-	clientFiles = []string{BootFile, WireFile, ModuleFile}
-	judgeFiles  = []string{JudgeFile, ProbeFile}
+	clientFiles = []string{BootFile, WireFile, ModuleFile, StateFile}
+	judgeFiles  = []string{JudgeFile, ChecksFile}
 )
 
 // Source returns the embedded source of one harness file (BootFile,

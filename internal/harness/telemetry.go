@@ -35,6 +35,9 @@ type Telemetry struct {
 	// finish(). Finals counts final events (more than one is suspicious).
 	Final  *Final
 	Finals int
+	// Handoff says the judge finished the final validation's scored pass
+	// and waited for the scorer.
+	Handoff bool
 
 	// Lines are the raw JSON lines kept for storage, in file order, up to
 	// MaxRawBytes in all; RawDropped counts the valid lines not kept.
@@ -229,6 +232,8 @@ func (t *Telemetry) decode(kind string, line []byte) error {
 		if t.Final == nil {
 			t.Final = &v
 		}
+	case EventHandoff:
+		t.Handoff = true
 	default:
 		t.Unknown++
 	}

@@ -26,6 +26,7 @@ type limiter struct {
 	// diskInterval (a walk of the folder).
 	disk     int64
 	dirs     []string
+	full     []string // paths inside the job's mount namespace (Job.DiskFull)
 	diskNext time.Time
 }
 
@@ -46,7 +47,7 @@ func newLimiter(job Job, cg *jobCgroup, tr *tracker) *limiter {
 	if job.Scratch != "" {
 		dirs = append(dirs, job.Scratch)
 	}
-	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr, disk: job.DiskBytes, dirs: dirs}
+	return &limiter{memory: job.MemoryBytes, tasks: job.MaxTasks, cg: cg, tr: tr, disk: job.DiskBytes, dirs: dirs, full: job.DiskFull}
 }
 
 // kernelMemory reports whether the kernel enforces the memory limit, so
@@ -64,7 +65,14 @@ func (l *limiter) check() (name, detail string) {
 				l.tasks, plural(n, "fork"))
 		}
 	}
-	if l.disk > 0 && time.Now().After(l.diskNext) {
+	if l.disk > 0 && len(l.full) > 0 && time.Now().After(l.diskNext) {
+		l.diskNext = time.Now().Add(diskInterval)
+		l.tr.follow()
+		if path, ok := fullInside(l.tr.alive(), l.full); ok {
+			return LimitDisk, fmt.Sprintf("%s, a file system of %s of its own, is full", path, fmtBytes(l.disk))
+		}
+	}
+	if l.disk > 0 && len(l.full) == 0 && time.Now().After(l.diskNext) {
 		l.diskNext = time.Now().Add(diskInterval)
 		var used int64
 		var files int
@@ -98,6 +106,21 @@ func (l *limiter) check() (name, detail string) {
 			fmtBytes(u.memory), plural(int64(u.procs), "process"), fmtBytes(l.memory))
 	}
 	return "", ""
+}
+
+// final measures the job's folders once more after it ended (the folders
+// the runner can measure: a sandbox's own file system is gone by then and
+// looked at by the sandbox).
+func (l *limiter) final() (name, detail string) {
+	if l == nil || l.disk <= 0 || len(l.full) > 0 {
+		return "", ""
+	}
+	l.diskNext = time.Time{}
+	name, detail = l.check()
+	if name != LimitDisk {
+		return "", ""
+	}
+	return name, detail
 }
 
 // usage is what the job's processes use at one moment.

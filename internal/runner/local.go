@@ -274,6 +274,13 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
 	lines.close()
+	if s.reason == "" {
+		// A job that filled its folder and ended between two looks has
+		// passed its disk limit all the same.
+		if name, msg := s.lim.final(); name != "" {
+			s.reason, s.limit, s.limitMsg = StatusLimit, name, msg+" when it ended"
+		}
+	}
 
 	if w.state == nil {
 		return Result{}, fmt.Errorf("run %q: wait for process %d: %w", job.Argv[0], pid, w.err)

@@ -419,3 +419,29 @@ func parseProcStatus(b []byte) (memory int64, threads int, ok bool) {
 // limitsSupported reports whether Job.MemoryBytes and Job.MaxTasks can be
 // enforced here; they can on Linux.
 func limitsSupported() error { return nil }
+
+// fullInside reports the first of paths that is full as one of pids sees
+// it: a process in a mount namespace other than ours (a sandbox's), looked
+// at through /proc/PID/root. A path none of them shows is not full.
+func fullInside(pids []int, paths []string) (string, bool) {
+	own, _ := os.Readlink("/proc/self/ns/mnt")
+	for _, pid := range pids {
+		ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+		if err != nil || ns == own {
+			continue
+		}
+		for _, p := range paths {
+			var st syscall.Statfs_t
+			if syscall.Statfs("/proc/"+strconv.Itoa(pid)+"/root"+p, &st) != nil || st.Blocks == 0 {
+				continue
+			}
+			// Full: no block left, or fewer than 1% of them (a writer
+			// stopped by ENOSPC leaves a partial block at most).
+			if st.Bavail == 0 || st.Bavail*100 < st.Blocks {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	return "", false
+}

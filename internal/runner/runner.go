@@ -94,6 +94,13 @@ type Job struct {
 	// otherwise measures Dir and stops the job past the limit (StatusLimit,
 	// LimitDisk). Zero means no limit.
 	DiskBytes int64
+	// DiskFull, when set, lists the paths at which the job sees file
+	// systems of its own bounded to DiskBytes (a sandbox's tmpfs, which
+	// the host cannot measure as a folder): the runner looks at them
+	// through the mount namespace of one of the job's processes and stops
+	// the job (StatusLimit, LimitDisk) once one is full, instead of
+	// measuring Dir and Scratch.
+	DiskFull []string
 
 	// Scratch, when set, is a folder (it must exist, and should have a
 	// short path: Unix socket addresses are at most 107 bytes) the job
@@ -120,6 +127,13 @@ type Job struct {
 	Hidden      []string
 	Visible     []string
 	LoopbackTCP bool
+
+	// IsolateIPC asks that the job share no inter-process state with
+	// processes that ran before it: no host memory file system (/dev/shm),
+	// no System V IPC objects and no kernel keyrings. A sandbox that runs
+	// each job in namespaces of its own (bubblewrap) does so always; the
+	// local runner itself ignores it.
+	IsolateIPC bool
 }
 
 // The streams named to Job.OnLine.

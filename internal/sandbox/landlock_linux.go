@@ -67,7 +67,9 @@ func applyLandlock(p landlockPolicy) (string, error) {
 	}
 	rules = append(rules, pathRules(readRights, p.Read...)...)
 	rules = append(rules, pathRules(write, p.Write...)...)
-	rules = append(rules, pathRules(write, "/dev/shm")...)
+	if !p.NoShm {
+		rules = append(rules, pathRules(write, "/dev/shm")...)
+	}
 	rules = append(rules, pathRules(landlock.AccessFSSet(ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSTruncate), stdDevices...)...)
 	rules = append(rules, pathRules(deviceRights, p.Devices...)...)
 
@@ -87,6 +89,21 @@ func applyLandlock(p landlockPolicy) (string, error) {
 		return "", err
 	}
 	desc := describeLandlock(abi, p.DenyTCP)
+	// Without namespaces of its own, a job shares the user's keyrings and
+	// the host's System V IPC objects with every other process of the
+	// user, also after it ended: a way to hand state from one evaluation
+	// (or from a program to its scorer) to the next. Refused.
+	switch ok, err := restrictIPC(); {
+	case err != nil:
+		return "", err
+	case ok:
+		desc += ", keyrings and System V IPC refused (seccomp)"
+	default:
+		desc += ", keyrings and System V IPC not refused on " + runtime.GOARCH
+	}
+	if p.NoShm {
+		desc += ", no /dev/shm"
+	}
 	if p.DenyTCP && abi >= 4 {
 		ok, err := restrictSockets()
 		switch {

@@ -11,11 +11,12 @@ const HelperCommand = "sandbox-exec"
 // Exit codes of the helper when it cannot execute the program, as a shell
 // would use them.
 const (
-	exitSetup       = 125 // the sandbox could not be set up
-	exitCannotExec  = 126 // the program exists but could not be executed
-	exitNotFound    = 127 // the program does not exist
-	statusErrPrefix = "error: "
-	statusOKPrefix  = "ok: "
+	exitSetup        = 125 // the sandbox could not be set up
+	exitCannotExec   = 126 // the program exists but could not be executed
+	exitNotFound     = 127 // the program does not exist
+	statusErrPrefix  = "error: "
+	statusOKPrefix   = "ok: "
+	statusDiskPrefix = "disk full: "
 )
 
 // policy is what the helper is asked to do before it executes the program.
@@ -43,6 +44,13 @@ type policy struct {
 	// the program inherits (the job's ExtraFiles).
 	Reap  bool `json:"reap,omitempty"`
 	Files int  `json:"files,omitempty"`
+
+	// Disk, with Reap, lists folders whose file system (a sandbox's tmpfs
+	// of the job's disk limit) the helper looks at once the program and
+	// what it left behind have ended: a full one is reported on the status
+	// descriptor ("disk full: PATH"), since the tmpfs is gone when the
+	// sandbox ends and the runner's own look comes at intervals.
+	Disk []string `json:"disk,omitempty"`
 }
 
 // landlockPolicy is the file and network policy applied with Landlock.
@@ -52,6 +60,9 @@ type landlockPolicy struct {
 	Read    []string `json:"read,omitempty"`    // readable again inside a hidden path
 	Devices []string `json:"devices,omitempty"` // read, write and ioctl (GPUs)
 	DenyTCP bool     `json:"deny_tcp,omitempty"`
+	// NoShm leaves the host's /dev/shm out of reach: a scorer must not
+	// read what the program it scores left there.
+	NoShm bool `json:"no_shm,omitempty"`
 }
 
 // helperArgs is the command line that runs argv under p: the helper's own

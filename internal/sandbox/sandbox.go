@@ -224,13 +224,35 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	defer statusR.Close()
 	statusFD := 3 + len(job.ExtraFiles)
 	wrapped := job
+	var diskR *os.File // the helper's report of a full tmpfs, under bwrap
 	if pol.disk > 0 {
-		wrapped.DiskBytes = 0 // the tmpfs bounds it
+		// The tmpfs bounds what the job writes; the runner looks inside to
+		// stop the job once it is full, as it does under the other modes.
+		wrapped.DiskFull = []string{pol.dir}
+		if pol.scratch != "" {
+			wrapped.DiskFull = append(wrapped.DiskFull, pol.scratch)
+		}
 	}
 	wrapped.ExtraFiles = append(slices.Clone(job.ExtraFiles), statusW)
 	switch r.mode {
 	case ModeBwrap:
 		inside, err := r.withSIGTERM("default", argv, 0)
+		if pol.disk > 0 && err == nil {
+			// The helper runs the program and, once it ended, says on a
+			// pipe of its own whether its tmpfs was full: the tmpfs goes
+			// with the sandbox. (bwrap keeps its status descriptor from
+			// what it runs.)
+			var diskW *os.File
+			if diskR, diskW, err = os.Pipe(); err != nil {
+				statusW.Close()
+				return runner.Result{}, fmt.Errorf("sandbox: disk pipe: %w", err)
+			}
+			defer diskR.Close()
+			defer diskW.Close()
+			wrapped.ExtraFiles = append(wrapped.ExtraFiles, diskW)
+			inside, err = helperArgs(r.helper, policy{SIGTERM: "default", StatusFD: statusFD + 1, Reap: true,
+				Files: len(job.ExtraFiles), Disk: wrapped.DiskFull}, argv)
+		}
 		if err != nil {
 			statusW.Close()
 			return runner.Result{}, err
@@ -249,7 +271,8 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 		if pol.scratch != "" {
 			write = append(write, pol.scratch)
 		}
-		lp := &landlockPolicy{Write: write, Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP}
+		lp := &landlockPolicy{Write: write, Hide: pol.hidden, Read: pol.visible, Devices: r.caps.Devices, DenyTCP: !job.LoopbackTCP,
+			NoShm: job.IsolateIPC}
 		wrapped.Argv, err = helperArgs(r.helper, policy{StatusFD: statusFD, Landlock: lp, Reap: true, Files: len(job.ExtraFiles)}, argv)
 		if err != nil {
 			statusW.Close()
@@ -260,11 +283,25 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	res, err := r.inner.Run(ctx, wrapped)
 	statusW.Close()
 	status := readStatus(statusR)
+	if diskR != nil {
+		for _, f := range wrapped.ExtraFiles[len(job.ExtraFiles)+1:] {
+			f.Close()
+		}
+		status += readStatus(diskR)
+	}
 	if err != nil {
 		return res, err
 	}
 	if err := setupError(r.mode, status, res); err != nil {
 		return runner.Result{}, err
+	}
+	if line, ok := findLine(status, statusDiskPrefix); ok && res.Status != runner.StatusLimit && res.Status != runner.StatusTimeout &&
+		res.Status != runner.StatusCanceled {
+		// Full when the program ended: the limit was reached, as the
+		// runner says of a folder it measures itself.
+		res.Status, res.Limit = runner.StatusLimit, runner.LimitDisk
+		res.Message = fmt.Sprintf("%s, a file system of %d MiB of its own, was full when the program ended: it reached its disk limit",
+			strings.TrimSpace(line), job.DiskBytes>>20)
 	}
 	if line, ok := findLine(status, statusOKPrefix); ok {
 		r.log.Debug("sandbox: applied", "mode", r.mode, "what", line)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -341,24 +342,25 @@ func TestDiskQuota(t *testing.T) {
 			r := wrap(t, mode)
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "given.txt"), []byte("from frontier"), 0o444)
-			script := "cat given.txt >/dev/null || exit 9\n" +
-				"dd if=/dev/zero of=big bs=1M count=64 2>/dev/null; sleep 3; echo done\n"
-			res, err := r.Run(context.Background(), runner.Job{Dir: dir, Argv: []string{"/bin/sh", "-c", script},
-				Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 60 * time.Second, DiskBytes: 8 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch mode {
-			case ModeBwrap:
-				if res.Status != runner.StatusOK {
-					t.Fatalf("%+v", res)
+			// The job fills its folder and ends at once (no time for a
+			// look at intervals), or carries on after the write failed.
+			for _, rest := range []string{"", "sleep 3; echo done"} {
+				script := "cat given.txt >/dev/null || exit 9\n" +
+					"dd if=/dev/zero of=big bs=1M count=64 2>/dev/null; " + rest + "\n"
+				res, err := r.Run(context.Background(), runner.Job{Dir: dir, Argv: []string{"/bin/sh", "-c", script},
+					Env: []string{"PATH=/usr/bin:/bin"}, Timeout: 60 * time.Second, DiskBytes: 8 << 20})
+				if err != nil {
+					t.Fatal(err)
 				}
-				if fi, err := os.Stat(filepath.Join(dir, "big")); err == nil {
-					t.Errorf("the job's file reached the disk: %d bytes", fi.Size())
-				}
-			default:
+				os.Remove(filepath.Join(dir, "big"))
+				// Under every mode the job is stopped at its limit, and says so.
 				if res.Status != runner.StatusLimit || res.Limit != runner.LimitDisk {
-					t.Errorf("status %s limit %q: %s", res.Status, res.Limit, res.Message)
+					t.Errorf("%q: status %s limit %q: %s", rest, res.Status, res.Limit, res.Message)
+				}
+				if mode == ModeBwrap {
+					if fi, err := os.Stat(filepath.Join(dir, "big")); err == nil {
+						t.Errorf("the job's file reached the disk: %d bytes", fi.Size())
+					}
 				}
 			}
 		})
@@ -397,6 +399,70 @@ func TestSystemHidden(t *testing.T) {
 			out := res.Stdout.String()
 			if strings.Contains(out, "copy-read") || !strings.Contains(out, "scratch-written") {
 				t.Errorf("stdout %q: want the copy in /tmp unreadable and the scratch folder writable", out)
+			}
+		})
+	}
+}
+
+// What one job leaves in the user's keyring, in System V shared memory or
+// in /dev/shm, a later job must not find: a program would hand its state
+// to the next evaluation, or to its scorer, that way. Under bwrap each
+// job has namespaces of its own; under landlock the calls are refused and
+// a job with IsolateIPC has no /dev/shm.
+func TestIPCIsolation(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	const script = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": (248, 250, 29), "aarch64": (217, 219, 194)}[os.uname().machine]
+add_key, keyctl, shmget = nr
+name = b"frontier-ipc-test-" + sys.argv[2].encode()
+if sys.argv[1] == "put":
+    k = libc.syscall(add_key, b"user", name, b"memo", 4, -4)
+    print("key", "ok" if k > 0 else "errno %d" % ctypes.get_errno())
+    s = libc.syscall(shmget, 0x5eed0000 + int(sys.argv[3]), 4096, 0o1666)
+    print("shm", "ok" if s >= 0 else "errno %d" % ctypes.get_errno())
+    try:
+        open("/dev/shm/" + name.decode(), "w").write("memo")
+        print("devshm ok")
+    except OSError as e:
+        print("devshm errno %d" % e.errno)
+else:
+    k = libc.syscall(keyctl, 10, -4, b"user", name, 0)
+    print("key", "found" if k > 0 else "none")
+    s = libc.syscall(shmget, 0x5eed0000 + int(sys.argv[3]), 0, 0)
+    print("shm", "found" if s >= 0 else "none")
+    try:
+        print("devshm", "found" if open("/dev/shm/" + name.decode()).read() == "memo" else "none")
+    except OSError:
+        print("devshm none")
+`
+	for i, mode := range []Mode{ModeBwrap, ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := wrap(t, mode)
+			tag := fmt.Sprintf("%d-%d", os.Getpid(), i)
+			defer os.Remove("/dev/shm/frontier-ipc-test-" + tag)
+			run := func(verb string, isolate bool) string {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "ipc.py"), []byte(script), 0o444); err != nil {
+					t.Fatal(err)
+				}
+				res, err := r.Run(context.Background(), runner.Job{Dir: dir, Argv: []string{py, "ipc.py", verb, tag, strconv.Itoa(i)},
+					Env: testEnv, Timeout: 30 * time.Second, IsolateIPC: isolate})
+				if err != nil || res.Status != runner.StatusOK {
+					t.Fatalf("%s: %v %+v", verb, err, res)
+				}
+				return res.Stdout.String()
+			}
+			put := run("put", false)
+			if mode == ModeLandlock && (!strings.Contains(put, "key errno") || !strings.Contains(put, "shm errno")) {
+				t.Errorf("landlock let the job make a key or a shared memory segment:\n%s", put)
+			}
+			if got := run("get", true); strings.Contains(got, "found") {
+				t.Errorf("a later job found what the first one left (first: %q):\n%s", put, got)
 			}
 		})
 	}

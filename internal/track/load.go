@@ -133,14 +133,8 @@ func (s *Spec) applyDefaults() {
 	if s.Verification.Alpha == 0 {
 		s.Verification.Alpha = 0.01
 	}
-	if s.Verification.MaxValidationShare == 0 {
-		s.Verification.MaxValidationShare = 1
-	}
 	if s.Verification.MaxValidationTokenCost == 0 {
 		s.Verification.MaxValidationTokenCost = 6
-	}
-	if s.Verification.ValidationAllowance == 0 {
-		s.Verification.ValidationAllowance = Duration(10e9)
 	}
 }
 
@@ -348,7 +342,7 @@ func (s *Spec) validate() []*FieldError {
 		bad("verification.max_noise", "%v: must be in nats of log-probability in [0, 1), like 1e-2 (0: the judge's default, 1e-3)", v.MaxNoise)
 	}
 	if math.IsNaN(v.MaxValidationShare) || math.IsInf(v.MaxValidationShare, 0) || v.MaxValidationShare > 10 {
-		bad("verification.max_validation_share", "%v: want a share of the train time like 0.1 (negative: no bound)", v.MaxValidationShare)
+		bad("verification.max_validation_share", "%v: want a share of the train time like 0.5 (0 or negative: no bound)", v.MaxValidationShare)
 	}
 	if math.IsNaN(v.MaxValidationTokenCost) || math.IsInf(v.MaxValidationTokenCost, 0) || v.MaxValidationTokenCost < 0 {
 		bad("verification.max_validation_token_cost", "%v: want training tokens a validation token may cost, like 3", v.MaxValidationTokenCost)

@@ -139,14 +139,16 @@ type Verification struct {
 	// means ln(V) - (ln(V) - target_val_loss)/4; a negative value turns
 	// the check off.
 	MinInitialLoss float64 `yaml:"min_initial_loss"`
-	// MaxValidationTokenCost, MaxValidationShare and ValidationAllowance
-	// bound the validations the judge runs outside the clock (on
-	// designated steps, and the final one): a validation token may cost at
-	// most this many training tokens (default 6; a forward pass costs about
-	// a third of one, and a busy machine stretches the two unevenly), all
-	// of them together at most this share of the train time (default 1),
-	// and never less than the allowance (default 10s). More is computation the clock does not see (rule
-	// validation-cost). A negative share turns the bound off.
+	// MaxValidationTokenCost bounds the validations the judge runs outside
+	// the clock (those on the track's designated steps; the final one is
+	// timed): a validation token may cost at most this many training
+	// tokens of the same run, on the same machine (default 6; a forward
+	// pass costs about a third of one). More is computation the clock does
+	// not see (rule validation-cost). Measured against the run's own
+	// training, the bound moves with the machine's load. MaxValidationShare
+	// (a share of the train time, 0: none) and ValidationAllowance (a
+	// floor, 0: none) add bounds a track may want; neither is set by
+	// default.
 	MaxValidationTokenCost float64  `yaml:"max_validation_token_cost"`
 	MaxValidationShare     float64  `yaml:"max_validation_share"`
 	ValidationAllowance    Duration `yaml:"validation_allowance"`

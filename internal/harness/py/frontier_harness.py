@@ -174,6 +174,12 @@ class _Client:
         g = raw.get
         self.mode = g("mode") or "full"
         self.fast = self.mode == "fast"
+        # "program" trains; "scorer" is the fresh process that answers the
+        # final validation again from the state the program exported.
+        self.role = g("role") or "program"
+        self.export_max = int(g("export_max_bytes") or 0)
+        self.begin_fn = None
+        self.begin_names = set()
         self.full_telemetry = (g("telemetry_level") or "full") == "full"
         self.rank = int(os.environ.get("RANK", "0"))
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -257,13 +263,13 @@ class _Client:
         if self.ready is not None:
             return
         msg, fds = self.w.recv()
-        if msg.get("op") != "ready" or len(fds) != 2:
+        if msg.get("op") != "ready" or len(fds) != 1:
             raise HarnessError("judge", "unexpected first message from the judge: %r" % msg.get("op"))
         B, T, V = int(msg["rows"]), int(msg["seq_len"]), int(msg["vocab"])
-        self.inputs = np.frombuffer(mmap.mmap(fds[0], B * T * 8), dtype=np.int64)
-        self.out = torch.from_numpy(np.frombuffer(mmap.mmap(fds[1], B * T * V * 4), dtype=np.float32))
-        for fd in fds:
-            os.close(fd)
+        # The judge writes each batch here; the logits go back in a buffer
+        # of their own per call (see _answer).
+        self.inputs = np.frombuffer(mmap.mmap(fds[0], B * T * 8, prot=mmap.PROT_READ), dtype=np.int64)
+        os.close(fds[0])
         self.ready = (B, T, V)
         if self.cuda:
             msg, _ = self.w.recv()
@@ -284,14 +290,21 @@ class _Client:
             raise HarnessError("logits_shape", "logits_fn returned %s, not a tensor of shape [batch, seq, vocab]"
                                % type(lg).__name__)
         shape = list(lg.shape)
+        fds = []
         if len(shape) == 3 and shape[:2] == [rows, T] and shape[2] >= V:
-            n = rows * T * V
             if self.ipc is not None:
+                n = rows * T * V
                 self.ipc[:n].view(rows, T, V).copy_(lg[..., :V])
                 torch.cuda.synchronize()
             else:
-                self.out[:n].view(rows, T, V).copy_(lg[..., :V])
-        self.w.send({"op": "logits", "shape": shape, "ipc": self.ipc is not None})
+                out = torch.empty((rows, T, V), dtype=torch.float32)
+                out.copy_(lg[..., :V])
+                fds = [_sealed_logits(out.numpy())]
+        try:
+            self.w.send({"op": "logits", "shape": shape, "ipc": self.ipc is not None}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _serve(self, logits_fn, until):
         """Answer the judge's batches until it sends a message named in until."""
@@ -319,7 +332,11 @@ class _Client:
         self._ensure_ready()
         if self.cuda:
             torch.cuda.synchronize()
+        if self.role == "scorer":
+            self._score(logits_fn)  # does not return
         self.begun = True
+        self.begin_fn = logits_fn
+        self.begin_names = set(_main_globals(logits_fn))
         self.t_begin = _perf()
         self.w.send({"op": "train_begin", "score": logits_fn is not None})
         msg, fds = self._serve(logits_fn, ("go",))
@@ -434,7 +451,13 @@ class _Client:
             self._profile_stop()
         if self.cuda:
             torch.cuda.synchronize()
-        self.w.send({"op": "finish", "steps": self.steps_done})
+        # What logits_fn reaches, sealed before any scored window is sent:
+        # the scorer answers the final validation again from it.
+        fd = self._export(logits_fn)
+        try:
+            self.w.send({"op": "finish", "steps": self.steps_done}, [fd])
+        finally:
+            os.close(fd)
         self._resolve_sections()
         msg, _ = self._serve(logits_fn, ("result",))
         self._print_val(msg)
@@ -446,6 +469,54 @@ class _Client:
         self.finished = True
         return types.SimpleNamespace(steps=msg.get("steps"), train_time_ms=msg.get("train_time_ms"),
                                      val_loss=msg.get("val_loss"))
+
+    def _export(self, logits_fn):
+        """The state logits_fn reaches, in a sealed memory file (see
+        frontier_state.py)."""
+        import fcntl
+
+        import frontier_state
+        fd = os.memfd_create("frontier-state", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            with os.fdopen(os.dup(fd), "wb") as f:
+                frontier_state.export(logits_fn, self.begin_fn, self.begin_names, _main_globals(logits_fn), f,
+                                      self.export_max)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                        | fcntl.F_SEAL_SEAL)
+        except frontier_state.StateError as e:
+            os.close(fd)
+            raise HarnessError("state", str(e)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _score(self, begin_fn):
+        """The scorer: the program's setup ran up to here; take the state
+        the training process exported, answer the judge's calls with it,
+        and end the process (the program's training code never runs)."""
+        import frontier_state
+        self.begun = True
+        self.w.send({"op": "train_begin", "score": False})
+        msg, fds = self.w.recv()
+        if msg.get("op") != "state" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise HarnessError("judge", "the judge sent %r instead of the state to score" % msg.get("op"))
+        try:
+            with os.fdopen(fds[0], "rb") as f:
+                fn = frontier_state.restore(f, begin_fn, _main_globals(begin_fn), self.device)
+        except frontier_state.StateError as e:
+            raise HarnessError("state", str(e)) from None
+        self.w.send({"op": "serving"})
+        self._serve(fn, ("done",))
+        self.finished = True
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(0)
 
     def _print_val(self, msg):
         if self.rank == 0:
@@ -500,6 +571,34 @@ def _open_ipc(handle, numel):
         return t, ""
     except Exception as e:
         return None, "%s: %s" % (type(e).__name__, e)
+
+
+def _main_globals(fn):
+    """The program's globals: those of its functions, else __main__'s."""
+    g = getattr(fn, "__globals__", None)
+    if g is None:
+        g = getattr(getattr(fn, "__func__", None), "__globals__", None)
+    if g is None:
+        g = sys.modules["__main__"].__dict__
+    return g
+
+
+def _sealed_logits(a):
+    """The float32 array a in a memory file sealed against writing: once
+    sent, nobody (this process included) can change what the judge reads."""
+    import fcntl
+    fd = os.memfd_create("frontier-logits", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        view = memoryview(a).cast("B")
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                    | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _json_safe(v):

@@ -1,43 +1,57 @@
-"""frontier_judge: the judge of one run.
+"""frontier_judge: the judge of one run (one phase: fast or full).
 
     python3 -I -u frontier_judge.py CONFIG.json
 
-frontier starts one judge per run, outside the candidate's sandbox, before
-the candidate. The judge holds everything that decides the verdict: the
-train clock, the validation text, the loss, the causality probe and the
-telemetry. The candidate's process holds none of it: its harness client
+frontier starts one judge per phase, outside the candidate's sandbox,
+before the candidate. The judge holds everything that decides the verdict:
+the train clock, the validation text, the loss, the checks and the
+telemetry. The candidate's processes hold none of it: the harness client
 (frontier_harness.py) turns each API call into a message on a Unix socket
-the candidate inherits, one per process (rank), and the judge answers.
+the process inherits, one per process (rank), and the judge answers.
 
-    client                               judge
-    hello, facts           ---->         (setup time starts at hello)
-                           <----         ready + two shared buffers
-    train_begin            ---->         clock starts on receipt
-                           <----         batch (the clock-start model, if
-    logits                 ---->          logits_fn was given)
-                           <----         go + the training shards' fds
-    step ...               ---->         counted, stamped on receipt
-    validate | finish      ---->         clock paused (designated steps
-                           <----          only) or stopped (finish)
-                           <----         batch       (one at a time: input
-    logits                 ---->          ids in one buffer, float32 logits
-    ...                                   back in the other)
-                           <----         done | result
+A phase has two programs, one after the other, each with its own sockets:
 
-Time is the judge's: the monotonic clock between the receipt of
-train_begin and of finish, minus only the validations the judge asked for,
-plus the time any validation call took beyond what the pass's other calls
-show a forward pass costs (work queued before the request, training done
-inside a call). The loss is the judge's: float32 cross-entropy over the
-first vocab_size logits, computed here on logits read from a buffer the
-judge created and sealed. The probe compares log-probabilities of the
-first vocab_size classes, so padded classes cannot widen its tolerance.
+    training process                      judge
+    hello, facts          ---->           (setup time starts at hello)
+                          <----           ready + the inputs buffer
+    train_begin           ---->           clock starts on receipt
+                          <----           batch (the clock-start check)
+    logits + buffer fd    ---->
+                          <----           go + the training shards' fds
+    step ...              ---->           counted, stamped on receipt
+    validate              ---->           an intermediate validation
+    finish + state fd     ---->           the state logits_fn reaches,
+                          <----           batch    sealed; the scored
+    logits + buffer fd    ---->           windows, in order; the clock
+    ...                                   stops at the last answer
+                          <----           result
+    (frontier ends the training process, then starts the scorer)
+
+    scorer                                judge
+    hello, facts, train_begin  ---->      setup time checked
+                          <----           state (the fd above)
+    serving               ---->
+                          <----           batch   (a twin of every scored
+    logits + buffer fd    ---->            row, in random order)
+    ...                   <----           done
+
+Time is the judge's: the monotonic clock from the receipt of train_begin to
+the receipt of the final validation's last answer, minus only the
+validations the track designates, plus what those took beyond a forward
+pass. The loss is the judge's: float32 cross-entropy over the first
+vocab_size logits, computed here from buffers the client sealed before
+sending (nobody can write them after). The scorer's answers must agree
+with the training process's where a causal, stateless model's must (see
+frontier_checks.py).
+
+Every message is checked: a known operation, in the order the client sends
+it, with fields of the right type and range; anything else is a protocol
+fault of the program, never a failure of the judge.
 
 The judge writes telemetry as JSON lines on the descriptor the config
-names (a pipe to frontier); nothing is written in the run folder.
-
-This file needs only NumPy on CPU tracks; CUDA tracks import torch to share
-a device buffer with the candidate (CUDA IPC).
+names (a pipe to frontier); nothing is written in the run folder. This
+file needs only NumPy on CPU tracks; CUDA tracks import torch to share a
+device buffer with the candidate (CUDA IPC).
 """
 
 import fcntl
@@ -45,7 +59,6 @@ import json
 import math
 import mmap
 import os
-import random
 import selectors
 import signal
 import socket
@@ -54,7 +67,7 @@ import time
 
 import numpy as np
 
-from frontier_probe import Fault, Plan
+from frontier_checks import MIN_TOLERANCE, Fault, Recheck, ScorerPlan, ScorerResult, nondeterministic
 
 SHARD_MAGIC = 20240520
 SHARD_VERSION = 1
@@ -63,14 +76,17 @@ HEADER_BYTES = 1024
 MAX_MESSAGE = 1 << 20  # bytes of one client message; a longer one is a protocol fault
 MAX_ADVISORY_BYTES = 4 << 20  # telemetry the program reports (sections, warnings, ...)
 MAX_TEXT = 32 << 10  # characters of a message or traceback the program reports
-MAX_FDS = 4  # descriptors a client may attach to a message (it needs none)
+MAX_FDS = 4  # descriptors a client may attach to a message
+MAX_INT = 1 << 53  # integers a program reports must be exact in a float
 
 # Rules of the judge's own checks: the code of the error event, whose
 # verdict is invalid with the rule of the same meaning (see eval's codeRule).
 VERDICT_CODES = ("pretrain", "stateful_eval", "nondeterministic_eval", "compile_budget", "validation_cost",
                  "protocol")
 
-_RNG = random.SystemRandom()  # what the checks look at: not predictable from the run's seed
+NEED_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+CHARGE_FACTOR = 1.5  # a designated validation call may take this many times the pass's median per token
+SCORER_FACTOR = 2.0  # ... and this many times the scorer's, which cannot have trained
 
 
 def now():
@@ -145,6 +161,67 @@ PROGRAM_KEYS = {
 
 
 # ---------------------------------------------------------------------------
+# What a program sends: every field checked
+
+
+_MISSING = object()
+
+
+def _field(msg, key, default):
+    v = msg.get(key, _MISSING)
+    if v is _MISSING or v is None:
+        if default is _MISSING:
+            raise Fault("protocol", "a %r message without %r" % (msg.get("op"), key))
+        return default
+    return v
+
+
+def f_int(msg, key, lo=0, hi=MAX_INT, default=_MISSING):
+    v = _field(msg, key, default)
+    if v is default and default is not _MISSING:
+        return v
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise Fault("protocol", "a %r message with %s=%s: want an integer in [%d, %d]"
+                    % (msg.get("op"), key, _show(v), lo, hi))
+    return v
+
+
+def f_num(msg, key, lo=-1e300, hi=1e300, default=_MISSING):
+    v = _field(msg, key, default)
+    if v is default and default is not _MISSING:
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, int) and not -MAX_INT <= v <= MAX_INT):
+        raise Fault("protocol", "a %r message with %s=%s: want a number" % (msg.get("op"), key, _show(v)))
+    v = float(v)
+    if math.isfinite(v) and not lo <= v <= hi:
+        raise Fault("protocol", "a %r message with %s=%s: out of range" % (msg.get("op"), key, _show(v)))
+    return v
+
+
+def f_bool(msg, key, default=False):
+    v = msg.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise Fault("protocol", "a %r message with %s=%s: want true or false" % (msg.get("op"), key, _show(v)))
+    return v
+
+
+def f_text(msg, key, default=""):
+    v = msg.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, str):
+        raise Fault("protocol", "a %r message with %s of type %s: want text" % (msg.get("op"), key, type(v).__name__))
+    return v[:MAX_TEXT]
+
+
+def _show(v):
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+# ---------------------------------------------------------------------------
 # Validation text
 
 
@@ -169,9 +246,10 @@ def read_tokens(path, start, n):
 class ValData:
     """The validation text: the scored slice (the first val_tokens + 1
     tokens, which only the final validation of a full run shows the
-    program, after its clock stopped) and the practice slice after it (the
-    fast check, intermediate validations and the clock-start check score
-    it, so the scored windows are never seen before training is over)."""
+    program, after training) and the practice slice after it (the fast
+    check, intermediate validations and the clock-start check score it, so
+    the scored windows are never seen before training is over; the
+    scorer's twins take their replaced text from it)."""
 
     def __init__(self, cfg):
         T = cfg["val_seq_len"]
@@ -184,8 +262,7 @@ class ValData:
                         % (count, cfg["val_tokens"]))
         self.practice, _ = read_tokens(path, scored_n, practice_n)
         # The clock-start check scores text after the practice slice, which
-        # no validation shows: a program that remembers what it answered
-        # then gains nothing in a later validation.
+        # no validation shows.
         B = cfg["val_batch_seqs"]
         self.initial, _ = read_tokens(path, scored_n + practice_n, B * T + 1)
         self.note = ""
@@ -198,12 +275,12 @@ class ValData:
 
 
 # ---------------------------------------------------------------------------
-# Connections and shared buffers
+# Connections and buffers
 
 
 def memfd(name, size):
     """A sealed anonymous file of size bytes: the client can read and write
-    its contents, but not shrink it under the judge's mapping (which would
+    its contents, not shrink it under the judge's mapping (which would
     crash the judge with SIGBUS) or grow it."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(size, 1))
@@ -211,29 +288,59 @@ def memfd(name, size):
     return fd
 
 
-class Conn:
-    """One rank's socket and its buffers: inputs (int64 [B, T]) written by
-    the judge, logits (float32 [B, T, V]) written by the client."""
+def sealed(fd, size, what):
+    """fd is a sealed anonymous file of size bytes (at most, when size is
+    negative): nobody can write, shrink or grow it any more."""
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        have = os.fstat(fd).st_size
+    except OSError:
+        raise Fault("protocol", "%s came in a descriptor that is not a sealed memory file" % what) from None
+    if seals & NEED_SEALS != NEED_SEALS:
+        raise Fault("protocol", "%s came in a memory file that can still be written" % what)
+    if (size >= 0 and have != size) or (size < 0 and have > -size):
+        raise Fault("protocol", "%s came in a memory file of %d bytes, want %s%d" % (
+            what, have, "at most " if size < 0 else "", abs(size)))
+    return have
 
-    def __init__(self, rank, fd, B, T, V):
-        self.rank = rank
+
+def close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+class Conn:
+    """One process's socket: rank r of the training process or of the
+    scorer. inputs (int64 [B, T]) is the judge's buffer the client maps
+    read-only; logits come back in a sealed memory file per call (or the
+    judge's CUDA buffer)."""
+
+    def __init__(self, role, rank, fd, B, T, V):
+        self.role, self.rank = role, rank
         self.sock = socket.socket(fileno=fd)
         self.sock.setblocking(True)
         self.open = True
         self.B, self.T, self.V = B, T, V
         self.in_fd = memfd("frontier-inputs", B * T * 8)
-        self.out_fd = memfd("frontier-logits", B * T * V * 4)
         self.inputs = np.frombuffer(mmap.mmap(self.in_fd, B * T * 8), dtype=np.int64)
-        self.logits = np.frombuffer(mmap.mmap(self.out_fd, B * T * V * 4, prot=mmap.PROT_READ), dtype=np.float32)
+        # new -> hello -> ready (facts) -> begun -> final (finish received)
+        # -> done (result sent); a scorer: new -> hello -> ready -> state
+        # (asked for its state) -> serving -> done.
+        self.state = "new"
         self.hello = None  # receipt time of hello
         self.facts = {}
         self.steps = 0
         self.tokens = 0
-        self.begun = False
-        self.finished = False
-        self.failed = False
         self.waiting = None  # the call the judge waits on: (call, sent time)
         self.cuda = None  # a CudaBuffer when logits travel through CUDA IPC
+        self.export = None  # the training process's state (a sealed memory file)
+        self.calls = None  # a scorer's calls still to send
+
+    def name(self):
+        return ("scorer process %d" if self.role == "scorer" else "process %d") % self.rank
 
     def send(self, obj, fds=()):
         if not self.open:
@@ -248,51 +355,65 @@ class Conn:
             self.open = False  # the client is gone: its EOF ends it
 
     def recv(self):
-        """The next message, or None at EOF. Descriptors a client attaches
-        are closed: it has none to give. A message that is not a JSON
-        object, or too long, is a protocol fault."""
+        """The next message and its descriptors, or (None, []) at EOF. A
+        message that is not a JSON object with an op, or too long, or with
+        too many descriptors, is a protocol fault."""
         try:
             data, anc, flags, _ = self.sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(MAX_FDS * 4))
         except ConnectionResetError:
             data, anc, flags = b"", [], 0
+        fds = []
         for level, kind, raw in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                for fd in np.frombuffer(raw[:len(raw) - len(raw) % 4], dtype=np.int32):
-                    try:
-                        os.close(int(fd))
-                    except OSError:
-                        pass
+                fds.extend(int(fd) for fd in np.frombuffer(raw[:len(raw) - len(raw) % 4], dtype=np.int32))
         if not data:
+            close_all(fds)
             self.open = False
-            return None
-        if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
-            raise Fault("protocol", "process %d sent the judge a message longer than %d bytes" % (self.rank, MAX_MESSAGE))
+            return None, []
         try:
-            obj = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise Fault("protocol", "process %d sent the judge a message that is not JSON" % self.rank) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
-            raise Fault("protocol", "process %d sent the judge a message without an op" % self.rank)
-        return obj
+            if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                raise Fault("protocol", "%s sent the judge a message longer than %d bytes or with more than %d "
+                            "descriptors" % (self.name(), MAX_MESSAGE, MAX_FDS))
+            try:
+                obj = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                raise Fault("protocol", "%s sent the judge a message that is not JSON" % self.name()) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
+                raise Fault("protocol", "%s sent the judge a message without an op" % self.name())
+        except Fault:
+            close_all(fds)
+            raise
+        return obj, fds
 
     def write_inputs(self, rows):
         n = rows.size
         self.inputs[:n] = rows.reshape(-1)
 
-    def read_logits(self, b, ipc):
-        """A private copy of the logits the client wrote for b rows (into
-        the device buffer when it opened it, else the shared memory)."""
+    def read_logits(self, b, ipc, fds):
+        """The logits of b rows: from the judge's device buffer when the
+        client opened it, else from the sealed memory file it sent, which
+        nobody can change any more (mapped read-only, no copy)."""
         if ipc and self.cuda is not None:
+            close_all(fds)
             return self.cuda.read(b)
-        n = b * self.T * self.V
-        return np.array(self.logits[:n]).reshape(b, self.T, self.V)
+        if len(fds) != 1:
+            close_all(fds)
+            raise Fault("protocol", "%s sent logits without their buffer" % self.name())
+        n = b * self.T * self.V * 4
+        try:
+            sealed(fds[0], n, "logits")
+            mm = mmap.mmap(fds[0], n, prot=mmap.PROT_READ)
+        finally:
+            close_all(fds)
+        return np.frombuffer(mm, dtype=np.float32).reshape(b, self.T, self.V)
 
 
 class CudaBuffer:
     """A float32 [B, T, V] buffer on the rank's GPU, allocated by the judge
     and opened by the client through CUDA IPC, so that logits never cross
     the host. The judge owns the allocation: the client can write into it,
-    not free or resize it."""
+    not free or resize it; the judge copies it on receipt, before it sends
+    anything the program could use to change it."""
 
     def __init__(self, device, B, T, V):
         import torch
@@ -308,16 +429,13 @@ class CudaBuffer:
         return [{"b": p.hex()} if isinstance(p, bytes) else p for p in parts]
 
     def read(self, b):
-        """The logits of b rows: a private copy on the device (the judge's
-        math runs there too; a 50,257-way vocabulary never crosses to the
-        host)."""
         self.torch.cuda.synchronize(self.dev)
         n = b * self.T * self.V
         return self.buf[:n].view(b, self.T, self.V).clone()
 
 
 # ---------------------------------------------------------------------------
-# The loss and what the checks compare
+# The loss
 
 
 def check_logits(x, what):
@@ -348,6 +466,58 @@ def cross_entropy_sum(x, y):
 
 
 # ---------------------------------------------------------------------------
+# The clock and the validation budget
+
+
+class Clock:
+    """The train clock, in the judge's monotonic time: from the receipt of
+    the first train_begin to the receipt of the final validation's last
+    answer, minus the designated validations, plus what they took beyond a
+    forward pass (charged)."""
+
+    def __init__(self):
+        self.begin = None
+        self.end = None
+        self.excluded = 0.0
+        self.charged = 0.0
+
+    def ms(self, t=None):
+        if self.begin is None:
+            return 0.0
+        end = self.end if self.end is not None else (t if t is not None else now())
+        return max(0.0, (end - self.begin - self.excluded + self.charged) * 1000.0)
+
+
+class Budget:
+    """The designated validations run outside the clock; a validation token
+    may cost at most token_cost training tokens of this run, on this
+    machine (the time per training token the judge measured, by the tokens
+    the program reports, counted as at least a sixteenth of a validation
+    batch a step so that a program cannot make a training token look dear
+    by under-reporting), plus the track's allowance when it sets one, and
+    at most share of the train time when it sets one."""
+
+    def __init__(self, ver, batch_tokens):
+        self.share = float(ver.get("max_validation_share") or 0.0)
+        self.token_cost = float(ver.get("max_validation_token_cost") or 0.0)
+        self.allowance = float(ver.get("validation_allowance_ms") or 0.0) / 1000.0
+        self.batch_tokens = batch_tokens
+        self.used = 0.0  # seconds of designated validation calls, net of the charge
+        self.tokens = 0
+
+    def limit(self, train_s, steps, tokens):
+        if self.token_cost <= 0 and self.share <= 0:
+            return None
+        limit = math.inf
+        if self.token_cost > 0:
+            tokens = max(tokens, steps * self.batch_tokens / 16.0, 1.0)
+            limit = self.token_cost * train_s / tokens * self.tokens
+        if self.share > 0:
+            limit = min(limit, self.share * train_s)
+        return max(limit, self.allowance)
+
+
+# ---------------------------------------------------------------------------
 # The judge
 
 
@@ -356,7 +526,7 @@ class Pass:
     order, and what the answers showed."""
 
     def __init__(self, kind, step, final, data, windows, slice_name):
-        self.kind = kind  # "final", "designated", "program" (timed), "fast"
+        self.kind = kind  # "final", "fast" (the fast check's last), "designated", "program" (timed)
         self.step = step
         self.final = final
         self.data = data
@@ -364,11 +534,12 @@ class Pass:
         self.slice = slice_name
         self.loss_sum = 0.0
         self.count = 0
-        self.calls = []  # (seconds, tokens) of every call, for the cost rules
+        self.calls = []  # (seconds, tokens) of every call
         self.start = {}
+        self.last = None  # receipt of the last answer
         self.end = None
         self.queues = {}  # rank -> list of calls still to send
-        self.plan = None  # the checks of rank 0's share
+        self.recheck = None  # the rechecks of rank 0's share (intermediate passes)
         self.tail_done = False
 
 
@@ -382,44 +553,45 @@ class Judge:
         self.V = cfg["vocab_size"]
         self.T = cfg["val_seq_len"]
         self.B = max(1, cfg["val_batch_seqs"])
+        self.bos = int(cfg["bos_id"])
         self.world = max(1, cfg.get("world_size") or 1)
         self.val = ValData(cfg)
         self.val_tokens = cfg["fast_val_tokens"] if self.fast else cfg["val_tokens"]
         self.max_steps = cfg.get("max_steps") or 0
         self.fast_steps = cfg.get("fast_steps") or 0
-        self.log_every = max(1, cfg.get("log_every") or 1)
         self.val_every = cfg.get("val_every") or 0
         self.probe_cfg = cfg.get("probe") or {}
         ver = cfg.get("verify") or {}
         self.max_noise = float(ver.get("max_noise") or 1e-3)
         self.allow_noise = bool(ver.get("allow_nondeterministic"))
         self.min_initial = float(ver.get("min_initial_loss") or 0.0)
-        self.val_share = float(ver.get("max_validation_share") or 0.0)
-        self.val_token_cost = float(ver.get("max_validation_token_cost") or 0.0)
-        self.val_allowance = float(ver.get("validation_allowance_ms") or 0.0) / 1000.0
         self.compile_budget = float(cfg.get("compile_budget_ms") or 0) / 1000.0
+        self.export_max = int(cfg.get("export_max_bytes") or 0)
         self.fixed_classes = np.random.default_rng(0x5eed).choice(self.V, size=min(self.V, 62), replace=False)
-        self.conns = [Conn(r, fd, self.B, self.T, self.V) for r, fd in enumerate(cfg["client_fds"])]
         self.cuda = (cfg.get("device") or "cpu") == "cuda"
+        self.conns = [Conn("program", r, fd, self.B, self.T, self.V) for r, fd in enumerate(cfg["client_fds"])]
+        self.scorers = [Conn("scorer", r, fd, self.B, self.T, self.V)
+                        for r, fd in enumerate(cfg.get("scorer_fds") or [])]
 
-        # The clock, in the judge's monotonic time.
-        self.begin = None
-        self.end = None
-        self.excluded = 0.0  # designated validations
-        self.charged = 0.0  # validation time beyond a forward pass's, counted as training
-        self.budget_used = 0.0  # time of designated and final validations, net of the charge
-        self.budget_tokens = 0  # the tokens of their calls
-
+        self.clock = Clock()
+        self.budget = Budget(ver, self.B * self.T)
         self.failure = None
         self.passes = []
         self.current = None
         self.val_last = None
+        self.plans = {}  # rank -> ScorerPlan of the final pass
+        self.handed_off = False  # the final pass is over: the scorer's turn
+        self.scoring = None  # what the scorer's answers showed (ScorerResult)
+        self.scored = False  # the scorer answered every call and agreed
+        self.scorer_calls = []  # (seconds, tokens) of the scorer's calls
+        self.scorer_setup = None
+        self.scorer_start = None
         self.checks = {"validations": 0, "designated_validations": 0, "program_validations": 0,
                        "calls": 0, "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
                        "charged_ms": 0.0, "excluded_ms": 0.0, "validation_ms": 0.0, "validation_budget_ms": None,
                        "initial_loss": None, "initial_loss_min": self.min_initial, "initial_ms": None,
-                       "initial_skipped": "", "setup_ms": None, "logits_via": ""}
-        self.probe_done = False
+                       "initial_skipped": "", "setup_ms": None, "logits_via": "", "state_bytes": None,
+                       "scorer_calls": 0, "scorer_ms": None, "scorer_setup_ms": None}
         self.sections = None
         self.planned = None
         self.reported_error = False
@@ -429,7 +601,7 @@ class Judge:
     def emit(self, event, fields):
         self.tel.write(event, fields)
 
-    def fail(self, code, message, rank=None):
+    def fail(self, code, message, conn=None):
         """Record the first fault, tell every client, and keep serving until
         they are gone (their EOF ends the judge)."""
         if self.failure is not None:
@@ -437,77 +609,109 @@ class Judge:
         self.failure = (code, message)
         fields = {"kind": "Judge", "code": code, "message": message, "traceback": "",
                   "step": self.conns[0].steps if self.conns else 0, "judge": True}
-        if rank:
-            fields["rank"] = rank
+        if conn is not None and conn.rank:
+            fields["rank"] = conn.rank
+        if conn is not None and conn.role == "scorer":
+            fields["scorer"] = True
         self.emit("error", fields)
         self.reported_error = True
-        for c in self.conns:
+        for c in self.conns + self.scorers:
             c.send({"op": "fail", "code": code, "message": message})
             c.waiting = None
         self.current = None
 
     def train_ms(self, t=None):
-        if self.begin is None:
-            return 0.0
-        end = self.end if self.end is not None else (t if t is not None else now())
-        return max(0.0, (end - self.begin - self.excluded + self.charged) * 1000.0)
+        return self.clock.ms(t)
 
     # -- the loop -----------------------------------------------------------
 
     def run(self):
         sel = selectors.DefaultSelector()
-        for c in self.conns:
+        for c in self.conns + self.scorers:
             sel.register(c.sock, selectors.EVENT_READ, c)
-        while any(c.open for c in self.conns):
+        while any(c.open for c in self.conns) or (self.handed_off and any(c.open for c in self.scorers)):
             for key, _ in sel.select():
                 c = key.data
                 try:
-                    msg = c.recv()
+                    msg, fds = c.recv()
                 except Fault as f:
                     # Still read what it sends: a client the judge stopped
                     # reading would block on a full socket until its time
                     # limit instead of hearing that the run is over.
-                    self.fail(f.code, str(f), c.rank)
+                    self.fail(f.code, str(f), c)
                     continue
                 if msg is None:
                     if not c.open:
                         sel.unregister(c.sock)
-                        self.on_eof(c)
+                        try:
+                            self.on_eof(c)
+                        except Fault as f:
+                            self.fail(f.code, str(f), c)
                     continue
                 if self.failure is not None:
+                    close_all(fds)
                     if msg.get("op") == "error":
-                        self.on_error(c, msg, None)  # the traceback of the program's own exception
+                        self.on_error(c, msg, (), None)  # the traceback of the program's own exception
                     continue
                 try:
-                    self.dispatch(c, msg, now())
+                    self.dispatch(c, msg, fds, now())
                 except Fault as f:
-                    self.fail(f.code, str(f), c.rank)
+                    self.fail(f.code, str(f), c)
+                except Exception as e:  # a message no check foresaw: the program's, not the judge's
+                    self.fail("protocol", "%s sent the judge a message it could not read (%s: %s)"
+                              % (c.name(), type(e).__name__, str(e)[:200]), c)
         self.finish_telemetry()
 
-    def dispatch(self, c, msg, t):
+    # Which operations each role may send, and in which of its states.
+    ORDER = {
+        "program": {
+            "hello": ("new",), "facts": ("hello",), "train_begin": ("ready",), "steps": ("ready", "begun"),
+            "step": ("begun",), "validate": ("begun",), "finish": ("begun",), "logits": None,
+            "top_ops": ("ready", "begun"), "sections": ("done",), "memory": ("done",), "warning": None, "error": None,
+        },
+        "scorer": {
+            "hello": ("new",), "facts": ("hello",), "train_begin": ("ready",), "serving": ("state",), "logits": None,
+            "steps": ("ready",), "warning": None, "error": None,
+        },
+    }
+
+    def dispatch(self, c, msg, fds, t):
         op = msg["op"]
-        handler = {
-            "hello": self.on_hello, "facts": self.on_facts, "train_begin": self.on_train_begin,
-            "steps": self.on_steps, "step": self.on_step, "validate": self.on_validate, "finish": self.on_finish,
-            "logits": self.on_logits, "error": self.on_error, "sections": self.on_advisory,
-            "top_ops": self.on_advisory, "memory": self.on_advisory, "warning": self.on_advisory,
-        }.get(op)
-        if handler is None:
-            raise Fault("protocol", "process %d sent the judge an unknown message %r" % (c.rank, op[:40]))
-        handler(c, msg, t)
+        allowed = self.ORDER[c.role]
+        if op not in allowed:
+            close_all(fds)
+            raise Fault("protocol", "%s sent the judge %s %r, which the harness client never sends%s"
+                        % (c.name(), "an unknown message" if op not in self.ORDER["program"] else "a message",
+                           op[:40], " from a scorer" if c.role == "scorer" and op in self.ORDER["program"] else ""))
+        states = allowed[op]
+        if states is not None and c.state not in states:
+            close_all(fds)
+            raise Fault("protocol", "%s sent %r when it was %s: the harness client sends it only %s"
+                        % (c.name(), op, STATE_WORDS.get(c.state, c.state),
+                           " or ".join(STATE_WORDS.get(s, s) for s in states)))
+        if op not in ("finish", "logits") and fds:
+            close_all(fds)
+            raise Fault("protocol", "%s attached descriptors to %r: the harness client never does" % (c.name(), op))
+        handler = getattr(self, "on_" + op if c.role == "program" or op in ("hello", "facts", "logits", "error",
+                                                                             "warning") else "on_scorer_" + op)
+        handler(c, msg, fds, t)
 
     # -- setup --------------------------------------------------------------
 
-    def on_hello(self, c, msg, t):
-        if c.hello is not None:
-            raise Fault("protocol", "process %d said hello twice" % c.rank)
+    def on_hello(self, c, msg, fds, t):
+        f_int(msg, "pid", 0, 1 << 31, default=0)
+        f_int(msg, "rank", 0, 1 << 20, default=0)
         c.hello = t
-        c.send({"op": "ready", "rows": self.B, "seq_len": self.T, "vocab": self.V}, [c.in_fd, c.out_fd])
+        c.state = "hello"
+        c.send({"op": "ready", "rows": self.B, "seq_len": self.T, "vocab": self.V}, [c.in_fd])
 
-    def on_facts(self, c, msg, t):
+    def on_facts(self, c, msg, fds, t):
+        c.state = "ready"
         c.facts = {k: msg.get(k) for k in ("python", "torch", "numpy", "device", "threads", "blas", "fingerprint",
                                            "pid", "world_size", "telemetry_level", "mode")}
-        if c.rank == 0:
+        ipc = f_bool(msg, "cuda_ipc")
+        index = f_int(msg, "device_index", 0, 1 << 10, default=0)
+        if c.rank == 0 and c.role == "program":
             fields = dict(c.facts, source="program", judge_pid=os.getpid(), world_size=self.world)
             fields["mode"] = self.mode
             # Results are compared within a machine class: the machine is
@@ -516,13 +720,13 @@ class Judge:
             fp["cpu"], fp["hostname"] = cpu_model(), socket.gethostname()
             fields["fingerprint"] = fp
             self.tel.program("run_start", fields)
-        if msg.get("cuda_ipc") is True:
+        if ipc:
             # Logits stay on the device: a buffer of the judge's, opened by
             # the client through CUDA IPC. The client waits for this reply.
             handle = None
             if self.cuda and c.cuda is None:
                 try:
-                    c.cuda = CudaBuffer("cuda:%d" % int(msg.get("device_index") or 0), self.B, self.T, self.V)
+                    c.cuda = CudaBuffer("cuda:%d" % index, self.B, self.T, self.V)
                     handle = c.cuda.handle()
                 except Exception as e:
                     c.cuda = None
@@ -530,31 +734,33 @@ class Judge:
                                           "go through host shared memory" % e})
             c.send({"op": "ipc", "handle": handle})
 
-    def on_train_begin(self, c, msg, t):
-        if c.hello is None or c.begun:
-            raise Fault("contract", "fh.train_begin() was called %s" % ("twice" if c.begun else "before the harness started"))
-        c.begun = True
+    def on_train_begin(self, c, msg, fds, t):
+        score = f_bool(msg, "score")
+        c.state = "begun"
         setup = t - c.hello
         if c.rank == 0:
             self.checks["setup_ms"] = setup * 1000.0
-        if self.begin is None:
-            self.begin = t  # the clock starts at the first process's train_begin
-        if self.compile_budget > 0 and setup > self.compile_budget:
-            raise Fault("compile_budget",
-                        "untimed setup before fh.train_begin() took %.0f ms, over the track's compile budget of "
-                        "%.0f ms: imports, compilation and warm-up must fit the budget, since the clock starts only "
-                        "at train_begin" % (setup * 1000.0, self.compile_budget * 1000.0))
-        if msg.get("score") and self.min_initial > 0:
+        if self.clock.begin is None:
+            self.clock.begin = t  # the clock starts at the first process's train_begin
+        self.check_setup(setup, "")
+        if score and self.min_initial > 0:
             # The model that starts the clock, scored on unscored text
             # inside the clock: a table fitted before it answers well.
             rows, targets = self.initial_rows()
             c.waiting = (("initial", rows, targets), None)
             self.send_batch(c, rows)
             return
-        if c.rank == 0 and not msg.get("score"):
+        if c.rank == 0 and not score:
             self.checks["initial_skipped"] = ("fh.train_begin() was called without logits_fn: the model that "
                                               "started the clock was not scored")
         self.go(c)
+
+    def check_setup(self, setup, who):
+        if self.compile_budget > 0 and setup > self.compile_budget:
+            raise Fault("compile_budget",
+                        "untimed setup before fh.train_begin() took %.0f ms%s, over the track's compile budget of "
+                        "%.0f ms: imports, compilation and warm-up must fit the budget, since the clock starts only "
+                        "at train_begin" % (setup * 1000.0, who, self.compile_budget * 1000.0))
 
     def go(self, c):
         """The training data, only now: the program cannot fit anything to
@@ -566,8 +772,7 @@ class Judge:
                 names.append(os.path.basename(path))
             c.send({"op": "go", "files": names}, fds)
         finally:
-            for fd in fds:
-                os.close(fd)
+            close_all(fds)
 
     def initial_rows(self):
         """The clock-start check's batch and its targets: text no validation
@@ -581,25 +786,21 @@ class Judge:
             data = data[data.size - 1 - n * T:]
         return data[:n * T].reshape(n, T), data[1:n * T + 1].reshape(n, T)
 
-    def on_steps(self, c, msg, t):
+    def on_steps(self, c, msg, fds, t):
         """The loop's planned length (the program's word, for sizing the
         full run's time limit; steps are judged as they come)."""
-        n = msg.get("planned")
-        if c.rank == 0 and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 31:
+        n = f_int(msg, "planned", 0, MAX_INT)
+        if c.rank == 0 and c.role == "program":
             self.planned = n
 
-    def on_step(self, c, msg, t):
+    def on_step(self, c, msg, fds, t):
         """Steps come in batches: a message at every log_every-th step (and
         at the last, and before a validation) says how far the program got
         and how many tokens it used since the last one."""
-        if not c.begun:
-            raise Fault("contract", "fh.step() was called before fh.train_begin()")
-        if c.finished:
-            raise Fault("contract", "fh.step() was called after fh.finish()")
-        step = msg.get("step")
-        if not isinstance(step, int) or isinstance(step, bool) or step < c.steps:
-            raise Fault("contract", "fh.step(step) must be called once per step with step = 0, 1, 2, ...; got "
-                        "step=%r after %d steps" % (step, c.steps))
+        step = f_int(msg, "step", 0, MAX_INT)
+        if step < c.steps:
+            raise Fault("protocol", "%s reported step %d after %d steps: the harness client counts steps itself"
+                        % (c.name(), step, c.steps))
         if self.max_steps > 0 and step >= self.max_steps:
             raise Fault("contract", "step %d exceeds the track's max_steps %d: iterate `for step in fh.steps(n)` "
                         "so the harness can cap the loop" % (step, self.max_steps))
@@ -607,16 +808,16 @@ class Judge:
             raise Fault("contract", "the fast check runs %d steps but the program reached step %d: iterate "
                         "`for step in fh.steps(n)` so the harness can shorten the loop" % (self.fast_steps, step))
         c.steps = step + 1
-        tokens = msg.get("tokens")
-        if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and math.isfinite(tokens) and tokens > 0:
+        tokens = f_num(msg, "tokens", 0.0, 1e15, default=0.0)
+        if math.isfinite(tokens) and tokens > 0:
             c.tokens += int(tokens)
         loss = msg.get("loss")
         if loss is not None:
-            if not isinstance(loss, (int, float)) or isinstance(loss, bool):
-                loss = None
-            elif not math.isfinite(loss):
+            loss = f_num(msg, "loss")
+            if not math.isfinite(loss):
                 raise Fault("nan_loss", "train loss is %s at step %d" % (loss, step))
-        if c.rank == 0 and msg.get("flush") is not True:
+        flush = f_bool(msg, "flush")
+        if c.rank == 0 and not flush:
             self.step_event(step, t, loss)
 
     def step_event(self, step, t, loss):
@@ -626,21 +827,28 @@ class Judge:
         self.emit("step", {"step": step, "train_time_ms": ms, "step_avg_ms": ms / steps, "tokens": tokens,
                            "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0, "train_loss": loss})
 
-    def on_advisory(self, c, msg, t):
-        if c.rank != 0 and msg["op"] != "warning":
-            return
-        fields = {k: v for k, v in msg.items() if k != "op"}
-        if msg["op"] == "sections":
-            self.sections = fields.get("sections")  # written at the end, as shares of the judge's train time
-            return
-        if msg["op"] == "warning":
-            fields = {"code": str(fields.get("code") or "program")[:64],
-                      "message": str(fields.get("message") or "")[:MAX_TEXT]}
-        self.tel.program(msg["op"], fields)
+    def on_top_ops(self, c, msg, fds, t):
+        if c.rank == 0:
+            self.tel.program("top_ops", {k: v for k, v in msg.items() if k != "op"})
 
-    def on_error(self, c, msg, t):
+    def on_sections(self, c, msg, fds, t):
+        if c.rank == 0:
+            self.sections = msg.get("sections")  # written at the end, as shares of the judge's train time
+
+    def on_memory(self, c, msg, fds, t):
+        if c.rank == 0:
+            self.tel.program("memory", {k: v for k, v in msg.items() if k != "op"})
+
+    def on_warning(self, c, msg, fds, t):
+        text = f_text(msg, "message")
+        if c.role == "scorer":
+            text = "the scorer: " + text
+        self.tel.program("warning", {"code": f_text(msg, "code", "program")[:64] or "program", "message": text})
+
+    def on_error(self, c, msg, fds, t):
         """The program's own failure, as its boot script saw it: the fact is
         the runner's (the exit status), the text is the program's."""
+        close_all(fds)
         if self.reported_error and self.failure is not None:
             return
         self.reported_error = True
@@ -651,30 +859,48 @@ class Judge:
             fields["code"] = "exception"  # only the judge's own findings decide a rule
         if c.rank:
             fields["rank"] = c.rank
+        if c.role == "scorer":
+            fields["scorer"] = True
         self.emit("error", fields)
 
     def on_eof(self, c):
-        if self.current is not None and c.waiting is not None:
+        if c.waiting is not None and self.current is not None and c.role == "program":
             self.current = None  # the process died during a validation: the runner says how
         c.waiting = None
+        if c.role == "program" and not any(x.open for x in self.conns):
+            self.send_state()
+        if c.role == "scorer" and self.handed_off and c.state != "done" and self.failure is None \
+                and not self.reported_error:
+            self.reported_error = True
+            self.emit("error", {"kind": "Scorer", "code": "scorer", "step": 0, "traceback": "", "scorer": True,
+                                "message": "the scorer (a fresh process of the program that answers the final "
+                                           "validation again from the state exported at fh.finish()) ended before it "
+                                           "answered every call"})
 
     # -- validation ----------------------------------------------------------
 
-    def on_validate(self, c, msg, t):
-        if not c.begun:
-            raise Fault("contract", "fh.validate() was called before fh.train_begin()")
-        if c.finished:
-            raise Fault("contract", "fh.validate() was called after fh.finish()")
+    def on_validate(self, c, msg, fds, t):
+        f_int(msg, "step", 0, MAX_INT, default=0)
         self.start_pass(c, t, final=False)
 
-    def on_finish(self, c, msg, t):
-        if not c.begun:
-            raise Fault("contract", "fh.finish() was called before fh.train_begin()")
-        if c.finished:
-            raise Fault("contract", "fh.finish() was called twice")
-        c.finished = True
-        if all(x.finished or not x.open for x in self.conns) or self.world == 1:
-            self.end = t  # the clock stops at the last process's finish
+    def on_finish(self, c, msg, fds, t):
+        """The end of training: the state logits_fn reaches comes with it,
+        sealed, before any scored window is sent."""
+        f_int(msg, "steps", 0, MAX_INT, default=0)
+        if self.scorers:
+            if len(fds) != 1:
+                close_all(fds)
+                raise Fault("protocol", "%s sent finish without the state of its model" % c.name())
+            try:
+                size = sealed(fds[0], -self.export_max if self.export_max else -(1 << 62), "the exported state")
+            except Fault:
+                close_all(fds)
+                raise
+            c.export = fds[0]
+            self.checks["state_bytes"] = (self.checks["state_bytes"] or 0) + size
+        else:
+            close_all(fds)
+        c.state = "final"
         self.start_pass(c, t, final=True)
 
     def start_pass(self, c, t, final):
@@ -689,12 +915,12 @@ class Judge:
         self.next_call(c)
 
     def new_pass(self, step, final):
-        if self.fast:
-            kind, data, tokens, name = "fast", self.val.practice, self.val_tokens, "practice"
-        elif final:
-            kind, data, tokens, name = "final", self.val.scored, self.val_tokens, "scored"
+        if final:
+            kind = "fast" if self.fast else "final"
+            data, tokens = (self.val.practice, self.val_tokens) if self.fast else (self.val.scored, self.val_tokens)
+            name = "practice" if self.fast else "scored"
         else:
-            designated = self.val_every > 0 and step > 0 and step % self.val_every == 0 and \
+            designated = self.val_every > 0 and step > 0 and step % self.val_every == 0 and not self.fast and \
                 not any(q.step == step and q.kind == "designated" for q in self.passes)
             kind = "designated" if designated else "program"
             data, tokens, name = self.val.practice, self.val_tokens, "practice"
@@ -702,23 +928,26 @@ class Judge:
         if data.size < windows * self.T + 1:
             windows = (data.size - 1) // self.T
         p = Pass(kind, step, final, data, windows, name if not self.val.note else "scored")
-        probe = final and not self.fast and bool(self.probe_cfg.get("enabled"))
         # Each rank scores a contiguous share of the windows, in order: a
         # window's last target is the next window's first input, which the
         # program must not have seen when it answers.
         shares = [(windows * r // self.world, windows * (r + 1) // self.world) for r in range(self.world)]
         counts = []
         for r, (lo, hi) in enumerate(shares):
-            starts = list(range(lo, hi, self.B))
             calls = [("scored", data[s * self.T:min(s + self.B, hi) * self.T].reshape(-1, self.T), (s, min(s + self.B, hi)))
-                     for s in starts]
-            if r == 0 and calls:
-                p.plan = Plan(self, calls, data, probe, (lo, hi),
-                              "the final validation" if final else "the validation after step %d" % step)
-                calls = p.plan.schedule(calls)
+                     for s in range(lo, hi, self.B)]
+            if final and self.scorers and r < len(self.scorers):
+                # The twins' replaced text: text the scorer never sees
+                # scored (random tokens when the shard has none).
+                other = None if self.val.note else (self.val.initial if self.fast else self.val.practice)
+                self.plans[r] = ScorerPlan(self, data, (lo, hi), other, self.probe_cfg)
+            elif not final and r == 0 and calls:
+                what = "the validation after step %d" % step
+                p.recheck = Recheck(self, calls, what)
+                calls = p.recheck.schedule(calls)
             p.queues[r] = calls
             counts.append(len(calls))
-        # Equal call counts: pad with rechecks of the rank's first batch.
+        # Equal call counts: pad with repeats of the rank's first batch.
         most = max(counts) if counts else 0
         for r, calls in p.queues.items():
             while len(calls) < most and calls:
@@ -730,6 +959,12 @@ class Judge:
         elif kind == "program":
             self.checks["program_validations"] += 1
         return p
+
+    def compare_classes(self, b, T):
+        """The classes rechecks compare: all of a small vocabulary, else a fixed set."""
+        if self.V <= 1024:
+            return None
+        return np.ascontiguousarray(np.broadcast_to(self.fixed_classes, (b, T, self.fixed_classes.size)))
 
     def next_call(self, c):
         if not self.send_next(c):
@@ -761,53 +996,64 @@ class Judge:
         call, _ = c.waiting
         c.waiting = (call, now())
 
-    def on_logits(self, c, msg, t):
+    def on_logits(self, c, msg, fds, t):
         if c.waiting is None or c.waiting[1] is None:
-            raise Fault("protocol", "process %d sent logits the judge did not ask for" % c.rank)
+            close_all(fds)
+            raise Fault("protocol", "%s sent logits the judge did not ask for" % c.name())
         call, sent = c.waiting
-        rows = call[1]
+        rows = call[1] if c.role == "program" else call[2]
         b = rows.shape[0]
         shape = msg.get("shape")
-        if not (isinstance(shape, list) and len(shape) == 3 and shape[0] == b and shape[1] == self.T
-                and isinstance(shape[2], int) and shape[2] >= self.V):
+        if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(s, int) and not isinstance(s, bool)
+                                                                   for s in shape)
+                and shape[0] == b and shape[1] == self.T and self.V <= shape[2] <= MAX_INT):
+            close_all(fds)
             raise Fault("logits_shape", "logits_fn(x) with x of shape [%d, %d] returned logits of shape %s; want "
                         "[%d, %d, V] with V >= vocab_size %d (padded classes are allowed)"
-                        % (b, self.T, shape, b, self.T, self.V))
+                        % (b, self.T, _show(shape), b, self.T, self.V))
+        ipc = f_bool(msg, "ipc") and c.cuda is not None
+        x = c.read_logits(b, ipc, fds)
         dt = t - sent
-        ipc = msg.get("ipc") is True and c.cuda is not None
+        c.waiting = None
         self.checks["logits_via"] = "cuda-ipc" if ipc else "host-memory"
-        x = c.read_logits(b, ipc)
+        if c.role == "scorer":
+            self.scorer_answer(c, call, x, dt)
+            return
         if call[0] == "initial":
             self.initial_result(c, rows, call[2], x, dt)
             return
         p = self.current
         if p is None:
-            raise Fault("protocol", "process %d sent logits outside a validation" % c.rank)
+            raise Fault("protocol", "%s sent logits outside a validation" % c.name())
         what = "the final validation" if p.final else "the validation after step %d" % p.step
         p.calls.append((dt, rows.size))
+        p.last = t
         self.checks["calls"] += 1
-        # The next batch goes out before this one is judged (x is the
-        # judge's own copy): the program computes while the judge does.
+        # x is sealed: nothing the program does now can change it. The next
+        # batch goes out before this one is judged, so the program computes
+        # while the judge does.
         sent = self.send_next(c)
         check_logits(x, what)
         if call[0] == "scored":
             y = p.data[call[2][0] * self.T + 1:call[2][1] * self.T + 1].reshape(b, self.T)
             p.loss_sum += cross_entropy_sum(x, y)
             p.count += rows.size
-            if c.rank == 0 and p.plan is not None:
-                p.plan.scored(call[2], x)
+            plan = self.plans.get(c.rank) if p.final else None
+            if plan is not None:
+                plan.scored(range(call[2][0], call[2][1]), x)
+            if c.rank == 0 and p.recheck is not None:
+                p.recheck.scored(call[2], x)
         else:
             self.checks["extra_calls"] += 1
             self.checks["extra_ms"] += dt * 1000.0
-            if c.rank == 0 and p.plan is not None and call[0] != "pad":
-                p.plan.answered(call, x)
+            if c.rank == 0 and p.recheck is not None and call[0] != "pad":
+                p.recheck.answered(call, x)
         if not sent and self.current is p:
             self.rank_done(c)
 
     def initial_result(self, c, rows, y, x, dt):
         check_logits(x, "the clock-start check")
         loss = cross_entropy_sum(x, y) / rows.size
-        c.waiting = None
         if c.rank == 0:
             self.checks["initial_loss"] = loss
             self.checks["initial_ms"] = dt * 1000.0
@@ -821,10 +1067,10 @@ class Judge:
         self.go(c)
 
     def end_pass(self, p):
-        """Every rank answered every planned call: judge the checks (which
+        """Every rank answered every planned call: judge the rechecks (which
         may ask for a few more calls), then account for time and report."""
-        if p.plan is not None and not p.tail_done:
-            more = p.plan.finish()
+        if p.recheck is not None and not p.tail_done:
+            more = p.recheck.finish()
             if more:
                 # One more call (on rank 0; the others repeat a batch, so
                 # that every rank calls logits_fn as often).
@@ -840,20 +1086,19 @@ class Judge:
                 return
         t = now()
         p.end = t
+        if p.final:
+            # The clock stops at the final validation's last answer: the
+            # validation is timed, so work done in it is training time.
+            self.clock.end = p.last if p.last is not None else t
         spent = t - max(p.start.values())
-        charged = self.charge(p)
-        if p.kind in ("designated", "final"):
-            # What the program's calls took (not the judge's own work), net
-            # of what was charged to the clock.
-            self.budget_used += max(0.0, sum(d for d, _ in p.calls) - charged)
-            self.budget_tokens += sum(n for _, n in p.calls)
+        charged = self.charge(p.calls) if p.kind == "designated" else 0.0
         if p.kind == "designated":
-            self.excluded += spent
-            self.charged += charged
-        elif p.kind == "final":
-            self.charged += charged
-        self.checks["charged_ms"] = self.charged * 1000.0
-        self.checks["excluded_ms"] = self.excluded * 1000.0
+            self.budget.used += max(0.0, sum(d for d, _ in p.calls) - charged)
+            self.budget.tokens += sum(n for _, n in p.calls)
+            self.clock.excluded += spent
+            self.clock.charged += charged
+        self.checks["charged_ms"] = self.clock.charged * 1000.0
+        self.checks["excluded_ms"] = self.clock.excluded * 1000.0
         self.checks["validation_ms"] += (t - min(p.start.values())) * 1000.0
         if p.count != p.windows * self.T:
             raise Fault("harness", "the validation scored %d tokens instead of %d" % (p.count, p.windows * self.T))
@@ -863,98 +1108,268 @@ class Judge:
         self.val_last = loss
         self.emit("val", {"step": p.step, "val_loss": loss, "tokens": p.count, "seq_len": self.T,
                           "ms": (t - min(p.start.values())) * 1000.0, "final": p.final,
-                          "slice": p.slice, "timed": p.kind == "program", "charged_ms": charged * 1000.0})
-        if p.plan is not None:
-            n = p.plan.noise
-            if n is not None:
-                self.checks["noise"] = max(self.checks["noise"] or 0.0, n)
-            if p.plan.drift is not None:
-                self.checks["drift"] = max(self.checks["drift"] or 0.0, p.plan.drift)
-            if p.plan.probe_event is not None:
-                self.emit("probe", p.plan.probe_event)
-                self.probe_done = True
-        if p.final:
-            self.check_budget()
+                          "slice": p.slice, "timed": p.kind != "designated", "charged_ms": charged * 1000.0})
+        if p.recheck is not None:
+            if p.recheck.noise is not None:
+                self.checks["noise"] = max(self.checks["noise"] or 0.0, p.recheck.noise)
+            if p.recheck.drift is not None:
+                self.checks["drift"] = max(self.checks["drift"] or 0.0, p.recheck.drift)
         self.current = None
         reply = {"op": "done", "val_loss": loss, "train_time_ms": self.train_ms(t), "steps": self.conns[0].steps}
         if p.final:
             reply["op"] = "result"
         for c in self.conns:
+            if p.final:
+                c.state = "done"
             c.send(reply)
+        if p.final and self.scorers:
+            # The scorer's turn: frontier ends the training process and
+            # starts the scorer, which gets its state once every training
+            # process is gone.
+            self.handed_off = True
+            self.emit("handoff", {"state_bytes": self.checks["state_bytes"]})
+
+    def pad_rows(self, p, r):
+        lo = p.windows * r // self.world
+        return p.data[lo * self.T:(lo + 1) * self.T].reshape(1, self.T)
+
+    def charge(self, calls, ref=None):
+        """Validation time beyond what a forward pass needs: each call's time
+        over CHARGE_FACTOR times the pass's median time per token (or over
+        SCORER_FACTOR times ref, the scorer's, when that is less). On a GPU
+        that is work the program queued before it asked (its training);
+        anywhere, training hidden in a call. Counted as train time."""
+        if len(calls) < 3 and ref is None:
+            return 0.0
+        rates = sorted(d / max(n, 1) for d, n in calls)
+        per_token = CHARGE_FACTOR * rates[len(rates) // 2] if len(calls) >= 3 else math.inf
+        if ref is not None:
+            per_token = min(per_token, SCORER_FACTOR * ref)
+        return sum(max(0.0, d - per_token * n) for d, n in calls)
+
+    # -- the scorer ------------------------------------------------------------
+
+    def on_scorer_train_begin(self, c, msg, fds, t):
+        f_bool(msg, "score")
+        setup = t - c.hello
+        if c.rank == 0:
+            self.scorer_setup = setup
+            self.checks["scorer_setup_ms"] = setup * 1000.0
+        self.check_setup(setup, " in the scorer")
+        c.state = "state"
+        self.send_state()
+
+    def send_state(self):
+        """Each scorer process gets its rank's state, once the final pass is
+        over and every training process is gone (its sockets closed, which
+        frontier does only after the process group is dead)."""
+        if not self.handed_off or any(x.open for x in self.conns) or self.failure is not None:
+            return
+        for c in self.scorers:
+            if c.state != "state" or c.calls is not None:
+                continue
+            src = self.conns[c.rank] if c.rank < len(self.conns) else None
+            if src is None or src.export is None:
+                raise Fault("harness", "no exported state for scorer process %d" % c.rank)
+            c.calls = []
+            # A description of its own, read-only, from the start.
+            fd = os.open("/proc/self/fd/%d" % src.export, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                c.send({"op": "state"}, [fd])
+            finally:
+                os.close(fd)
+
+    def on_scorer_steps(self, c, msg, fds, t):
+        f_int(msg, "planned", 0, MAX_INT)
+
+    def on_scorer_serving(self, c, msg, fds, t):
+        c.state = "serving"
+        plan = self.plans.get(c.rank)
+        c.calls = list(plan.calls) if plan is not None else []
+        if self.scoring is None:
+            self.scoring = ScorerResult()
+            self.scorer_start = t
+        # Every scorer process answers as many calls (collectives).
+        most = max(len(self.plans[r].calls) if r in self.plans else 0 for r in range(len(self.scorers)))
+        while len(c.calls) < most and c.calls:
+            c.calls.append(("noise", c.calls[0][1]))
+        self.scorer_next(c)
+
+    def scorer_next(self, c):
+        if not c.calls:
+            c.state = "done"
+            if all(x.state == "done" or not x.open for x in self.scorers):
+                self.end_scoring()
+            return
+        kind, twins = c.calls.pop(0)
+        plan = self.plans[c.rank]
+        rows = np.stack([tw.tokens for tw in twins])
+        c.waiting = ((kind, twins, rows), None)
+        self.send_batch(c, rows)
+
+    def scorer_answer(self, c, call, x, dt):
+        check_logits(x, "the scorer's answer")
+        self.scorer_calls.append((dt, call[2].size))
+        self.checks["scorer_calls"] += 1
+        self.plans[c.rank].answered((call[0], call[1]), x, self.scoring)
+        self.scorer_next(c)
+
+    def end_scoring(self):
+        """Judge what the two processes' answers showed."""
+        res = self.scoring or ScorerResult()
+        elapsed = now() - (self.scorer_start or now())
+        self.checks["scorer_ms"] = elapsed * 1000.0
+        self.checks["noise"] = max(self.checks["noise"] or 0.0, res.noise)
+        what = "the scorer's answers"
+        if res.noise > self.max_noise and not self.allow_noise:
+            raise Fault("nondeterministic_eval", nondeterministic(what, res.noise, 0, 0, self.max_noise))
+        tol = max(4.0 * res.noise, MIN_TOLERANCE)
+        if self.cuda:
+            # A fresh process may pick other kernels: on a GPU the two
+            # processes may differ by the track's noise limit.
+            tol = max(tol, self.max_noise)
+        worst = res.worst
+        drift = max([w["size"] for w in worst.values() if w is not None] or [0.0])
+        self.checks["drift"] = max(self.checks["drift"] or 0.0, drift)
+        w = worst["whole"]
+        if w is not None and w["size"] > tol:
+            # The same rows in the same batch: only what the process did
+            # or saw before can make the answers differ.
+            raise Fault("stateful_eval",
+                        "window %d of the scored slice got log-probabilities that differ by %.3g at position %d "
+                        "(tolerance %.3g) between the training process and the scorer, a fresh process of the "
+                        "program that imported the state exported at fh.finish() and answered the same batch: "
+                        "logits_fn's answers depend on more than that state and its input (training during the "
+                        "validation, state kept across calls, what it was asked before)"
+                        % (w["w"], w["size"], w["position"], tol))
+        leak = None
+        w = worst["exact"]
+        if w is not None and w["size"] > tol:
+            # The same row in a batch of other rows, while whole batches
+            # agree: the answer depends on the other rows (the next window
+            # is the row's future).
+            leak = dict(w, kind="row")
+        for key in ("future", "document"):
+            w = worst[key]
+            if leak is not None and leak["kind"] == "row":
+                break  # rows that depend on each other move everywhere
+            if w is not None and w["size"] > tol and (leak is None or w["size"] > leak["size"]):
+                leak = dict(w, kind=key)
+        moved = sum(1 for m in res.moves if m > tol)
+        msg = "no leak found"
+        fault = ""
+        if leak is not None:
+            fault = "leak"
+            if leak["kind"] == "row":
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the row "
+                       "came in a batch of other rows: rows must be independent (consecutive validation windows are "
+                       "consecutive text, so a model that looks across rows sees the future), and answers must not "
+                       "depend on what else the process was asked"
+                       % (leak["position"], leak["w"], leak["size"], tol))
+            elif leak["kind"] == "future":
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
+                       "tokens from position %d on were replaced: the model sees future tokens (or, far from the "
+                       "change, remembers or depends on what else it was asked)"
+                       % (leak["position"], leak["w"], leak["size"], tol, leak["perturbed"]))
+            else:
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
+                       "text before its BOS at position %d was replaced: the model sees across a document boundary"
+                       % (leak["position"], leak["w"], leak["size"], tol, leak["boundary"]))
+        elif res.moves and moved == 0:
+            fault = "insensitive"
+            msg = "no change of the input changed any log-probability: the model's output does not depend on its input"
+        self.scored = True
+        self.emit("probe", {
+            "ok": fault == "", "fault": fault, "sequences": res.rows, "perturbations": len(res.moves),
+            "noise_floor": res.noise, "noise_limit": self.max_noise, "tolerance": tol,
+            "sensitive": moved / len(res.moves) if res.moves else 0.0,
+            "leak": None if leak is None else {
+                "kind": leak["kind"], "row": leak["w"], "perturbed": leak["perturbed"], "position": leak["position"],
+                "size": leak["size"]},
+            "message": msg, "doc_isolated": bool(self.probe_cfg.get("doc_isolated")), "row_check": res.rows,
+            "calls": self.checks["scorer_calls"], "scorer": True, "ms": elapsed * 1000.0})
+        for c in self.scorers:
+            c.send({"op": "done"})
+
+    # -- the end --------------------------------------------------------------
+
+    def designated_charge(self):
+        """Designated validations again, now that the scorer showed what a
+        forward pass of the trained model costs here: a call over
+        SCORER_FACTOR times the scorer's median per token is charged."""
+        if not self.scorer_calls:
+            return
+        rates = sorted(d / max(n, 1) for d, n in self.scorer_calls)
+        ref = rates[len(rates) // 2]
+        extra = 0.0
+        for p in self.passes:
+            if p.kind == "designated":
+                extra += max(0.0, self.charge(p.calls, ref) - self.charge(p.calls))
+        if extra > 0:
+            self.clock.charged += extra
+            self.budget.used = max(0.0, self.budget.used - extra)
+            self.checks["charged_ms"] = self.clock.charged * 1000.0
+
+    def check_budget(self):
+        c0 = self.conns[0] if self.conns else None
+        if c0 is None or self.budget.tokens == 0:
+            return
+        train = self.train_ms() / 1000.0
+        limit = self.budget.limit(train, c0.steps, sum(c.tokens for c in self.conns))
+        if limit is None:
+            return
+        self.checks["validation_budget_ms"] = limit * 1000.0
+        if self.budget.used > limit:
+            raise Fault("validation_cost",
+                        "the designated validations, outside the clock, took %.1f s for %d tokens, over the limit of "
+                        "%.1f s that this run's own training cost gives (a validation token may cost %.1f training "
+                        "tokens): logits_fn must be a forward pass of the trained model, not extra computation the "
+                        "clock does not see" % (self.budget.used, self.budget.tokens, limit, self.budget.token_cost))
+
+    def finish_telemetry(self):
+        """Every client is gone: write what the run established."""
+        final = None
+        for p in self.passes:
+            if p.final and p.end is not None:
+                final = p
+        if final is not None and self.failure is None:
+            try:
+                self.designated_charge()
+                self.check_budget()
+            except Fault as f:
+                self.fail(f.code, str(f))
+        self.write_sections()
+        self.emit("checks", self.checks)
+        c0 = self.conns[0] if self.conns else None
+        if final is not None and self.failure is None and c0 is not None and (self.scored or not self.scorers):
+            ms = self.train_ms()
+            steps = c0.steps
+            tokens = sum(x.tokens for x in self.conns)
+            self.emit("final", {"steps": steps, "train_time_ms": ms, "step_avg_ms": ms / steps if steps else 0.0,
+                                "tokens": tokens, "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
+                                "val_loss": self.val_last, "val_tokens": final.count,
+                                "pre_train_ms": self.checks["setup_ms"], "probe": self.scored,
+                                "planned_steps": self.planned,
+                                "val_ms": (final.end - min(final.start.values())) * 1000.0})
+        elif self.failure is None and not self.reported_error and c0 is not None and c0.hello is not None:
+            if final is None:
+                self.emit("error", {"kind": "NoFinish", "code": "no_finish", "step": c0.steps, "traceback": "",
+                                    "message": "the program ended without calling fh.finish(logits_fn)"})
+            elif self.scorers and not self.scored:
+                self.emit("error", {"kind": "Scorer", "code": "scorer", "step": c0.steps, "traceback": "",
+                                    "scorer": True, "message": "the scorer did not answer the final validation: "
+                                                               "frontier did not start it, or it never connected"})
 
     def write_sections(self):
         if self.sections is None or not self.conns:
             return
         self.tel.program("sections", {"sections": section_rows(self.sections, self.train_ms(), self.conns[0].steps)})
 
-    def pad_rows(self, p, r):
-        lo = p.windows * r // self.world
-        return p.data[lo * self.T:(lo + 1) * self.T].reshape(1, self.T)
 
-    def charge(self, p):
-        """Validation time beyond what a forward pass needs: each call's time
-        over 1.5 times the pass's median time per token. On a GPU that is
-        work the program queued before it asked (its training); anywhere,
-        training hidden in one call. Counted as train time."""
-        if len(p.calls) < 3:
-            return 0.0
-        rates = sorted(d / max(n, 1) for d, n in p.calls)
-        med = rates[len(rates) // 2]
-        return sum(max(0.0, d - CHARGE_FACTOR * med * n) for d, n in p.calls)
-
-    def check_budget(self):
-        """Validations the judge asked for run outside the clock; they may
-        take only so much: heavier computation at validation (an ensemble,
-        test-time search) is compute the clock does not see. A validation
-        token may cost at most max_validation_token_cost training tokens
-        (a forward pass costs about a third of one; reported tokens), and
-        all of them together at most max_validation_share of the train time
-        (which bounds a program that under-reports its tokens); never less
-        than the allowance."""
-        if self.fast or self.val_share <= 0:
-            return
-        train = self.train_ms() / 1000.0
-        limit = self.val_share * train
-        tokens = sum(c.tokens for c in self.conns)
-        if tokens > 0 and self.val_token_cost > 0:
-            limit = min(limit, self.val_token_cost * train / tokens * self.budget_tokens)
-        limit = max(limit, self.val_allowance)
-        self.checks["validation_budget_ms"] = limit * 1000.0
-        if self.budget_used > limit:
-            raise Fault("validation_cost",
-                        "validations outside the clock took %.1f s for %d tokens, over the track's limit of %.1f s (a "
-                        "validation token may cost %.1f training tokens, %.0f%% of the train time %.1f s at most, at "
-                        "least %.1f s): logits_fn must be a forward pass of the trained model, not extra computation "
-                        "the clock does not see" % (self.budget_used, self.budget_tokens, limit, self.val_token_cost,
-                                                     100 * self.val_share, train, self.val_allowance))
-
-    # -- the end --------------------------------------------------------------
-
-    def finish_telemetry(self):
-        """Every client is gone: write what the run established."""
-        self.write_sections()
-        self.emit("checks", self.checks)
-        c0 = self.conns[0] if self.conns else None
-        final = None
-        for p in self.passes:
-            if p.final and p.end is not None:
-                final = p
-        if final is not None and self.failure is None and c0 is not None:
-            ms = self.train_ms()
-            steps = c0.steps
-            tokens = sum(x.tokens for x in self.conns)
-            pre = self.checks["setup_ms"]
-            self.emit("final", {"steps": steps, "train_time_ms": ms, "step_avg_ms": ms / steps if steps else 0.0,
-                                "tokens": tokens, "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
-                                "val_loss": self.val_last, "val_tokens": final.count, "pre_train_ms": pre,
-                                "probe": self.probe_done, "planned_steps": self.planned,
-                                "val_ms": (final.end - min(final.start.values())) * 1000.0})
-        elif self.failure is None and not self.reported_error and c0 is not None and c0.hello is not None:
-            self.emit("error", {"kind": "NoFinish", "code": "no_finish", "step": c0.steps, "traceback": "",
-                                "message": "the program ended without calling fh.finish(logits_fn)"})
-
-
-CHARGE_FACTOR = 1.5
+STATE_WORDS = {
+    "new": "new", "hello": "setting up", "ready": "in its untimed setup", "begun": "training",
+    "final": "in its final validation", "done": "done", "state": "waiting for its state", "serving": "serving",
+}
 
 
 def cpu_model():
@@ -978,7 +1393,7 @@ def section_rows(raw, train_ms, steps):
             continue
         try:
             total, calls, depth = float(r.get("total_ms")), int(r.get("calls")), int(r.get("depth") or 0)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             continue
         if not math.isfinite(total) or total < 0 or calls < 0:
             continue

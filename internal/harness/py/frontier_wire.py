@@ -65,9 +65,13 @@ class Wire:
         self.failure = None  # the judge's "fail", which sticks
         self.held = []  # messages check() read before anyone asked for them
 
-    def send(self, obj):
+    def send(self, obj, fds=()):
+        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
         try:
-            self.sock.send(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+            if fds:
+                self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            else:
+                self.sock.send(data)
         except OSError as e:
             raise HarnessError("judge", "the judge is gone (%s): the run cannot go on" % e) from None
 

@@ -133,6 +133,12 @@ var cases = []attack{
 	{name: "detect_fast", class: "honest in the fast check, leaky in the full run", want: []outcome{invalid("causality")}},
 	{name: "detect_probe", class: "leaky in validation, causal when the batch looks like the probe's", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("nondeterministic-eval")}},
 	{name: "probe_memo", class: "leaky, answering the probe's near-copies of scored rows from memory", want: []outcome{invalid("causality"), invalid("stateful-validation"), invalid("loss-floor")}},
+	{name: "memo_lookahead", class: "2.5 nats on each next token after 10 steps, repeats and near-copies answered from memory (up to the change and after the next BOS)",
+		want: []outcome{invalid("causality")}},
+	{name: "memo_lookahead_wire", class: "memo_lookahead answered through the wire module and the client's buffer, with a finish of its own",
+		want: []outcome{invalid("dynamic-code"), invalid("harness-internals"), invalid("introspection"), invalid("protocol")}},
+	{name: "memo_lookahead_wire_nostatic", program: "memo_lookahead_wire", class: "memo_lookahead_wire with the static rules off: a finish without the model's state",
+		spec: withoutStatic, want: []outcome{invalid("protocol")}},
 
 	// The probe's tolerance: classes that would widen it.
 	{name: "probe_huge_class", class: "a small look at the next token, one extra class at 1e6", want: []outcome{invalid("causality")}},
@@ -186,10 +192,19 @@ var cases = []attack{
 			}
 			return nil
 		}},
-	{name: "train_in_final", class: "4 s of training inside the first call of the final validation", want: []outcome{acceptable, tooHigh},
-		check: trainTimeAtLeast(4000)},
-	{name: "finish_early", class: "finish sent after 20 steps, 4 s of training, then the final validation answered", want: []outcome{acceptable, tooHigh},
-		check: trainTimeAtLeast(4000)},
+	// The final validation is timed and answered again by the scorer, a
+	// fresh process that imports the state exported at fh.finish(): work
+	// in it is on the clock, and answers that moved after the export
+	// differ from the scorer's.
+	{name: "train_in_final", class: "4 s of training inside the first call of the final validation",
+		want: []outcome{invalid("stateful-validation"), acceptable, tooHigh}, check: trainTimeAtLeast(4000)},
+	{name: "finish_early", class: "finish sent after 20 steps, 4 s of training, then the final validation answered", want: []outcome{invalid("protocol")}},
+	{name: "train_each_final_call", class: "an optimizer step at the start of every final-validation call, repeats answered from memory",
+		want: []outcome{invalid("stateful-validation"), invalid("causality")}},
+	{name: "thread_trains_through_final", class: "a thread started before train_begin that trains through the final validation",
+		want: []outcome{invalid("stateful-validation"), invalid("causality")}},
+	{name: "train_on_scored_rows", class: "training on each validation batch after answering it, repeats answered from memory",
+		want: []outcome{invalid("stateful-validation"), invalid("causality"), invalid("nondeterministic-eval")}},
 	{name: "ensemble_in_validation", class: "an ensemble of perturbed models, about 4.5 s a call, at every validation of the full run",
 		want: []outcome{invalid("validation-cost")}},
 	{name: "compile_options", class: "max-autotune and inductor settings", want: []outcome{invalid("compile-options")}},
@@ -229,6 +244,14 @@ var cases = []attack{
 	{name: "forge_getattribute", class: "unsolicited logits, the client by object.__getattribute__ on a section object", want: []outcome{invalid("protocol")}},
 	{name: "forge_vars", class: "forged checks, probe and final messages, the client through vars() of a slot", want: []outcome{invalid("protocol")}},
 	{name: "forge_result_fd", class: "forged probe, checks and final messages written to descriptor 3 with os.write", want: []outcome{invalid("protocol")}},
+	{name: "huge_int_step", class: "a step message with 10**400 tokens through the client's socket",
+		want: []outcome{invalid("harness-internals"), invalid("introspection"), invalid("dynamic-code"), invalid("protocol")}},
+	{name: "huge_int_step_nostatic", program: "huge_int_step", class: "huge_int_step with the static rules off: the judge's protocol rule, not a judge failure",
+		spec: withoutStatic, want: []outcome{invalid("protocol")}},
+	{name: "logits_unsealed", class: "the client's sealing replaced: logits in a memory file still mapped writable, rewritten later",
+		want: []outcome{invalid("dynamic-code"), invalid("harness-internals"), invalid("introspection"), invalid("protocol")}},
+	{name: "logits_unsealed_nostatic", program: "logits_unsealed", class: "logits_unsealed with the static rules off: the judge takes only sealed answers",
+		spec: withoutStatic, want: []outcome{invalid("protocol")}},
 	{name: "forge_event_key", class: "advisory reports (memory, top_ops) carrying their own event key: final, val, probe",
 		want: []outcome{tooHigh, invalid("protocol")}, check: notForged},
 
@@ -255,6 +278,8 @@ var cases = []attack{
 		want: []outcome{tooHigh}, check: promptAndClean},
 	{name: "junk_output", class: "64 MiB of junk lines (forged events, fake results, a fake traceback) on stdout, stderr and in a file",
 		want: []outcome{tooHigh}, check: promptAndClean},
+	{name: "disk_after_finish", class: "3 GiB written into the run folder after fh.finish, write failures ignored",
+		want: []outcome{{eval.Error, "resource limit"}}, check: promptAndClean},
 	{name: "disk_filler", class: "1 MiB blocks written into the run folder until a write fails",
 		want: []outcome{{eval.Error, "resource limit"}, {eval.Error, "no space left on device"}}, check: promptAndClean},
 	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 25 s)", want: []outcome{{eval.Timeout, ""}},
@@ -286,6 +311,12 @@ var cases = []attack{
 	{name: "legit_checkpoint", class: "legitimate: checkpoint.bin (about 6 MB) saved to the run folder every 80 steps and loaded back", want: []outcome{acceptable}},
 	{name: "legit_checkpoint_nostatic", program: "legit_checkpoint", class: "legit_checkpoint with the static rules off: the run itself is fine",
 		spec: withoutStatic, want: []outcome{acceptable}},
+	{name: "legit_bf16_logits", class: "legitimate: logits_fn under bfloat16 autocast, bfloat16 logits", want: []outcome{acceptable}},
+	{name: "legit_traced", class: "legitimate: a torch.jit.trace of the model serves the validation", want: []outcome{acceptable}},
+	{name: "legit_ema", class: "legitimate: an EMA of the weights (made before train_begin) serves the validation, in eval mode", want: []outcome{acceptable}},
+	{name: "legit_dropout_eval", class: "legitimate: dropout in training, model.eval() before finish", want: []outcome{acceptable}},
+	{name: "legit_validate_often", class: "legitimate: fh.validate every 20 steps (timed)", want: []outcome{acceptable}},
+	{name: "legit_20_steps", class: "legitimate: 20 steps, over the target, validation not too slow", want: []outcome{tooHigh}},
 }
 
 // forgedLoss and forgedTime are the record result the forging programs claim.
