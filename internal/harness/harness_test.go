@@ -910,3 +910,125 @@ assert reply["op"] == "ipc" and reply["handle"] is None, reply
 		t.Errorf("no cuda_ipc warning in %+v", res.tel.Warnings)
 	}
 }
+
+// rawClient speaks the protocol by hand, as a program that bypasses the
+// client can: FH_CASE picks what it sends after hello and facts.
+const rawClient = `
+import array, json, mmap, os, socket, sys
+import frontier_wire
+w, _ = frontier_wire.connect()
+msg, fds = w.recv()
+assert msg["op"] == "ready", msg
+case = os.environ["FH_CASE"]
+def send(obj, fds=()):
+    w.send(obj, fds)
+def raw(data):
+    w.sock.send(data)
+def memfd(n, seal=True):
+    import fcntl
+    fd = os.memfd_create("x", os.MFD_ALLOW_SEALING)
+    os.write(fd, b"\0" * n)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+if case != "facts_late":
+    send({"op": "facts"})
+if case == "huge_int":
+    send({"op": "train_begin"})
+    w.recv()
+    raw(b'{"op": "step", "step": 0, "tokens": 1' + b"0" * 400 + b'}')
+elif case == "huge_float":
+    send({"op": "train_begin"})
+    w.recv()
+    raw(b'{"op": "step", "step": 0, "tokens": 1e999, "loss": 1e999}')
+elif case == "step_text":
+    send({"op": "train_begin"})
+    w.recv()
+    send({"op": "step", "step": "zero"})
+elif case == "facts_twice":
+    send({"op": "facts"})
+elif case == "facts_late":
+    send({"op": "train_begin"})
+elif case == "finish_first":
+    send({"op": "finish", "steps": 0})
+elif case == "finish_no_state":
+    send({"op": "train_begin"})
+    w.recv()
+    send({"op": "finish", "steps": 0})
+elif case == "finish_unsealed_state":
+    send({"op": "train_begin"})
+    w.recv()
+    send({"op": "finish", "steps": 0}, [memfd(100, seal=False)])
+elif case == "logits_unsealed":
+    send({"op": "train_begin", "score": True})
+    m, _ = w.recv()
+    assert m["op"] == "batch", m
+    send({"op": "logits", "shape": [m["rows"], 64, 64], "ipc": False}, [memfd(m["rows"] * 64 * 64 * 4, seal=False)])
+elif case == "logits_short_buffer":
+    send({"op": "train_begin", "score": True})
+    m, _ = w.recv()
+    send({"op": "logits", "shape": [m["rows"], 64, 64], "ipc": False}, [memfd(16)])
+elif case == "logits_no_buffer":
+    send({"op": "train_begin", "score": True})
+    m, _ = w.recv()
+    send({"op": "logits", "shape": [m["rows"], 64, 64], "ipc": False})
+elif case == "logits_bool_shape":
+    send({"op": "train_begin", "score": True})
+    m, _ = w.recv()
+    send({"op": "logits", "shape": [True, 64, 64]}, [memfd(16)])
+elif case == "score_text":
+    send({"op": "train_begin", "score": "yes"})
+elif case == "unknown":
+    send({"op": "final", "val_loss": 2.0})
+elif case == "list":
+    raw(b"[1, 2, 3]")
+elif case == "deep":
+    raw(b"[" * 100000 + b"]" * 100000)
+elif case == "fds_on_hello":
+    send({"op": "warning", "message": "x"}, [memfd(8), memfd(8)])
+elif case == "scorer_op":
+    send({"op": "serving"})
+try:
+    while True:
+        m, _ = w.recv()
+except Exception:
+    pass
+`
+
+// Whatever a program sends, the judge answers with a rule of the program's
+// (protocol, or the logits' shape), never with a failure of its own.
+func TestProtocolFaults(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"huge_int": ErrProtocol, "huge_float": ErrProtocol, "step_text": ErrProtocol, "facts_twice": ErrProtocol,
+		"facts_late": ErrProtocol, "finish_first": ErrProtocol, "finish_no_state": ErrProtocol,
+		"finish_unsealed_state": ErrProtocol, "logits_unsealed": ErrProtocol, "logits_short_buffer": ErrProtocol,
+		"logits_no_buffer": ErrProtocol, "logits_bool_shape": ErrLogitsShape, "score_text": ErrProtocol,
+		"unknown": ErrProtocol, "list": ErrProtocol, "deep": ErrProtocol, "fds_on_hello": ErrProtocol,
+		"scorer_op": ErrProtocol,
+	}
+	for name, code := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newRun(t, ModeFull)
+			r.prog = "# unused\n"
+			r.raw = "client.py"
+			r.env = []string{"FH_CASE=" + name}
+			if err := os.WriteFile(filepath.Join(r.dir, "client.py"), []byte(rawClient), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := r.execFor(t, 120*time.Second, nil)
+			if res.judge != nil {
+				t.Fatalf("the judge failed: %v", res.judge)
+			}
+			e := res.judgeError()
+			if e == nil || e.Code != code {
+				res.dump(t)
+				t.Fatalf("judge error %+v, want code %s", e, code)
+			}
+			if res.tel.Final != nil {
+				t.Errorf("a result for a program that broke the protocol: %+v", res.tel.Final)
+			}
+		})
+	}
+}

@@ -809,8 +809,10 @@ class Judge:
                         "`for step in fh.steps(n)` so the harness can shorten the loop" % (self.fast_steps, step))
         c.steps = step + 1
         tokens = f_num(msg, "tokens", 0.0, 1e15, default=0.0)
-        if math.isfinite(tokens) and tokens > 0:
-            c.tokens += int(tokens)
+        if not math.isfinite(tokens):
+            raise Fault("protocol", "%s reported %s training tokens: the harness client counts them as integers"
+                        % (c.name(), tokens))
+        c.tokens += int(tokens)
         loss = msg.get("loss")
         if loss is not None:
             loss = f_num(msg, "loss")
