@@ -24,6 +24,9 @@ type environment struct {
 	cfg   *config.Config
 	store *store.Store
 	eval  *eval.Evaluator
+	// gpus is this machine's pool (nil without GPUs): the engine sizes
+	// its slots by it.
+	gpus *runner.GPUPool
 }
 
 func (e *environment) Close() error {
@@ -93,11 +96,11 @@ func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *stor
 		return nil, usage(fmt.Errorf("gpus: %w", err))
 	}
 	ev := &eval.Evaluator{
-		GPUs:    gpus,
-		Runner:  sb,
+		Executor: eval.NewNode(&eval.Local{
+			Runner: sb, Python: py.Path, GPUs: gpus, Sandbox: string(sb.Mode()),
+			Hidden: hiddenPaths(cfg), Visible: py.Paths,
+		}),
 		Sandbox: string(sb.Mode()),
-		Hidden:  hiddenPaths(cfg),
-		Visible: py.Paths,
 		Store:   st,
 		Python:  py.Path,
 		Version: buildVersion().String(),
@@ -109,7 +112,7 @@ func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *stor
 		Checks: verify.Checks(),
 		Log:    g.log,
 	}
-	return &environment{cfg: cfg, store: st, eval: ev}, nil
+	return &environment{cfg: cfg, store: st, eval: ev, gpus: gpus}, nil
 }
 
 // cleanOrphans marks interrupted the evaluations that a process of this

@@ -241,8 +241,8 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	// The machine's GPUs are the evaluator's pool: gpus: in frontier.yaml,
 	// else frontier's CUDA_VISIBLE_DEVICES, else what PyTorch sees; the
 	// engine sizes its slots by the devices evaluations can have.
-	if spec.Hardware.Device == "cuda" && env.eval.GPUs != nil {
-		opts.MachineGPUs = env.eval.GPUs.Size()
+	if spec.Hardware.Device == "cuda" && env.gpus != nil {
+		opts.MachineGPUs = env.gpus.Size()
 	}
 	var e *evolve.Engine
 	if resumed {

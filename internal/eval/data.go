@@ -15,13 +15,13 @@ import (
 // DataFiles are the absolute paths of a track's data, and what is known
 // about it.
 type DataFiles struct {
-	Train []string
-	Val   string
+	Train []string `json:"train"`
+	Val   string   `json:"val"`
 	// LossFloor is the Bayes-optimal loss of the track's validation slice
 	// on this installation's data, 0 when unknown. The built-in tiny
 	// corpus is drawn per installation, so its floor comes from the
 	// manifest written when it was built, not from the track spec.
-	LossFloor float64
+	LossFloor float64 `json:"loss_floor,omitempty"`
 }
 
 // LocalData finds track data on the local disk and verifies it before every

@@ -74,12 +74,12 @@ func newEvaluator(t *testing.T) (*Evaluator, *store.Store) {
 	}
 	t.Cleanup(func() { st.Close() })
 	return &Evaluator{
-		Runner:  runner.NewLocal(nil),
-		Store:   st,
-		Python:  shared.python.Path,
-		Torch:   shared.python.Torch,
-		RunsDir: t.TempDir(),
-		Data:    &LocalData{Dirs: map[string]string{"evaltest": shared.dataDir}},
+		Executor: NewNode(&Local{Runner: runner.NewLocal(nil), Python: shared.python.Path}),
+		Store:    st,
+		Python:   shared.python.Path,
+		Torch:    shared.python.Torch,
+		RunsDir:  t.TempDir(),
+		Data:     &LocalData{Dirs: map[string]string{"evaltest": shared.dataDir}},
 	}, st
 }
 

@@ -103,7 +103,8 @@ func gpuEvaluator(t *testing.T, devices ...int) (*Evaluator, *gpuRunner) {
 	if shared.err != nil {
 		testdeps.Missing(t, "torch", "no Python with NumPy for the judge: %v", shared.err)
 	}
-	return &Evaluator{Runner: g, Python: shared.python.Path, RunsDir: t.TempDir(), Data: newFakeData(t), GPUs: pool}, g
+	return &Evaluator{Executor: NewNode(&Local{Runner: g, Python: shared.python.Path, GPUs: pool}), Python: shared.python.Path,
+		RunsDir: t.TempDir(), Data: newFakeData(t)}, g
 }
 
 func cudaTrack(t *testing.T, gpus int) *track.Spec {
@@ -228,7 +229,7 @@ func TestGPUsLogContract(t *testing.T) {
 	if res := <-done; res == nil || res.Verdict != NoResult {
 		t.Fatalf("result %+v", res)
 	}
-	devs, release, err := ev.GPUs.Acquire(context.Background(), 2)
+	devs, release, err := ev.Executor.(Node).Harness.(*Local).GPUs.Acquire(context.Background(), 2)
 	if err != nil || !slices.Equal(devs, []int{3, 5}) {
 		t.Fatalf("devices not released: %v, %v", devs, err)
 	}
@@ -258,7 +259,7 @@ func TestGPUsErrors(t *testing.T) {
 
 	// Without a pool, a cuda track sees what frontier sees.
 	t.Setenv("CUDA_VISIBLE_DEVICES", "4")
-	ev.GPUs = nil
+	ev.Executor.(Node).Harness.(*Local).GPUs = nil
 	d := evaluateAsync(context.Background(), ev, cudaTrack(t, 1))
 	if s := waitStart(t, g); s.devices != "4" {
 		t.Fatalf("devices %q", s.devices)

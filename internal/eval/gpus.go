@@ -60,27 +60,27 @@ func NewNodeGPUPool(configured string, probed int) (*runner.GPUPool, error) {
 // from the pool, waiting while other evaluations hold them, so evaluations
 // that need fewer GPUs than the node has run side by side. Without a pool
 // a cuda track sees the GPUs frontier itself sees.
-func (e *Evaluator) assignGPUs(ctx context.Context, spec *track.Spec) (env []string, release func(), err error) {
+func (l *Local) assignGPUs(ctx context.Context, spec *track.Spec, say func(string, ...any)) (env []string, release func(), err error) {
 	release = func() {}
 	if spec.Hardware.Device != "cuda" {
 		return []string{"CUDA_VISIBLE_DEVICES="}, release, nil
 	}
-	if e.GPUs == nil {
+	if l.GPUs == nil {
 		if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 			env = []string{"CUDA_VISIBLE_DEVICES=" + v}
 		}
 		return env, release, nil
 	}
 	n := max(spec.Hardware.GPUs, 1)
-	if n > e.GPUs.Size() {
-		return nil, nil, fmt.Errorf("track %s needs %d GPUs but this node's pool has %d: run it on a larger node, or choose a track for fewer GPUs (nanogpt-1gpu)", spec.Name, n, e.GPUs.Size())
+	if n > l.GPUs.Size() {
+		return nil, nil, fmt.Errorf("track %s needs %d GPUs but this node's pool has %d: run it on a larger node, or choose a track for fewer GPUs (nanogpt-1gpu)", spec.Name, n, l.GPUs.Size())
 	}
-	e.progress("%s: acquiring %d GPU(s)", spec.Name, n)
-	devs, release, err := e.GPUs.Acquire(ctx, n)
+	say("%s: acquiring %d GPU(s)", spec.Name, n)
+	devs, release, err := l.GPUs.Acquire(ctx, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.progress("%s: running on GPU(s) %s", spec.Name, runner.CUDAVisibleDevices(devs))
+	say("%s: running on GPU(s) %s", spec.Name, runner.CUDAVisibleDevices(devs))
 	return []string{"CUDA_VISIBLE_DEVICES=" + runner.CUDAVisibleDevices(devs)}, release, nil
 }
 

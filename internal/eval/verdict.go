@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -61,7 +62,7 @@ func judgePhase(spec *track.Spec, mode string, rr runner.Result, scorer *runner.
 	o := &phaseOutcome{phase: p, tel: tel}
 	var broken *harness.Error // the first broken rule the judge found
 	for i := range tel.Errors {
-		if tel.Errors[i].Judge && harness.VerdictCode(tel.Errors[i].Code) {
+		if tel.Errors[i].Judge && ruleCode(tel.Errors[i].Code) {
 			broken = &tel.Errors[i]
 			break
 		}
@@ -225,8 +226,42 @@ func codeRule(code string) string {
 		return RuleValidationCost
 	case harness.ErrProtocol:
 		return RuleProtocol
+	case codeLogShape:
+		return RuleLogShape
+	case codeLogInjection:
+		return RuleLogInjection
 	}
 	return "harness-check" // a code this evaluator does not know yet
+}
+
+// ruleCode reports whether an error code is a broken rule (a judge's
+// finding that makes the verdict invalid): the harness's behavioural
+// checks and the log contract's rules.
+func ruleCode(code string) bool {
+	return harness.VerdictCode(code) || code == codeLogShape || code == codeLogInjection
+}
+
+// judgeRun classifies a phase from what its executor returned.
+func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
+	if run.Skipped != "" {
+		return &phaseOutcome{phase: &Phase{Mode: run.Mode, Status: "skipped", Message: run.Skipped}, tel: &harness.Telemetry{}}, nil
+	}
+	tel, err := harness.ReadTelemetry(bytes.NewReader(run.Telemetry))
+	if err != nil {
+		return nil, fmt.Errorf("read the %s run's telemetry: %w", run.Mode, err)
+	}
+	out := judgePhase(spec, run.Mode, run.Program, run.Scorer, tel)
+	out.phase.LimitMs = float64(run.Limit.Milliseconds())
+	if run.JudgeFailed != "" {
+		// No trusted result without a judge that finished: an error of
+		// frontier's (or of the Python it runs on), stored as such.
+		reason := "internal: " + run.JudgeFailed
+		if out.reason != "" {
+			reason += "; the program: " + out.reason
+		}
+		out.verdict, out.rule, out.reason, out.traceback = Error, "", reason, run.JudgeStderr
+	}
+	return out, nil
 }
 
 func limitOf(spec *track.Spec, mode string) time.Duration {

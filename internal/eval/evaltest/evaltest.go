@@ -62,17 +62,18 @@ func New(t testing.TB, o Options) *eval.Evaluator {
 	if py == nil {
 		py = Python(t)
 	}
-	ev := &eval.Evaluator{
-		Runner:  runner.NewLocal(nil),
-		Store:   o.Store,
-		Hidden:  o.Hidden,
-		Python:  py.Path,
-		Torch:   py.Torch,
-		RunsDir: t.TempDir(),
-		Data:    &eval.LocalData{Dirs: o.Data},
-	}
+	local := &eval.Local{Runner: runner.NewLocal(nil), Python: py.Path, Hidden: o.Hidden}
 	if o.Sandbox != nil {
-		ev.Runner, ev.Sandbox, ev.Visible = o.Sandbox, string(o.Sandbox.Mode()), py.Paths
+		local.Runner, local.Sandbox, local.Visible = o.Sandbox, string(o.Sandbox.Mode()), py.Paths
+	}
+	ev := &eval.Evaluator{
+		Executor: eval.NewNode(local),
+		Store:    o.Store,
+		Python:   py.Path,
+		Torch:    py.Torch,
+		Sandbox:  local.Sandbox,
+		RunsDir:  t.TempDir(),
+		Data:     &eval.LocalData{Dirs: o.Data},
 	}
 	if o.Checks {
 		ev.Checks = verify.Checks()

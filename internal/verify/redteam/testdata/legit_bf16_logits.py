@@ -1,7 +1,7 @@
 """Legitimate: logits_fn returns bfloat16 logits.
 
-The forward pass at validation runs under bfloat16 autocast, and the logits
-are returned as bfloat16 (the judge reads float32 copies of them).
+The logits are rounded to bfloat16 before they are returned, as a program
+that computes in bfloat16 returns them (the judge reads float32 copies).
 Expected: acceptable.
 """
 
@@ -100,8 +100,7 @@ optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0
 
 
 def logits_fn(x):
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        return model(x).to(torch.bfloat16)
+    return model(x).to(torch.bfloat16)
 
 
 # frontier:protected begin clock

@@ -1,8 +1,9 @@
-"""Legitimate: dropout in training, eval mode for the final validation.
+"""Legitimate: dropout in training, eval mode for validation.
 
-The block's MLP has dropout; the loop trains in train mode, and the program
-puts the model in eval mode after the loop, so that the final validation
-is deterministic. Expected: acceptable.
+The block's MLP has dropout. logits_fn puts the model in eval mode for the
+forward pass and back in the mode it found it in; the program puts the
+model in eval mode after the loop, so the state it hands the scorer is in
+eval mode too. Expected: acceptable.
 """
 
 import math
@@ -101,7 +102,11 @@ optimizer = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.95), weight_decay=0.0
 
 
 def logits_fn(x):
-    return model(x)
+    was = model.training
+    model.eval()
+    out = model(x)
+    model.train(was)
+    return out
 
 
 # frontier:protected begin clock

@@ -17,42 +17,52 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// runPhase runs the program once in mode "fast" or "full": its judge
-// first, outside the sandbox; the program in the sandbox with one socket to
-// the judge per process; and, once the final validation's scored answers
-// are in and every process of the program is gone, the scorer: a fresh
-// process of the same program, in a sandbox of its own, that answers the
-// final validation again from the state the program exported at
-// fh.finish(). The verdict comes from the judge's telemetry and the
-// runner's own account of the processes; nothing in the run folder is read.
-func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, res *Result, limit time.Duration) (*phaseOutcome, []byte, error) {
-	dir := filepath.Join(runDir, mode)
-	if spec.Contract == "log" {
-		if err := writeProgram(dir, req.Program); err != nil {
-			return nil, nil, err
-		}
-		scratch, err := newScratch()
-		if err != nil {
-			return nil, nil, err
-		}
-		defer os.RemoveAll(scratch)
-		return e.runLogPhase(ctx, spec, files, req, dir, scratch, mode, limit)
-	}
-	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
+// Local runs the phases of harness-contract tracks on this machine: the
+// judge first, outside the sandbox; the program in the sandbox with one
+// socket to the judge per process; and, once the final validation's scored
+// answers are in and every process of the program is gone, the scorer: a
+// fresh process of the same program, in a sandbox of its own, that answers
+// the final validation again from the state the program exported at
+// fh.finish(). Nothing in the run folder is read. Its fields are set once;
+// Execute may be called from several goroutines.
+type Local struct {
+	// Runner runs the processes (a sandbox wraps the local runner).
+	Runner runner.Runner
+	// Python is the interpreter that runs programs (see pyenv.Find).
+	Python string
+	// GPUs, when set, are the node's GPUs: each process of a cuda track
+	// takes hardware.gpus of them (CUDA_VISIBLE_DEVICES), waiting while
+	// other evaluations hold them (see assignGPUs).
+	GPUs *runner.GPUPool
+	// Sandbox names the confinement Runner applies ("bwrap", "landlock",
+	// "none").
+	Sandbox string
+	// Hidden are paths no program may read (frontier's home: its
+	// database, caches and other runs); Visible are paths inside them it
+	// needs to read (the Python installation).
+	Hidden  []string
+	Visible []string
+}
+
+// Execute runs one phase: the judge, the program, then the scorer.
+func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
+	spec, mode := job.Track, job.Mode
+	say := sayer(job.Progress)
+	gpuEnv, releaseGPUs, err := l.assignGPUs(ctx, spec, say)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer releaseGPUs()
 
 	// The judge: everything that decides the verdict, in a process and a
 	// folder the program cannot reach.
-	jcfg, err := judgeConfig(spec, files, mode)
+	jcfg, err := judgeConfig(spec, job.Data, mode)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var handoff sync.Once
 	handedOff := make(chan struct{})
-	progress := e.judgeProgress(spec)
+	progress := judgeProgress(job.Progress)
 	onLine := func(line []byte) {
 		if bytes.Contains(line, []byte(`"event":"handoff"`)) {
 			handoff.Do(func() { close(handedOff) })
@@ -61,18 +71,18 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 			progress(line)
 		}
 	}
-	judgeDir := filepath.Join(runDir, "judge-"+mode)
-	judge, err := harness.StartJudge(ctx, e.Python, judgeDir, jcfg, judgeEnv(spec, gpuEnv), onLine)
+	judgeDir := filepath.Join(job.RunDir, "judge-"+mode)
+	judge, err := harness.StartJudge(ctx, l.Python, judgeDir, jcfg, judgeEnv(spec, gpuEnv), onLine)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// The program.
-	e.progress("%s: %s run (limit %s)", spec.Name, mode, limit)
-	job, cleanup, err := e.programJob(spec, files, req, runDir, mode, "", gpuEnv, judge.Clients(), limit)
+	say("%s: %s run (limit %s)", spec.Name, mode, job.Limit)
+	pjob, cleanup, err := l.programJob(job, "", gpuEnv, judge.Clients(), job.Limit)
 	if err != nil {
 		judge.Kill()
-		return nil, nil, err
+		return nil, err
 	}
 	pctx, stop := context.WithCancelCause(ctx)
 	go func() {
@@ -90,59 +100,51 @@ func (e *Evaluator) runPhase(ctx context.Context, spec *track.Spec, files *DataF
 		case <-pctx.Done():
 		}
 	}()
-	rr, err := e.Runner.Run(pctx, job)
+	rr, err := l.Runner.Run(pctx, pjob)
 	ended := context.Cause(pctx)
 	stop(nil)
 	cleanup() // its temporary files, before the scorer starts
 	judge.CloseClients()
 	if err != nil {
 		judge.Kill()
-		return nil, nil, fmt.Errorf("%s run: %w", mode, err)
+		return nil, fmt.Errorf("%s run: %w", mode, err)
 	}
 	if rr.Status == runner.StatusCanceled && errors.Is(ended, errHandedOff) && ctx.Err() == nil {
 		rr.Status, rr.Message = runner.StatusOK, "stopped after its final validation"
 	}
+	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname()}
 
 	// The scorer, once the program's final validation is over.
-	var scorer *runner.Result
 	select {
 	case <-handedOff:
 		if ctx.Err() == nil {
-			e.progress("%s: %s run: the scorer answers the final validation again", spec.Name, mode)
-			sjob, scleanup, err := e.programJob(spec, files, req, runDir, mode, harness.RoleScorer, gpuEnv, judge.ScorerClients(),
-				spec.Limits.CompileBudget.D()+limit)
+			say("%s: %s run: the scorer answers the final validation again", spec.Name, mode)
+			sjob, scleanup, err := l.programJob(job, harness.RoleScorer, gpuEnv, judge.ScorerClients(),
+				spec.Limits.CompileBudget.D()+job.Limit)
 			if err != nil {
 				judge.Kill()
-				return nil, nil, err
+				return nil, err
 			}
-			sr, err := e.Runner.Run(ctx, sjob)
+			sr, err := l.Runner.Run(ctx, sjob)
 			scleanup()
 			if err != nil {
 				judge.Kill()
-				return nil, nil, fmt.Errorf("%s run's scorer: %w", mode, err)
+				return nil, fmt.Errorf("%s run's scorer: %w", mode, err)
 			}
-			scorer = &sr
+			run.Scorer = &sr
 		}
 	default:
 	}
 
 	tel, raw, jerr := judge.Finish(harness.JudgeFinishTimeout)
 	if tel == nil {
-		return nil, nil, fmt.Errorf("%s run: %w", mode, jerr)
+		return nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
-	out := judgePhase(spec, mode, rr, scorer, tel)
-	out.phase.LimitMs = float64(limit.Milliseconds())
-	if jerr != nil && ctx.Err() == nil {
-		// No trusted result without a judge that finished: an error of
-		// frontier's (or of the Python it runs on), stored as such.
-		reason := "internal: " + jerr.Error()
-		if out.reason != "" {
-			reason += "; the program: " + out.reason
-		}
-		out.verdict, out.rule, out.reason, out.traceback = Error, "", reason, judge.Stderr()
+	run.Telemetry = raw
+	if jerr != nil {
+		run.JudgeFailed, run.JudgeStderr = jerr.Error(), judge.Stderr()
 	}
-	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
-	return out, raw, nil
+	return run, nil
 }
 
 // handoffGrace is how long a program may take to end on its own after its
@@ -156,19 +158,20 @@ var errHandedOff = errors.New("the final validation is over")
 // programJob prepares the folder of one process of a phase (the program,
 // or with role RoleScorer the scorer, in a folder of its own) and returns
 // its job and what to remove once it ended.
-func (e *Evaluator) programJob(spec *track.Spec, files *DataFiles, req Request, runDir, mode, role string, gpuEnv []string, sockets []*os.File, limit time.Duration) (runner.Job, func(), error) {
+func (l *Local) programJob(pj PhaseJob, role string, gpuEnv []string, sockets []*os.File, limit time.Duration) (runner.Job, func(), error) {
+	spec, files, mode := pj.Track, pj.Data, pj.Mode
 	name := mode
 	if role == harness.RoleScorer {
 		name = mode + "-scorer"
 	}
-	dir := filepath.Join(runDir, name)
-	if err := writeProgram(dir, req.Program); err != nil {
+	dir := filepath.Join(pj.RunDir, name)
+	if err := writeProgram(dir, pj.Program); err != nil {
 		return runner.Job{}, nil, err
 	}
 	if _, err := harness.Materialize(dir); err != nil {
 		return runner.Job{}, nil, fmt.Errorf("write harness: %w", err)
 	}
-	cfg := programConfig(spec, files, req.Seed, mode, dir)
+	cfg := programConfig(spec, files, pj.Seed, mode, dir)
 	cfg.Role = role
 	cfg.ExportMaxBytes = exportLimit(spec)
 	if err := harness.WriteConfig(filepath.Join(dir, harness.ConfigFile), cfg); err != nil {
@@ -178,22 +181,22 @@ func (e *Evaluator) programJob(spec *track.Spec, files *DataFiles, req Request, 
 	if err != nil {
 		return runner.Job{}, nil, err
 	}
-	argv, henv := harness.Command(e.Python, dir, cfg)
+	argv, henv := harness.Command(l.Python, dir, cfg)
 	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
-		StdoutFile: filepath.Join(runDir, name+"-stdout.log"), StderrFile: filepath.Join(runDir, name+"-stderr.log"),
+		StdoutFile: filepath.Join(pj.RunDir, name+"-stdout.log"), StderrFile: filepath.Join(pj.RunDir, name+"-stderr.log"),
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks, DiskBytes: int64(spec.Limits.Disk),
 		Scratch: scratch, LoopbackTCP: cfg.WorldSize > 1,
 		ExtraFiles: sockets, // descriptors 3, 4, ...: one socket per process
-		Hidden:     e.hiddenFor(runDir, files),
-		Visible:    e.Visible,
+		Hidden:     l.hiddenFor(pj.RunDir, files),
+		Visible:    l.Visible,
 	}
 	if role == harness.RoleScorer {
 		// The scorer shares nothing writable with the program: no memory
 		// files or IPC objects the program may have left behind.
 		job.IsolateIPC = true
-	} else if e.Sandbox == "landlock" {
+	} else if l.Sandbox == "landlock" {
 		// Landlock checks a file opened through /proc/PID/fd/N against its
 		// path: the links the client makes to the descriptors the judge
 		// sends at train_begin would be refused. The training shards stay
@@ -232,8 +235,8 @@ func exportLimit(spec *track.Spec) int64 {
 // the program as descriptors at train_begin; the tiny corpus's secret lies
 // there too, so hiding the folder hides it), and what the evaluator hides
 // always (frontier's home: its database and caches).
-func (e *Evaluator) hiddenFor(runDir string, files *DataFiles) []string {
-	h := append([]string{filepath.Dir(runDir), filepath.Dir(files.Val)}, e.Hidden...)
+func (l *Local) hiddenFor(runDir string, files *DataFiles) []string {
+	h := append([]string{filepath.Dir(runDir), filepath.Dir(files.Val)}, l.Hidden...)
 	for _, f := range files.Train {
 		if d := filepath.Dir(f); !slices.Contains(h, d) {
 			h = append(h, d)
@@ -244,8 +247,8 @@ func (e *Evaluator) hiddenFor(runDir string, files *DataFiles) []string {
 
 // judgeProgress turns the judge's step and validation events into
 // progress lines.
-func (e *Evaluator) judgeProgress(spec *track.Spec) func([]byte) {
-	if e.Progress == nil {
+func judgeProgress(progress func(string)) func([]byte) {
+	if progress == nil {
 		return nil
 	}
 	return func(line []byte) {
@@ -266,43 +269,26 @@ func (e *Evaluator) judgeProgress(spec *track.Spec) func([]byte) {
 			if ev.TrainLoss != nil {
 				msg += fmt.Sprintf(" train_loss:%.4f", *ev.TrainLoss)
 			}
-			e.Progress(msg)
+			progress(msg)
 		case harness.EventVal:
-			e.Progress(fmt.Sprintf("  step:%d val_loss:%.4f", ev.Step, ev.ValLoss))
+			progress(fmt.Sprintf("  step:%d val_loss:%.4f", ev.Step, ev.ValLoss))
 		}
 	}
 }
 
-// fill copies the phase's measurements into the result.
-func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
-	t := o.tel
-	for _, w := range t.Warnings {
-		res.Warnings = append(res.Warnings, w.Message)
-	}
-	res.Metrics.WallMs = o.phase.WallMs
-	if t.RunStart != nil {
-		res.Fingerprint = t.RunStart.Fingerprint
-		res.FingerprintClass = FingerprintClass(t.RunStart)
-		if t.RunStart.Torch != "" {
-			res.Environment.Torch = t.RunStart.Torch
-		}
-		res.Environment.Threads = t.RunStart.Threads
-	}
-	res.Curve, res.Vals, res.TopOps = t.Steps, t.Vals, t.TopOps
-	res.Sections = t.Sections
-	res.Probe, res.Checks, res.TelemetryLines = t.Probe, t.Checks, len(t.Lines)
-	if t.Memory != nil {
-		res.Metrics.PeakRSSMB, res.Metrics.CUDAAllocMB, res.Metrics.CUDAResMB = t.Memory.PeakRSSMB, t.Memory.CUDAAllocatedMB, t.Memory.CUDAReservedMB
-	}
-	if f := t.Final; f != nil {
-		m := &res.Metrics
-		m.ValLoss, m.ValTokens, m.TrainTimeMs, m.StepAvgMs = f.ValLoss, f.ValTokens, f.TrainTimeMs, f.StepAvgMs
-		m.Steps, m.Tokens, m.TokensPerS, m.PreTrainMs = f.Steps, f.Tokens, f.TokensPerS, f.PreTrainMs
-		m.Score = f.StepAvgMs * f.ValLoss
-		if res.Track.LossFloor > 0 {
-			m.GapToFloor = f.ValLoss - res.Track.LossFloor
+// sayer formats progress lines for progress, which may be nil.
+func sayer(progress func(string)) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if progress != nil {
+			progress(fmt.Sprintf(format, args...))
 		}
 	}
+}
+
+// hostname names this node in a phase's result.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 // programConfig is what the program of a run is told.

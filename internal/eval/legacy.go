@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/importer"
@@ -56,36 +55,54 @@ const (
 	logTailBytes = 8 << 20
 )
 
-// runLogPhase runs a program under the legacy "log" contract: an unmodified
-// speedrun script whose parameters are injected and whose log lines are
-// parsed.
-func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, dir, scratch, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
-	vals := logValues(spec, files, mode)
-	prog, err := importer.Inject(req.Program, vals)
+// Legacy runs the phases of tracks under the legacy "log" contract: an
+// unmodified speedrun script whose parameters are injected and whose log
+// lines are parsed, on Local's runner, Python and GPUs. What the script
+// printed is turned into the judge's events (logTelemetryLines), and a
+// script that cannot run under the contract, or did not use what was
+// injected, gets the error events of the rules it broke, so that the
+// pipeline judges both contracts alike.
+type Legacy struct {
+	Local *Local
+}
+
+// Execute runs the script once, in the phase's mode.
+func (g *Legacy) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
+	l, spec, mode := g.Local, job.Track, job.Mode
+	say := sayer(job.Progress)
+	run := &PhaseRun{Mode: mode, Limit: job.Limit, Node: hostname()}
+	vals := logValues(spec, job.Data, mode)
+	prog, err := importer.Inject(job.Program, vals)
 	switch {
 	case errors.Is(err, importer.ErrNoIterations) && mode == harness.ModeFast:
-		if req.FastOnly {
-			return nil, nil, fmt.Errorf("cannot run a fast check of %s: %w; evaluate it without --fast", req.Name, err)
+		if job.FastOnly {
+			return nil, fmt.Errorf("cannot run a fast check of %s: %w; evaluate it without --fast", job.Name, err)
 		}
 		// Nothing to shorten: go straight to the full run.
-		return &phaseOutcome{
-			phase: &Phase{Mode: mode, Status: "skipped", Message: "skipped: " + err.Error()},
-			tel:   &harness.Telemetry{},
-		}, nil, nil
+		run.Skipped = "skipped: " + err.Error()
+		return run, nil
 	case err != nil:
-		return rejected(mode, err), nil, nil
+		run.Program = runner.Result{Status: runner.StatusNoStart, ExitCode: -1, Message: "not run: " + err.Error()}
+		run.Telemetry = rejectedLines(err)
+		return run, nil
 	}
 
-	progPath := filepath.Join(dir, harness.Program)
-	if err := replaceFile(progPath, prog, 0o444); err != nil {
-		return nil, nil, fmt.Errorf("write program: %w", err)
+	dir := filepath.Join(job.RunDir, mode)
+	if err := writeProgram(dir, prog); err != nil {
+		return nil, err
 	}
 	if err := replaceFile(filepath.Join(dir, launchFile), launchScript, 0o444); err != nil {
-		return nil, nil, fmt.Errorf("write launcher: %w", err)
+		return nil, fmt.Errorf("write launcher: %w", err)
 	}
+	scratch, err := newScratch()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	progPath := filepath.Join(dir, harness.Program)
 	fpPath := filepath.Join(dir, fingerprintFile)
 	nproc := max(spec.Launcher.NProcPerNode, 1)
-	argv := []string{e.Python, "-u", filepath.Join(dir, launchFile), "--nproc=" + strconv.Itoa(nproc)}
+	argv := []string{l.Python, "-u", filepath.Join(dir, launchFile), "--nproc=" + strconv.Itoa(nproc)}
 	if mode == harness.ModeFull {
 		// The result's fingerprint comes from the full run; the fast check
 		// saves the probe's seconds.
@@ -93,9 +110,9 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	}
 	argv = append(argv, progPath)
 
-	gpuEnv, releaseGPUs, err := e.assignGPUs(ctx, spec)
+	gpuEnv, releaseGPUs, err := l.assignGPUs(ctx, spec, say)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer releaseGPUs()
 	env := append(baseEnv(scratch), "PYTHONUNBUFFERED=1")
@@ -105,52 +122,38 @@ func (e *Evaluator) runLogPhase(ctx context.Context, spec *track.Spec, files *Da
 	}
 	env = append(env, gpuEnv...)
 
-	e.progress("%s: %s run (limit %s, log contract, %d process(es))", spec.Name, mode, limit, nproc)
-	job := runner.Job{
-		Dir: dir, Argv: argv, Env: env, Timeout: limit,
-		StdoutFile: filepath.Join(filepath.Dir(dir), mode+"-stdout.log"), StderrFile: filepath.Join(filepath.Dir(dir), mode+"-stderr.log"),
+	say("%s: %s run (limit %s, log contract, %d process(es))", spec.Name, mode, job.Limit, nproc)
+	rjob := runner.Job{
+		Dir: dir, Argv: argv, Env: env, Timeout: job.Limit,
+		StdoutFile: filepath.Join(job.RunDir, mode+"-stdout.log"), StderrFile: filepath.Join(job.RunDir, mode+"-stderr.log"),
 		HeadBytes: logHeadBytes, TailBytes: logTailBytes,
 		MemoryBytes: int64(spec.Limits.Memory), MaxTasks: spec.Limits.MaxTasks,
 		// The workers rendezvous over TCP on 127.0.0.1, even alone.
 		LoopbackTCP: true,
+		Scratch:     scratch, DiskBytes: int64(spec.Limits.Disk),
 	}
-	job.Scratch, job.DiskBytes = scratch, int64(spec.Limits.Disk)
-	if e.Progress != nil {
-		job.OnLine = func(stream, line string) {
+	if job.Progress != nil {
+		rjob.OnLine = func(stream, line string) {
 			if stream == runner.StreamStdout && strings.HasPrefix(line, "step:") && strings.Contains(line, "val_loss:") {
-				e.Progress("  " + line)
+				job.Progress("  " + line)
 			}
 		}
 	}
-	rr, err := e.Runner.Run(ctx, job)
+	rr, err := l.Runner.Run(ctx, rjob)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s run: %w", mode, err)
+		return nil, fmt.Errorf("%s run: %w", mode, err)
 	}
 	lg, err := importer.ParseLog(strings.NewReader(rr.Stdout.String()))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the program's output: %w", err)
+		return nil, fmt.Errorf("read the program's output: %w", err)
 	}
 	// The program could have put anything under that name: a link, a
 	// pipe, a huge file. Only a small regular file is read.
 	fp, _ := readRunFile(fpPath, 64<<10)
-	raw := logTelemetryLines(spec, mode, vals, lg, rr, fp)
-	_ = os.WriteFile(filepath.Join(filepath.Dir(dir), mode+"-"+logTelemetry), raw, 0o600) // kept with --keep, for people
-	tel, err := harness.ReadTelemetry(bytes.NewReader(raw))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read telemetry: %w", err)
-	}
-	out := judgePhase(spec, mode, rr, nil, tel)
-	if out.verdict == "" {
-		checkInjected(out, lg, vals)
-	}
-	if out.verdict == "" && vals.Iterations > 0 {
-		if f := lg.Final(); f != nil && f.Total != vals.Iterations {
-			out.tel.Warnings = append(out.tel.Warnings, harness.Warning{Code: "log_steps",
-				Message: fmt.Sprintf("the fast check set %d iterations but the program ran %d", vals.Iterations, f.Total)})
-		}
-	}
-	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
-	return out, raw, nil
+	run.Program = rr
+	run.Telemetry = logTelemetryLines(spec, mode, vals, lg, rr, fp)
+	_ = os.WriteFile(filepath.Join(job.RunDir, mode+"-"+logTelemetry), run.Telemetry, 0o600) // kept with --keep, for people
+	return run, nil
 }
 
 // logValues are the settings injected into the program for one phase.
@@ -198,47 +201,44 @@ func globEscape(p string) string {
 	return b.String()
 }
 
-// rejected is the outcome of a program that cannot run under the log
-// contract at all: not speedrun-shaped, or changing an injected setting.
-func rejected(mode string, err error) *phaseOutcome {
-	rule := RuleLogInjection
+// rejectedLines are the telemetry of a program that cannot run under the
+// log contract at all: not speedrun-shaped, or changing an injected
+// setting. The rule is the judge's finding, as for the harness contract.
+func rejectedLines(err error) []byte {
+	code := codeLogInjection
 	if errors.Is(err, importer.ErrNotSpeedrun) {
-		rule = RuleLogShape
+		code = codeLogShape
 	}
-	return &phaseOutcome{
-		phase:   &Phase{Mode: mode, Status: runner.StatusNoStart, Message: "not run: " + err.Error()},
-		tel:     &harness.Telemetry{},
-		verdict: Invalid,
-		rule:    rule,
-		reason:  rule + ": " + err.Error(),
-	}
+	b, _ := json.Marshal(harness.Error{Kind: "Judge", Code: code, Message: err.Error(), Judge: true})
+	return append(append([]byte(`{"event":"error","t_ms":0,`), b[1:]...), '\n')
 }
 
-// checkInjected makes the outcome invalid unless the program printed,
-// once, the injected values: the proof that the rewritten Hyperparameters
-// block ran and held what frontier injected.
-func checkInjected(o *phaseOutcome, lg *importer.Log, vals importer.Values) {
-	fail := func(format string, args ...any) {
-		o.verdict, o.rule = Invalid, RuleLogInjection
-		o.reason = RuleLogInjection + ": " + fmt.Sprintf(format, args...)
-	}
+// Error codes of the log contract's rules: judge findings, as the
+// harness's behavioural checks (see codeRule).
+const (
+	codeLogShape     = "log_shape"
+	codeLogInjection = "log_injection"
+)
+
+// injectedProblem says why the program did not show it used the injected
+// values ("" when it did): it must print them, once, the proof that the
+// rewritten Hyperparameters block ran and held what frontier injected.
+func injectedProblem(lg *importer.Log, vals importer.Values) string {
 	switch len(lg.Injected) {
 	case 0:
-		fail("the program printed no %q line: its injected Hyperparameters block did not run, so the data and validation settings it used are unknown", importer.InjectedPrefix)
-		return
+		return fmt.Sprintf("the program printed no %q line: its injected Hyperparameters block did not run, so the data and validation settings it used are unknown", importer.InjectedPrefix)
 	case 1:
 	default:
-		fail("the program printed %d %q lines instead of one: the injected settings cannot be told apart from imitations", len(lg.Injected), importer.InjectedPrefix)
-		return
+		return fmt.Sprintf("the program printed %d %q lines instead of one: the injected settings cannot be told apart from imitations", len(lg.Injected), importer.InjectedPrefix)
 	}
 	var echo importer.Echo
 	if err := json.Unmarshal([]byte(lg.Injected[0]), &echo); err != nil {
-		fail("the %q line is not the JSON frontier writes: %v", importer.InjectedPrefix, err)
-		return
+		return fmt.Sprintf("the %q line is not the JSON frontier writes: %v", importer.InjectedPrefix, err)
 	}
 	if ok, diff := echo.Matches(vals); !ok {
-		fail("the program used %s", diff)
+		return "the program used " + diff
 	}
+	return ""
 }
 
 // logTelemetryLines turns a parsed log into telemetry events, so that the
@@ -299,6 +299,15 @@ func logTelemetryLines(spec *track.Spec, mode string, vals importer.Values, lg *
 	mem := harness.Memory{PeakRSSMB: float64(rr.MaxRSSKB) / 1024, CUDAAllocatedMB: lg.PeakAllocatedMiB, CUDAReservedMB: lg.PeakReservedMiB}
 	emit(harness.EventMemory, mem)
 
+	if final != nil {
+		if p := injectedProblem(lg, vals); p != "" {
+			emit(harness.EventError, harness.Error{Kind: "Judge", Code: codeLogInjection, Message: p, Judge: true})
+		}
+		if vals.Iterations > 0 && final.Total != vals.Iterations {
+			emit(harness.EventWarning, harness.Warning{Code: "log_steps",
+				Message: fmt.Sprintf("the fast check set %d iterations but the program ran %d", vals.Iterations, final.Total)})
+		}
+	}
 	switch {
 	case final != nil && !finite(final.ValLoss):
 		emit(harness.EventError, harness.Error{Kind: "FloatingPointError", Code: harness.ErrNaNLoss, Step: final.Step,

@@ -1,0 +1,279 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
+)
+
+// Evaluate runs the fast check and then (unless FastOnly or the fast check
+// failed) the full run, and returns the result. An error means the
+// evaluation itself could not happen (bad input, unusable data, a store
+// failure); a failing program is a Result with a failing verdict.
+//
+// The pipeline, top to bottom: the program is checked; the track's data
+// resolved and verified; the static checks run; the store records the
+// program and the evaluation as running (once, at the start); the fast
+// phase runs on the executor and is judged; the full phase runs, sized by
+// the fast one, and is judged; the store records the outcome (once, at the
+// end, or as interrupted when the evaluation could not finish).
+func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err error) {
+	if err := checkProgram(req.Program, req.Name); err != nil {
+		return nil, err
+	}
+	spec := req.Track
+	res, err := e.newResult(req)
+	if err != nil {
+		return nil, err
+	}
+
+	// The data: verified before anything runs.
+	files, err := e.Data.Resolve(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("data of track %s: %w", spec.Name, err)
+	}
+	if files.LossFloor > 0 && files.LossFloor != spec.Data.LossFloor {
+		// Built-in data is drawn per installation: its floor is the
+		// manifest's, and the loss-floor rule and the result use it. The
+		// spec's hash stays the spec's.
+		local := *spec
+		local.Data.LossFloor = files.LossFloor
+		spec = &local
+		res.Track.LossFloor = files.LossFloor
+	}
+
+	// Static checks: an invalid program never runs. The program that runs
+	// is the one the checks hand back (protected regions restored).
+	prog, findings, err := e.runChecks(ctx, spec, req.Name, req.Program)
+	if err != nil {
+		return nil, err
+	}
+	res.Findings = findings
+	orig := req.Program
+	req.Program = prog
+
+	// The run folder first, so that the row names it: the next process
+	// cleans up after one that was killed.
+	runDir, err := e.newRunDir(res.Program.Hash, req.Seed)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if req.Keep == "" {
+			os.RemoveAll(runDir)
+		}
+	}()
+
+	// The store, at the start: the program and the evaluation, running.
+	var rec *store.Evaluation
+	if e.Store != nil {
+		if _, err := e.Store.PutProgram(ctx, orig, ""); err != nil {
+			return nil, err
+		}
+		rec = &store.Evaluation{ProgramHash: res.Program.Hash, Track: spec.Name, TrackHash: res.Track.Hash, Seed: req.Seed, FastOnly: req.FastOnly, RunDir: runDir}
+		if err := e.Store.CreateEvaluation(ctx, rec); err != nil {
+			return nil, err
+		}
+		res.EvaluationID = rec.ID
+		// An evaluation that cannot finish leaves no row running behind it.
+		defer func() {
+			if rec.State == store.StateRunning {
+				e.interrupt(ctx, rec, err)
+			}
+		}()
+	}
+
+	var telemetry []byte
+	if !staticVerdict(res) {
+		// The fast phase: a few steps and a small validation, to fail in
+		// seconds.
+		var fast *phaseOutcome
+		if !req.SkipFast || req.FastOnly {
+			if fast, _, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFast, spec.Limits.FastCheck.D()); err != nil {
+				return nil, err
+			}
+			res.Fast = fast.phase
+		}
+		switch {
+		case fast != nil && fast.verdict != "":
+			res.Verdict, res.Rule, res.Reason, res.Traceback = fast.verdict, fast.rule, "fast check: "+fast.reason, fast.traceback
+		case req.FastOnly:
+			res.Verdict, res.Reason = fast.fastVerdict(spec)
+			e.fill(res, fast)
+		default:
+			// The full phase, its limit sized from the fast one.
+			limit, note := fullLimit(spec, fast)
+			if note != "" {
+				e.progress("%s: %s", spec.Name, note)
+			}
+			var full *phaseOutcome
+			if full, telemetry, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFull, limit); err != nil {
+				return nil, err
+			}
+			full.phase.LimitNote = note
+			if full.verdict == Timeout {
+				full.reason = timeoutReason(spec, full, fast, limit)
+			}
+			res.Full = full.phase
+			e.fill(res, full)
+			if full.verdict != "" {
+				res.Verdict, res.Rule, res.Reason, res.Traceback = full.verdict, full.rule, full.reason, full.traceback
+			} else {
+				res.Verdict, res.Reason = judgeLoss(spec, res.Metrics.ValLoss)
+			}
+		}
+		if ctx.Err() != nil && (res.Verdict == Timeout || res.Verdict == Error || res.Verdict == NoResult) {
+			// A canceled evaluation has no verdict worth storing as one.
+			return nil, fmt.Errorf("evaluation canceled: %w", ctx.Err())
+		}
+	}
+
+	if req.Keep != "" {
+		if err := moveDir(runDir, req.Keep); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("could not keep the run folder in %s: %v", req.Keep, err))
+		} else {
+			res.RunDir = req.Keep
+		}
+	} else {
+		// Free the run folder's space before the verdict is written: a
+		// program that filled the disk must not cost the verdict.
+		os.RemoveAll(runDir)
+	}
+
+	// The store, at the end: the outcome.
+	if rec != nil {
+		if err := e.record(ctx, rec, res, telemetry); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// newResult is the result of an evaluation before anything ran.
+func (e *Evaluator) newResult(req Request) (*Result, error) {
+	spec := req.Track
+	specHash, err := SpecHash(spec)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Schema:       Schema,
+		Seed:         req.Seed,
+		Verification: "full",
+		Track: TrackInfo{
+			Name: spec.Name, Hash: specHash, Target: spec.TargetValLoss,
+			LossFloor: spec.Data.LossFloor, Device: spec.Hardware.Device,
+		},
+		Program:     ProgramInfo{Name: req.Name, Hash: store.Hash(req.Program), Bytes: len(req.Program)},
+		Environment: Environment{Frontier: e.Version, Python: e.Python, Torch: e.Torch, Threads: spec.Hardware.Threads, Device: spec.Hardware.Device, Sandbox: e.sandboxName()},
+	}
+	if spec.Contract == "log" {
+		res.Verification = "log"
+	}
+	if res.Environment.Sandbox == "none" {
+		res.Warnings = append(res.Warnings, "the program ran without a sandbox (sandbox: none): it could read and write anything this user can, and reach the network")
+	}
+	return res, nil
+}
+
+// staticVerdict makes the verdict of a program the static checks found
+// invalid (it never runs), and reports whether there is one; it turns the
+// other findings into warnings.
+func staticVerdict(res *Result) bool {
+	for _, f := range res.Findings {
+		if f.Severity == SeverityInvalid {
+			res.Verdict, res.Rule, res.Reason = Invalid, f.Rule, f.String()
+			return true
+		}
+		res.Warnings = append(res.Warnings, f.String())
+	}
+	return false
+}
+
+// phase runs one phase on the executor and judges it; it returns the
+// outcome and the telemetry to store.
+func (e *Evaluator) phase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
+	run, err := e.Executor.Execute(ctx, PhaseJob{
+		Track: spec, Data: files, Program: req.Program, Name: req.Name, Seed: req.Seed,
+		Mode: mode, Limit: limit, RunDir: runDir, FastOnly: req.FastOnly, Progress: e.Progress,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := judgeRun(spec, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.progress("%s: %s run ended: %s", spec.Name, mode, out.summary())
+	return out, run.Telemetry, nil
+}
+
+// fill copies the phase's measurements into the result.
+func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
+	t := o.tel
+	for _, w := range t.Warnings {
+		res.Warnings = append(res.Warnings, w.Message)
+	}
+	res.Metrics.WallMs = o.phase.WallMs
+	if t.RunStart != nil {
+		res.Fingerprint = t.RunStart.Fingerprint
+		res.FingerprintClass = FingerprintClass(t.RunStart)
+		if t.RunStart.Torch != "" {
+			res.Environment.Torch = t.RunStart.Torch
+		}
+		res.Environment.Threads = t.RunStart.Threads
+	}
+	res.Curve, res.Vals, res.TopOps = t.Steps, t.Vals, t.TopOps
+	res.Sections = t.Sections
+	res.Probe, res.Checks, res.TelemetryLines = t.Probe, t.Checks, len(t.Lines)
+	if t.Memory != nil {
+		res.Metrics.PeakRSSMB, res.Metrics.CUDAAllocMB, res.Metrics.CUDAResMB = t.Memory.PeakRSSMB, t.Memory.CUDAAllocatedMB, t.Memory.CUDAReservedMB
+	}
+	if f := t.Final; f != nil {
+		m := &res.Metrics
+		m.ValLoss, m.ValTokens, m.TrainTimeMs, m.StepAvgMs = f.ValLoss, f.ValTokens, f.TrainTimeMs, f.StepAvgMs
+		m.Steps, m.Tokens, m.TokensPerS, m.PreTrainMs = f.Steps, f.Tokens, f.TokensPerS, f.PreTrainMs
+		m.Score = f.StepAvgMs * f.ValLoss
+		if res.Track.LossFloor > 0 {
+			m.GapToFloor = f.ValLoss - res.Track.LossFloor
+		}
+	}
+}
+
+// interrupt marks an evaluation that could not finish as interrupted, with
+// why, so that no row stays running.
+func (e *Evaluator) interrupt(ctx context.Context, rec *store.Evaluation, cause error) {
+	rec.State, rec.Verdict = store.StateInterrupted, ""
+	rec.Reason = "interrupted"
+	if cause != nil {
+		rec.Reason = "interrupted: " + cause.Error()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := e.Store.FinishEvaluation(sctx, rec, nil); err != nil && e.Log != nil {
+		e.Log.Warn("could not mark an unfinished evaluation interrupted", "evaluation", rec.ID, "err", err)
+	}
+}
+
+// record stores the finished evaluation. It uses a context that survives
+// cancellation so that a result that exists is never lost.
+func (e *Evaluator) record(ctx context.Context, rec *store.Evaluation, res *Result, telemetry []byte) error {
+	doc, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	m := res.Metrics
+	rec.Verdict, rec.Reason = string(res.Verdict), res.Reason
+	rec.ValLoss, rec.TrainTimeMs, rec.StepAvgMs, rec.Steps = m.ValLoss, m.TrainTimeMs, m.StepAvgMs, m.Steps
+	rec.TokensPerS, rec.PeakRSSMB, rec.WallMs = m.TokensPerS, m.PeakRSSMB, m.WallMs
+	rec.FingerprintClass, rec.Result, rec.RunDir = res.FingerprintClass, doc, res.RunDir
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return e.Store.FinishEvaluation(sctx, rec, telemetry)
+}
