@@ -1,0 +1,262 @@
+#!/bin/sh
+# A one-node Slurm cluster on this machine, for the tests of internal/slurm
+# and for trying frontier's Slurm support without a cluster.
+#
+#   scripts/slurm.sh start   install slurm-wlm and munge if missing, write the
+#                            configuration, start munged, slurmctld and slurmd,
+#                            wait until the node is idle
+#   scripts/slurm.sh env     print the variables that point the Slurm commands
+#                            and the tests at it (eval "$(scripts/slurm.sh env)")
+#   scripts/slurm.sh stop    stop the daemons and remove the state folder
+#   scripts/slurm.sh status  print the node and the partitions
+#
+# Everything lives in one state folder, $FRONTIER_SLURM_DIR (default
+# ${TMPDIR:-/tmp}/frontier-slurm): the configuration, munge's key and socket,
+# the controller's state, slurmd's spool, the logs. Nothing under /etc is
+# written, so a Slurm or munge of the machine's own is left alone; the
+# daemons listen on $FRONTIER_SLURM_PORT and the next port (default 6817
+# and 6818, Slurm's own; set another pair when those are taken).
+#
+# The configuration needs no cgroups and no systemd, so it works in a
+# container: processes are tracked by proctrack/linuxproc (a job's processes
+# are found through their parent), and memory is enforced by sampling
+# (jobacct_gather/linux with OverMemoryKill, every second), which a fast
+# allocation can outrun between two samples. Two partitions share the node:
+# "frontier" (the default) and "urgent", whose jobs preempt frontier's
+# (PreemptMode=CANCEL), so that a test can see a job PREEMPTED. Jobs may be
+# requeued (JobRequeue=1). There is no accounting database: sacct has
+# nothing to report, and slurmctld remembers a finished job for MinJobAge
+# (300 s).
+#
+# The daemons run as root (SlurmUser=root), as CI does; run this script as
+# root or with sudo. A daemon that does not start is an error (exit 1) with
+# the end of its log, never a skip.
+set -eu
+
+DIR=${FRONTIER_SLURM_DIR:-${TMPDIR:-/tmp}/frontier-slurm}
+PORT=${FRONTIER_SLURM_PORT:-6817}
+CONF=$DIR/slurm.conf
+
+say() { echo "slurm.sh: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "the daemons run as root: run sudo $0 $1"
+}
+
+install() {
+	missing=
+	for pkg in slurm-wlm munge; do
+		dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+	done
+	[ -z "$missing" ] && return 0
+	command -v apt-get >/dev/null 2>&1 || die "missing:$missing, and there is no apt-get: install Slurm (slurmctld, slurmd, the client commands) and munge"
+	say "installing:$missing (Debian packages)"
+	apt-get update -qq
+	# The packages' own services are not started: policy-rc.d or the lack of
+	# systemd stops them in a container, and this script starts its own.
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# pidof_file prints the pid in file $1 when that process is alive.
+pidof_file() {
+	[ -s "$1" ] || return 1
+	pid=$(cat "$1")
+	kill -0 "$pid" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+# log_tail prints the end of a daemon's log, for an error.
+log_tail() {
+	[ -f "$1" ] && tail -n 20 "$1" >&2 || true
+}
+
+write_conf() {
+	host=$(hostname -s)
+	# The node as slurmd sees it: CPUs, sockets, cores, threads, memory.
+	# Declaring more than the machine has would leave the node INVALID.
+	hw=$(slurmd -C | head -n 1 | sed 's/^NodeName=[^ ]* //')
+	case "$hw" in
+	*CPUs=*RealMemory=*) ;;
+	*) die "slurmd -C did not describe this machine: $hw" ;;
+	esac
+	gres=
+	if command -v nvidia-smi >/dev/null 2>&1; then
+		n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+		if [ "$n" -gt 0 ]; then
+			gres=" Gres=gpu:$n"
+			echo "Name=gpu File=/dev/nvidia[0-$((n - 1))]" >"$DIR/gres.conf"
+		fi
+	fi
+	cat >"$CONF" <<EOF
+# Written by scripts/slurm.sh: a one-node test cluster. Do not edit; the
+# script rewrites it on every start.
+ClusterName=frontier
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$DIR/munge/munge.socket
+StateSaveLocation=$DIR/ctld
+SlurmdSpoolDir=$DIR/slurmd
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd.pid
+SlurmctldLogFile=$DIR/slurmctld.log
+SlurmdLogFile=$DIR/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=512
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+JobRequeue=1
+ReturnToService=1
+MinJobAge=300
+KillWait=5
+InactiveLimit=0
+SlurmctldTimeout=30
+SlurmdTimeout=60
+${gres:+GresTypes=gpu}
+NodeName=$host NodeAddr=127.0.0.1 $hw$gres State=UNKNOWN
+PartitionName=frontier Nodes=$host Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes=$host MaxTime=INFINITE State=UP PriorityTier=2
+EOF
+	echo "$host" >"$DIR/node"
+}
+
+start_munge() {
+	mkdir -p "$DIR/munge"
+	chmod 0700 "$DIR/munge"
+	if [ ! -s "$DIR/munge/munge.key" ]; then
+		dd if=/dev/urandom of="$DIR/munge/munge.key" bs=1024 count=1 2>/dev/null
+		chmod 0400 "$DIR/munge/munge.key"
+	fi
+	# --force: munged refuses to run as root without it.
+	munged --force --key-file="$DIR/munge/munge.key" --socket="$DIR/munge/munge.socket" \
+		--pid-file="$DIR/munge/munged.pid" --log-file="$DIR/munge/munged.log" \
+		--seed-file="$DIR/munge/munged.seed" 2>>"$DIR/munge/munged.log" ||
+		{
+			log_tail "$DIR/munge/munged.log"
+			die "munged did not start (log above)"
+		}
+}
+
+# wait_idle waits until sinfo shows the node idle.
+wait_idle() {
+	i=0
+	while [ $i -lt 600 ]; do
+		state=$(SLURM_CONF=$CONF sinfo -h -N -o %T 2>/dev/null | head -n 1 || true)
+		case "$state" in
+		idle) return 0 ;;
+		esac
+		pidof_file "$DIR/slurmctld.pid" >/dev/null || {
+			log_tail "$DIR/slurmctld.log"
+			die "slurmctld stopped (log above)"
+		}
+		pidof_file "$DIR/slurmd.pid" >/dev/null || {
+			log_tail "$DIR/slurmd.log"
+			die "slurmd stopped (log above)"
+		}
+		sleep 0.1
+		i=$((i + 1))
+	done
+	log_tail "$DIR/slurmctld.log"
+	log_tail "$DIR/slurmd.log"
+	die "the node is not idle after 60 s (state: ${state:-unknown}; logs above)"
+}
+
+start() {
+	need_root start
+	install
+	if pidof_file "$DIR/slurmctld.pid" >/dev/null || pidof_file "$DIR/slurmd.pid" >/dev/null; then
+		die "a cluster from $DIR is running: $0 stop first"
+	fi
+	if [ -e "$DIR" ] && [ ! -f "$DIR/.frontier-slurm" ] && [ -n "$(ls -A "$DIR")" ]; then
+		die "$DIR holds files this script did not write: set FRONTIER_SLURM_DIR to another folder"
+	fi
+	rm -rf "$DIR"
+	mkdir -p "$DIR/ctld" "$DIR/slurmd"
+	touch "$DIR/.frontier-slurm"
+	chmod 0755 "$DIR"
+	write_conf
+	start_munge
+	# -i: ignore state a previous run may have left (there is none: the
+	# folder is new), and start from the configuration.
+	slurmctld -f "$CONF" -i || {
+		log_tail "$DIR/slurmctld.log"
+		die "slurmctld did not start (log above)"
+	}
+	slurmd -f "$CONF" -N "$(cat "$DIR/node")" || {
+		log_tail "$DIR/slurmd.log"
+		die "slurmd did not start (log above)"
+	}
+	wait_idle
+	say "node $(cat "$DIR/node") idle; partitions frontier (default) and urgent; state in $DIR"
+}
+
+# stop_pid sends TERM to the daemon of pid file $1 and waits for it to go,
+# then KILL after 10 s.
+stop_pid() {
+	pid=$(pidof_file "$1") || return 0
+	kill "$pid" 2>/dev/null || true
+	i=0
+	while kill -0 "$pid" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -eq 100 ]; then
+			say "$2 (pid $pid) still runs after 10 s: killing it"
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		[ $i -gt 150 ] && die "$2 (pid $pid) does not stop"
+		sleep 0.1
+	done
+}
+
+stop() {
+	need_root stop
+	[ -d "$DIR" ] || return 0
+	# Jobs first, so that slurmd leaves no job behind: scancel asks slurmd
+	# to kill them, which it does before it stops.
+	if pidof_file "$DIR/slurmctld.pid" >/dev/null; then
+		SLURM_CONF=$CONF scancel --quiet --partition=frontier,urgent 2>/dev/null || true
+		i=0
+		while [ $i -lt 300 ] && [ -n "$(SLURM_CONF=$CONF squeue -h -o %i 2>/dev/null || true)" ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+	fi
+	stop_pid "$DIR/slurmd.pid" slurmd
+	stop_pid "$DIR/slurmctld.pid" slurmctld
+	stop_pid "$DIR/munge/munged.pid" munged
+	[ -f "$DIR/.frontier-slurm" ] && rm -rf "$DIR"
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+env)
+	echo "export SLURM_CONF=$CONF"
+	echo "export FRONTIER_TEST_SLURM=$DIR"
+	;;
+status) SLURM_CONF=$CONF sinfo -N -l && SLURM_CONF=$CONF squeue ;;
+*)
+	echo "usage: $0 start|stop|env|status" >&2
+	exit 2
+	;;
+esac
