@@ -166,14 +166,16 @@ wait_idle() {
 		case "$state" in
 		idle) return 0 ;;
 		esac
-		pidof_file "$DIR/slurmctld.pid" >/dev/null || {
-			log_tail "$DIR/slurmctld.log"
-			die "slurmctld stopped (log above)"
-		}
-		pidof_file "$DIR/slurmd.pid" >/dev/null || {
-			log_tail "$DIR/slurmd.log"
-			die "slurmd stopped (log above)"
-		}
+		# A daemon writes its pid file a moment after it forks: a missing
+		# one is a daemon still starting, for the first seconds.
+		for d in slurmctld slurmd; do
+			if [ -s "$DIR/$d.pid" ] || [ $i -ge 100 ]; then
+				pidof_file "$DIR/$d.pid" >/dev/null || {
+					log_tail "$DIR/$d.log"
+					die "$d stopped (log above)"
+				}
+			fi
+		done
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -211,40 +213,72 @@ start() {
 	say "node $(cat "$DIR/node") idle; partitions frontier (default) and urgent; state in $DIR"
 }
 
-# stop_pid sends TERM to the daemon of pid file $1 and waits for it to go,
-# then KILL after 10 s.
-stop_pid() {
-	pid=$(pidof_file "$1") || return 0
-	kill "$pid" 2>/dev/null || true
+# stop_pids sends TERM to the daemons of the pid files given, all at once
+# (each takes about 2 s to go), waits for them, and sends KILL to those
+# still there after 10 s.
+stop_pids() {
+	pids=
+	for f in "$@"; do
+		pid=$(pidof_file "$f") || continue
+		kill "$pid" 2>/dev/null || true
+		pids="$pids $pid"
+	done
 	i=0
-	while kill -0 "$pid" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -eq 100 ]; then
-			say "$2 (pid $pid) still runs after 10 s: killing it"
-			kill -9 "$pid" 2>/dev/null || true
+	for pid in $pids; do
+		while kill -0 "$pid" 2>/dev/null; do
+			i=$((i + 1))
+			if [ $i -eq 100 ]; then
+				say "daemons still run after 10 s: killing them"
+				for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+			fi
+			[ $i -gt 150 ] && die "pid $pid does not stop"
+			sleep 0.1
+		done
+	done
+}
+
+# leftovers prints the pids of what the cluster started and left running:
+# the step daemons of its jobs (slurmstepd, run in the state folder) and
+# the processes of its jobs (SLURM_CONF of this cluster and a SLURM_JOB_ID
+# in their environment). Nothing else on the machine matches.
+leftovers() {
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = $$ ] && continue
+		comm=
+		{ read -r comm <"$p/comm"; } 2>/dev/null || continue
+		if [ "$comm" = slurmstepd ]; then
+			[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DIR" ] && echo "$pid"
+		elif grep -qzx "SLURM_CONF=$CONF" "$p/environ" 2>/dev/null &&
+			grep -qz '^SLURM_JOB_ID=' "$p/environ" 2>/dev/null; then
+			echo "$pid"
 		fi
-		[ $i -gt 150 ] && die "$2 (pid $pid) does not stop"
-		sleep 0.1
 	done
 }
 
 stop() {
 	need_root stop
 	[ -d "$DIR" ] || return 0
-	# Jobs first, so that slurmd leaves no job behind: scancel asks slurmd
-	# to kill them, which it does before it stops.
+	# Jobs first, so that their step daemons end them before slurmd goes:
+	# cancel each, and wait (30 s at most) until the queue is empty.
 	if pidof_file "$DIR/slurmctld.pid" >/dev/null; then
-		SLURM_CONF=$CONF scancel --quiet --partition=frontier,urgent 2>/dev/null || true
-		i=0
-		while [ $i -lt 300 ] && [ -n "$(SLURM_CONF=$CONF squeue -h -o %i 2>/dev/null || true)" ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
+		ids=$(SLURM_CONF=$CONF squeue -h -o %i 2>/dev/null || true)
+		if [ -n "$ids" ]; then
+			SLURM_CONF=$CONF scancel $ids 2>/dev/null || true
+			end=$(($(date +%s) + 30))
+			while [ "$(date +%s)" -lt $end ] && [ -n "$(SLURM_CONF=$CONF squeue -h -o %i 2>/dev/null || true)" ]; do
+				sleep 0.2
+			done
+		fi
 	fi
-	stop_pid "$DIR/slurmd.pid" slurmd
-	stop_pid "$DIR/slurmctld.pid" slurmctld
-	stop_pid "$DIR/munge/munged.pid" munged
+	stop_pids "$DIR/slurmd.pid" "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"
+	left=$(leftovers)
+	if [ -n "$left" ]; then
+		say "killing what the cluster's jobs left running: pids" $left
+		kill -9 $left 2>/dev/null || true
+	fi
 	[ -f "$DIR/.frontier-slurm" ] && rm -rf "$DIR"
+	return 0
 }
 
 case "${1:-}" in

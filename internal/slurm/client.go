@@ -108,11 +108,19 @@ type CommandError struct {
 }
 
 func (e *CommandError) Error() string {
-	msg := strings.TrimSpace(e.Stderr)
-	if msg == "" {
-		msg = e.Err.Error()
+	// What the command said, on one line: its last lines say why it
+	// failed, those before are often retries of the same.
+	var said []string
+	for _, l := range strings.Split(e.Stderr, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			said = append(said, l)
+		}
 	}
-	return fmt.Sprintf("%s: %s", e.Command, msg)
+	text := strings.Join(said[max(0, len(said)-4):], "; ")
+	if text == "" {
+		text = e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %s", e.Command, text)
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }

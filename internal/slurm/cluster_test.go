@@ -34,7 +34,7 @@ type testCluster struct {
 	c    *Client
 }
 
-func newTestCluster(t *testing.T) *testCluster {
+func newTestCluster(t testing.TB) *testCluster {
 	t.Helper()
 	dir := testdeps.Slurm(t)
 	node, err := os.ReadFile(filepath.Join(dir, "node"))
@@ -48,7 +48,7 @@ func newTestCluster(t *testing.T) *testCluster {
 }
 
 // testWriter writes a log to the test's log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -565,4 +565,25 @@ func TestDescribeAndProbe(t *testing.T) {
 		t.Errorf("probe: %+v", v)
 	}
 	t.Log(v.Detail)
+}
+
+func TestCheck(t *testing.T) {
+	tc := newTestCluster(t)
+	t.Parallel()
+	dir := t.TempDir()
+	ch := tc.c.Check(context.Background(), dir, Spec{})
+	if len(ch.Missing) != 0 || ch.Error != "" || ch.Probe == nil || !ch.Probe.Visible {
+		t.Fatalf("check %+v", ch)
+	}
+	lines := strings.Join(ch.Lines(), "\n")
+	for _, want := range []string{
+		"commands: sacct, sbatch, scancel, scontrol, sinfo, squeue",
+		"partitions: frontier (default, up, 1 node, time limit infinite); urgent (up, 1 node,",
+		"nodes: 1 node with ",
+		"run folder " + dir + ": visible on node " + tc.node,
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("the findings lack %q:\n%s", want, lines)
+		}
+	}
 }
