@@ -2,8 +2,9 @@
 # A one-node Slurm cluster on this machine, for the tests of internal/slurm
 # and for trying frontier's Slurm support without a cluster.
 #
-#   scripts/slurm.sh start   install slurm-wlm and munge if missing, write the
-#                            configuration, start munged, slurmctld and slurmd,
+#   scripts/slurm.sh start   install slurm-wlm, slurmdbd, munge and MariaDB's
+#                            server if missing, write the configuration, start
+#                            munged, mariadbd, slurmdbd, slurmctld and slurmd,
 #                            wait until the node is idle
 #   scripts/slurm.sh env     print the variables that point the Slurm commands
 #                            and the tests at it (eval "$(scripts/slurm.sh env)")
@@ -12,10 +13,11 @@
 #
 # Everything lives in one state folder, $FRONTIER_SLURM_DIR (default
 # ${TMPDIR:-/tmp}/frontier-slurm): the configuration, munge's key and socket,
-# the controller's state, slurmd's spool, the logs. Nothing under /etc is
-# written, so a Slurm or munge of the machine's own is left alone; the
-# daemons listen on $FRONTIER_SLURM_PORT and the next port (default 6817
-# and 6818, Slurm's own; set another pair when those are taken).
+# the accounting database, the controller's state, slurmd's spool, the logs.
+# Nothing under /etc is written, so a Slurm, munge or MariaDB of the
+# machine's own is left alone. The daemons listen on 127.0.0.1, from
+# $FRONTIER_SLURM_PORT on (default 6817): slurmctld, slurmd, slurmdbd and
+# mariadbd, on four ports in a row (set another start when those are taken).
 #
 # The configuration needs no cgroups and no systemd, so it works in a
 # container: processes are tracked by proctrack/linuxproc (a job's processes
@@ -24,9 +26,10 @@
 # allocation can outrun between two samples. Two partitions share the node:
 # "frontier" (the default) and "urgent", whose jobs preempt frontier's
 # (PreemptMode=CANCEL), so that a test can see a job PREEMPTED. Jobs may be
-# requeued (JobRequeue=1). There is no accounting database: sacct has
-# nothing to report, and slurmctld remembers a finished job for MinJobAge
-# (300 s).
+# requeued (JobRequeue=1). Accounting is on (slurmdbd on a MariaDB server
+# of its own, which lets in anyone on this machine: a test database), and
+# slurmctld forgets a finished job 10 s after its end (MinJobAge), so that
+# tests see sacct answer for the jobs squeue no longer knows.
 #
 # The daemons run as root (SlurmUser=root), as CI does; run this script as
 # root or with sudo. A daemon that does not start is an error (exit 1) with
@@ -49,11 +52,11 @@ need_root() {
 
 install() {
 	missing=
-	for pkg in slurm-wlm munge; do
+	for pkg in slurm-wlm slurmdbd munge mariadb-server-core; do
 		dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 	done
 	[ -z "$missing" ] && return 0
-	command -v apt-get >/dev/null 2>&1 || die "missing:$missing, and there is no apt-get: install Slurm (slurmctld, slurmd, the client commands) and munge"
+	command -v apt-get >/dev/null 2>&1 || die "missing:$missing, and there is no apt-get: install Slurm (slurmctld, slurmd, slurmdbd, the client commands), munge and MariaDB's server"
 	say "installing:$missing (Debian packages)"
 	apt-get update -qq
 	# The packages' own services are not started: policy-rc.d or the lack of
@@ -118,7 +121,11 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=task=1
 JobAcctGatherParams=OverMemoryKill
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$((PORT + 2))
+AccountingStoragePass=$DIR/munge/munge.socket
+AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -128,7 +135,7 @@ PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 JobRequeue=1
 ReturnToService=1
-MinJobAge=300
+MinJobAge=10
 KillWait=5
 InactiveLimit=0
 SlurmctldTimeout=30
@@ -139,6 +146,24 @@ PartitionName=frontier Nodes=$host Default=YES MaxTime=INFINITE State=UP Priorit
 PartitionName=urgent Nodes=$host MaxTime=INFINITE State=UP PriorityTier=2
 EOF
 	echo "$host" >"$DIR/node"
+	# slurmdbd reads slurmdbd.conf beside slurm.conf, and only when none
+	# but its user may read it.
+	cat >"$DIR/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+AuthInfo=socket=$DIR/munge/munge.socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$((PORT + 2))
+SlurmUser=root
+LogFile=$DIR/slurmdbd.log
+PidFile=$DIR/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$((PORT + 3))
+StorageUser=root
+StorageLoc=slurm_acct_db
+EOF
+	chmod 0600 "$DIR/slurmdbd.conf"
 }
 
 start_munge() {
@@ -156,6 +181,39 @@ start_munge() {
 			log_tail "$DIR/munge/munged.log"
 			die "munged did not start (log above)"
 		}
+}
+
+# wait_log waits (30 s at most) until the log $1 has a line matching $2, and
+# fails with the log's end when the daemon of pid file $3 stops first.
+wait_log() {
+	i=0
+	until grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || { [ $i -gt 50 ] && ! pidof_file "$3" >/dev/null; }; then
+			log_tail "$1"
+			die "$(basename "$3" .pid) did not start (log above)"
+		fi
+		sleep 0.1
+	done
+}
+
+# start_accounting starts the database (an empty one: with its grant
+# tables skipped, it needs none of mariadb-install-db's) and slurmdbd on it,
+# and registers the cluster.
+start_accounting() {
+	mkdir -p "$DIR/db"
+	setsid mariadbd --no-defaults --datadir="$DIR/db" --socket="$DIR/db/mariadbd.sock" \
+		--port=$((PORT + 3)) --bind-address=127.0.0.1 --skip-grant-tables --skip-name-resolve \
+		--user=root --pid-file="$DIR/mariadbd.pid" --log-error="$DIR/mariadbd.log" \
+		--innodb-buffer-pool-size=64M --innodb-log-file-size=16M </dev/null >/dev/null 2>&1 &
+	wait_log "$DIR/mariadbd.log" "ready for connections" "$DIR/mariadbd.pid"
+	SLURM_CONF=$CONF slurmdbd || {
+		log_tail "$DIR/slurmdbd.log"
+		die "slurmdbd did not start (log above)"
+	}
+	wait_log "$DIR/slurmdbd.log" "slurmdbd version .* started" "$DIR/slurmdbd.pid"
+	SLURM_CONF=$CONF sacctmgr --immediate --quiet add cluster frontier >/dev/null ||
+		die "sacctmgr could not register the cluster with slurmdbd"
 }
 
 # wait_idle waits until sinfo shows the node idle.
@@ -199,6 +257,7 @@ start() {
 	chmod 0755 "$DIR"
 	write_conf
 	start_munge
+	start_accounting
 	# -i: ignore state a previous run may have left (there is none: the
 	# folder is new), and start from the configuration.
 	slurmctld -f "$CONF" -i || {
@@ -210,7 +269,7 @@ start() {
 		die "slurmd did not start (log above)"
 	}
 	wait_idle
-	say "node $(cat "$DIR/node") idle; partitions frontier (default) and urgent; state in $DIR"
+	say "node $(cat "$DIR/node") idle; partitions frontier (default) and urgent; accounting on; state in $DIR"
 }
 
 # stop_pids sends TERM to the daemons of the pid files given, all at once
@@ -243,17 +302,20 @@ stop_pids() {
 # in their environment). Nothing else on the machine matches.
 leftovers() {
 	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		[ "$pid" = $$ ] && continue
 		comm=
 		{ read -r comm <"$p/comm"; } 2>/dev/null || continue
-		if [ "$comm" = slurmstepd ]; then
-			[ "$(readlink "$p/cwd" 2>/dev/null)" = "$DIR" ] && echo "$pid"
-		elif grep -qzx "SLURM_CONF=$CONF" "$p/environ" 2>/dev/null &&
-			grep -qz '^SLURM_JOB_ID=' "$p/environ" 2>/dev/null; then
+		if [ "$comm" = slurmstepd ] && [ "$(readlink "$p/cwd" 2>/dev/null)" = "$DIR" ]; then
+			echo "${p#/proc/}"
+		fi
+	done
+	for f in $(grep -lzx "SLURM_CONF=$CONF" /proc/[0-9]*/environ 2>/dev/null || true); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		if [ "$pid" != $$ ] && grep -qz '^SLURM_JOB_ID=' "$f" 2>/dev/null; then
 			echo "$pid"
 		fi
 	done
+	return 0
 }
 
 stop() {
@@ -271,7 +333,8 @@ stop() {
 			done
 		fi
 	fi
-	stop_pids "$DIR/slurmd.pid" "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"
+	stop_pids "$DIR/slurmd.pid" "$DIR/slurmctld.pid" "$DIR/slurmdbd.pid"
+	stop_pids "$DIR/mariadbd.pid" "$DIR/munge/munged.pid"
 	left=$(leftovers)
 	if [ -n "$left" ]; then
 		say "killing what the cluster's jobs left running: pids" $left

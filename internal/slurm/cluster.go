@@ -289,7 +289,7 @@ func nodeGroups(nodes []Node) []string {
 		if g := gresGPUs(k.gres); g > 0 {
 			gpus = fmt.Sprintf("%d GPUs (%s)", g, k.gres)
 		}
-		lines = append(lines, fmt.Sprintf("nodes: %s with %d CPUs, %.1f GiB, %s: %s", count(total, "node"), k.cpus, float64(k.mem)/1024, gpus, strings.Join(st, ", ")))
+		lines = append(lines, fmt.Sprintf("%s with %d CPUs, %.1f GiB, %s: %s", count(total, "node"), k.cpus, float64(k.mem)/1024, gpus, strings.Join(st, ", ")))
 	}
 	return lines
 }

@@ -579,11 +579,58 @@ func TestCheck(t *testing.T) {
 	for _, want := range []string{
 		"commands: sacct, sbatch, scancel, scontrol, sinfo, squeue",
 		"partitions: frontier (default, up, 1 node, time limit infinite); urgent (up, 1 node,",
-		"nodes: 1 node with ",
+		"1 node with ",
 		"run folder " + dir + ": visible on node " + tc.node,
 	} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("the findings lack %q:\n%s", want, lines)
 		}
+	}
+}
+
+// slurmctld forgets a finished job MinJobAge after its end (10 s on the
+// test cluster, checked every minute or so); the accounting database then
+// answers for it, for Info, Find and Run alike.
+func TestForgottenJobFromAccounting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for slurmctld to forget a job: slow")
+	}
+	tc := newTestCluster(t)
+	t.Parallel()
+	s := tc.spec(t, "echo ran >> out.txt; exit 3")
+	res, err := tc.c.Run(context.Background(), s, nil)
+	if err != nil || res.State != Failed {
+		t.Fatalf("%v: %+v", err, res)
+	}
+	var in Info
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		if in, err = tc.c.Info(context.Background(), res.ID); err != nil {
+			t.Fatal(err)
+		}
+		if in.Source == "sacct" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld still knows job %s after 3 minutes", res.ID)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if in.ID != res.ID || in.Name != s.Name+".1" || in.State != Failed || in.ExitCode != 3 || in.Node != tc.node ||
+		in.Comment != s.Comment || in.Start.IsZero() {
+		t.Errorf("sacct's view %+v, want that of %+v", in, res.Info)
+	}
+	jobs, err := tc.c.Find(context.Background(), s.Name, time.Hour)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != res.ID || jobs[0].Source != "sacct" {
+		t.Errorf("Find: %+v, %v", jobs, err)
+	}
+	again, err := tc.c.Run(context.Background(), s, nil)
+	if err != nil || again.ID != res.ID || again.ExitCode != 3 || len(again.Attempts) != 1 {
+		t.Errorf("Run again: %+v, %v; want job %s's end, not a new job", again, err, res.ID)
+	}
+	if out, _ := os.ReadFile(filepath.Join(s.Dir, "out.txt")); string(out) != "ran\n" {
+		t.Errorf("the command ran %q", out)
+	}
+	if _, err := tc.c.Info(context.Background(), "999999"); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("a job Slurm never had: %v, want ErrUnknownJob", err)
 	}
 }

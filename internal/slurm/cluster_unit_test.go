@@ -25,8 +25,8 @@ func TestNodeGroups(t *testing.T) {
 		{Name: "c1", State: "down", CPUs: 32, MemoryMiB: 128 << 10},
 	}
 	got := strings.Join(nodeGroups(nodes), "\n")
-	want := "nodes: 3 with 96 CPUs, 1024.0 GiB, 8 GPUs (gpu:h100:8): 2 idle, 1 mixed\n" +
-		"nodes: 1 with 32 CPUs, 128.0 GiB, no GPUs: 1 down"
+	want := "3 nodes with 96 CPUs, 1024.0 GiB, 8 GPUs (gpu:h100:8): 2 idle, 1 mixed\n" +
+		"1 node with 32 CPUs, 128.0 GiB, no GPUs: 1 down"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

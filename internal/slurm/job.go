@@ -123,8 +123,10 @@ func parseSqueue(out []byte) ([]Info, error) {
 	return infos, nil
 }
 
-// sacctFields are the fields Info reads from sacct (-o, with -P).
-const sacctFields = "JobIDRaw,JobName,State,ExitCode,NodeList,Partition,Timelimit,Submit,Start,End"
+// sacctFields are the fields Info reads from sacct (-o, with -P); Comment
+// comes last, so that a '|' in it does no harm. (sacct has a job's comment
+// where the cluster keeps them: AccountingStoreFlags=job_comment.)
+const sacctFields = "JobIDRaw,JobName,State,ExitCode,NodeList,Partition,Timelimit,Submit,Start,End,Comment"
 
 // parseSacct reads the lines sacct -P -n -X writes for sacctFields.
 func parseSacct(out []byte) ([]Info, error) {
@@ -134,12 +136,13 @@ func parseSacct(out []byte) ([]Info, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		f := strings.Split(line, "|")
-		if len(f) != 10 {
-			return nil, fmt.Errorf("sacct wrote %q: want 10 fields separated by '|'", line)
+		f := strings.SplitN(line, "|", 11)
+		if len(f) != 11 {
+			return nil, fmt.Errorf("sacct wrote %q: want 11 fields separated by '|'", line)
 		}
 		in := Info{ID: f[0], Name: f[1], State: parseState(f[2]), Node: f[4], Partition: f[5],
-			TimeLimit: f[6], Submit: slurmTime(f[7]), Start: slurmTime(f[8]), End: slurmTime(f[9]), Source: "sacct"}
+			TimeLimit: f[6], Submit: slurmTime(f[7]), Start: slurmTime(f[8]), End: slurmTime(f[9]),
+			Comment: f[10], Source: "sacct"}
 		if e, s, ok := strings.Cut(f[3], ":"); ok {
 			in.ExitCode, _ = strconv.Atoi(e)
 			in.Signal, _ = strconv.Atoi(s)
