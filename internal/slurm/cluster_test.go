@@ -409,14 +409,11 @@ func TestControllerRestart(t *testing.T) {
 	if rerr := <-restarted; rerr != nil {
 		t.Fatal(rerr)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.OK() {
-		t.Fatalf("result %+v", res)
+	if err != nil || !res.OK() {
+		t.Fatalf("%v: result %+v\nslurmctld's log ends:\n%s", err, res, logTail(tc.dir, "slurmctld.log"))
 	}
 	if err := <-laterDone; err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nslurmctld's log ends:\n%s", err, logTail(tc.dir, "slurmctld.log"))
 	}
 	if jobs, err := tc.c.Find(context.Background(), later.Name, 0); err != nil || len(jobs) != 1 {
 		t.Errorf("jobs of the spec submitted during the outage: %+v, %v; want one", jobs, err)
@@ -425,6 +422,16 @@ func TestControllerRestart(t *testing.T) {
 		t.Error("no command failed while slurmctld was down: the outage was not seen")
 	}
 	t.Log(res.Message)
+}
+
+// logTail returns the last lines of a log of the test cluster.
+func logTail(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
 // countingHandler counts the warnings logged through it.

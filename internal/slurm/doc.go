@@ -1,6 +1,6 @@
 // Package slurm runs a command on a node of a Slurm cluster as a batch job
 // and follows it to its end, with Slurm's own commands (sbatch, squeue,
-// scontrol, sacct, scancel, sinfo) as the only interface to the cluster.
+// sacct, scancel, sinfo) as the only interface to the cluster.
 //
 // A [Spec] says what to run and with what resources; [Script] writes the
 // batch script for it. A [Client] submits it ([Client.Submit]), looks at it
@@ -20,9 +20,11 @@
 //
 // # Following a job
 //
-// A job is looked at with `scontrol show job`, which knows it from its
-// submission until slurmctld forgets it (MinJobAge after its end, 300 s by
-// default), then with sacct where the cluster keeps accounting. Looks back
+// A job is looked at with squeue, which knows it from its submission until
+// slurmctld forgets it (MinJobAge after its end, 300 s by default), then
+// with sacct where the cluster keeps accounting. squeue's fields are asked
+// for with a separator (--Format with '|'), and those a user writes (the
+// comment) come last, so that no value is taken for another. Looks back
 // off from a quarter of a second to [Client.Poll]. A command that fails
 // because slurmctld does not answer (a restart, a failover, an overload) is
 // not an end: the job is looked at again until slurmctld answers or

@@ -102,6 +102,9 @@ func parseSqueue(out []byte) ([]Info, error) {
 		}
 		in := Info{ID: f[0], Name: f[1], State: parseState(f[2]), Reason: f[3], Partition: f[7],
 			TimeLimit: f[8], Comment: f[12], Source: "squeue"}
+		if in.Comment == "(null)" {
+			in.Comment = ""
+		}
 		// squeue's exit code is the wait status: exit code << 8 | signal.
 		if st, err := strconv.Atoi(f[4]); err == nil {
 			in.ExitCode, in.Signal = st>>8&0xff, st&0x7f
@@ -128,7 +131,11 @@ func parseSqueue(out []byte) ([]Info, error) {
 // where the cluster keeps them: AccountingStoreFlags=job_comment.)
 const sacctFields = "JobIDRaw,JobName,State,ExitCode,NodeList,Partition,Timelimit,Submit,Start,End,Comment"
 
-// parseSacct reads the lines sacct -P -n -X writes for sacctFields.
+// parseSacct reads the lines sacct -P -n -X writes for sacctFields. (For a
+// second or so after a job's end, the accounting database may hold it as
+// "allocation", without partition or time limit, until slurmctld's record
+// of its start arrives; Info asks sacct only after slurmctld has forgotten
+// the job, long after.)
 func parseSacct(out []byte) ([]Info, error) {
 	var infos []Info
 	for line := range strings.Lines(string(out)) {
@@ -168,7 +175,7 @@ func slurmTime(s string) time.Time {
 // ErrUnknownJob is the error of Info for a job that neither slurmctld nor
 // the accounting database knows: a wrong ID, or a finished job slurmctld
 // has forgotten (MinJobAge) on a cluster without accounting.
-var ErrUnknownJob = errors.New("Slurm knows no such job")
+var ErrUnknownJob = errors.New("no such job in Slurm")
 
 // Info returns what Slurm says of the job: squeue while slurmctld knows
 // it, else sacct. A job that neither knows is ErrUnknownJob.
@@ -220,9 +227,9 @@ func (c *Client) sacct(ctx context.Context, args ...string) ([]Info, error) {
 	return parseSacct(out)
 }
 
-// Find returns the jobs of the current user whose name is name.1, name.2
-// and so on (the attempts Run submits for a spec of that name), in the
-// order of their attempts, first to last. It asks squeue, and sacct for
+// Find returns the jobs of the current user whose name is name.1 or name.2
+// (the attempts Run submits for a spec of that name), in the order of
+// their attempts, first to last. It asks squeue, and sacct for
 // the jobs of the last since that slurmctld has forgotten; since 0 asks
 // squeue only.
 func (c *Client) Find(ctx context.Context, name string, since time.Duration) ([]Info, error) {
@@ -230,7 +237,9 @@ func (c *Client) Find(ctx context.Context, name string, since time.Duration) ([]
 	if err != nil {
 		return nil, fmt.Errorf("find jobs %s.*: who am I: %w", name, err)
 	}
-	out, err := c.command(ctx, nil, "squeue", "--noheader", "--states=all", "--user="+u.Username, "--Format="+squeueFields)
+	// Run submits two attempts at most.
+	names := attemptName(name, 1) + "," + attemptName(name, 2)
+	out, err := c.command(ctx, nil, "squeue", "--noheader", "--states=all", "--user="+u.Username, "--name="+names, "--Format="+squeueFields)
 	if err != nil {
 		return nil, fmt.Errorf("find jobs %s.*: %w", name, err)
 	}
@@ -250,7 +259,6 @@ func (c *Client) Find(ctx context.Context, name string, since time.Duration) ([]
 	}
 	if since > 0 {
 		start := time.Now().Add(-since).Format("2006-01-02T15:04:05")
-		names := attemptName(name, 1) + "," + attemptName(name, 2)
 		old, err := c.sacct(ctx, "--user="+u.Username, "--name="+names, "--starttime="+start)
 		if err != nil && !errors.Is(err, ErrUnknownJob) {
 			return nil, fmt.Errorf("find jobs %s.*: %w", name, err)

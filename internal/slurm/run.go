@@ -168,7 +168,7 @@ func (c *Client) Run(ctx context.Context, s Spec, onChange func(Info)) (Result, 
 		end, err := c.follow(ctx, in.ID, in.Name, onChange)
 		attempts = append(attempts, end)
 		if err != nil {
-			return c.result(ctx, s, attempts), err
+			return result(ctx, s, attempts), err
 		}
 	}
 	for len(attempts) == 0 || (attempts[len(attempts)-1].State.nodeFault() && len(attempts) < 2) {
@@ -184,16 +184,16 @@ func (c *Client) Run(ctx context.Context, s Spec, onChange func(Info)) (Result, 
 				// follows. Cancel it if it does.
 				c.cancelByName(a.Name)
 			}
-			return c.result(ctx, s, attempts), err
+			return result(ctx, s, attempts), err
 		}
 		c.log().Info("slurm: submitted", "job", id, "name", a.Name)
 		end, err := c.follow(ctx, id, a.Name, onChange)
 		attempts = append(attempts, end)
 		if err != nil {
-			return c.result(ctx, s, attempts), err
+			return result(ctx, s, attempts), err
 		}
 	}
-	return c.result(ctx, s, attempts), nil
+	return result(ctx, s, attempts), nil
 }
 
 // follow waits for the job to end; when ctx ends first, it cancels the job
@@ -211,10 +211,10 @@ func (c *Client) follow(ctx context.Context, id, name string, onChange func(Info
 	if cerr := c.patiently(cctx, "cancel job "+id, func() error { return c.Cancel(cctx, id) }); cerr != nil {
 		return in, fmt.Errorf("%w; the job may still run: %w", cause, cerr)
 	}
+	// Slurm's word on the end, when it comes in time; without it the
+	// Result says that the cancel is not confirmed.
 	if end, werr := c.Wait(cctx, id, nil); werr == nil {
 		in = end
-	} else {
-		in.State = Cancelled
 	}
 	return in, cause
 }
@@ -232,7 +232,7 @@ func (c *Client) cancelByName(name string) {
 }
 
 // result puts the attempts together.
-func (c *Client) result(ctx context.Context, s Spec, attempts []Info) Result {
+func result(ctx context.Context, s Spec, attempts []Info) Result {
 	r := Result{Attempts: attempts, Cancelled: ctx.Err() != nil}
 	if len(attempts) > 0 {
 		r.Info = attempts[len(attempts)-1]
