@@ -168,7 +168,9 @@ EOF
 
 start_munge() {
 	mkdir -p "$DIR/munge"
-	chmod 0700 "$DIR/munge"
+	# Others may reach the socket (every user authenticates through it);
+	# the key stays its owner's alone.
+	chmod 0755 "$DIR/munge"
 	if [ ! -s "$DIR/munge/munge.key" ]; then
 		dd if=/dev/urandom of="$DIR/munge/munge.key" bs=1024 count=1 2>/dev/null
 		chmod 0400 "$DIR/munge/munge.key"
