@@ -476,12 +476,13 @@ func restartController(dir string, down chan<- struct{}, pause time.Duration) er
 	return nil
 }
 
-// helperEnv, when set, makes the test binary a frontier that runs the
-// spec in it (JSON) and is killed by the test while the job is in flight.
-const helperEnv = "FRONTIER_SLURM_TEST_HELPER"
+// firstProcessEnv, when set, makes the test binary a frontier that runs
+// the spec in it (JSON) and is killed by the test while the job is in
+// flight.
+const firstProcessEnv = "FRONTIER_SLURM_TEST_FIRST_PROCESS"
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(helperEnv); spec != "" {
+	if spec := os.Getenv(firstProcessEnv); spec != "" {
 		var s Spec
 		if err := json.Unmarshal([]byte(spec), &s); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -503,16 +504,16 @@ func TestResumeFindsJob(t *testing.T) {
 	t.Parallel()
 	s := tc.spec(t, "sleep 4; echo done >> out.txt")
 	b, _ := json.Marshal(s)
-	helper := exec.Command(os.Args[0], "-test.run=^$")
-	helper.Env = append(os.Environ(), helperEnv+"="+string(b))
-	helper.Stdout, helper.Stderr = os.Stderr, os.Stderr
-	if err := helper.Start(); err != nil {
+	proc := exec.Command(os.Args[0], "-test.run=^$")
+	proc.Env = append(os.Environ(), firstProcessEnv+"="+string(b))
+	proc.Stdout, proc.Stderr = os.Stderr, os.Stderr
+	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var first []Info
 	for deadline := time.Now().Add(time.Minute); len(first) == 0 || first[0].State != Running; {
 		if time.Now().After(deadline) {
-			helper.Process.Kill()
+			proc.Process.Kill()
 			t.Fatalf("the first process's job does not run: %+v", first)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -521,10 +522,10 @@ func TestResumeFindsJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := helper.Process.Kill(); err != nil {
+	if err := proc.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = helper.Wait()
+	_ = proc.Wait()
 
 	res, err := tc.c.Run(context.Background(), s, nil)
 	if err != nil {
