@@ -8,29 +8,32 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/sandbox"
+	"github.com/frontier-bench/frontier/internal/slurm"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, slurmProbe bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check this machine: Python, PyTorch, threads, BLAS, GPUs, sandbox tools",
+		Short: "Check this machine: Python, PyTorch, threads, BLAS, GPUs, sandbox tools, Slurm",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}
-			return runDoctor(cmd.Context(), g, cfg, asJSON)
+			return runDoctor(cmd.Context(), g, cfg, asJSON, slurmProbe)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	cmd.Flags().BoolVar(&slurmProbe, "slurm-probe", false, "submit a tiny Slurm job to see whether runs_dir is visible from a node (waits up to 2 minutes for it to start)")
 	return cmd
 }
 
@@ -47,6 +50,7 @@ type doctorReport struct {
 	// they can.
 	PythonError string        `json:"python_error,omitempty"`
 	Sandbox     sandboxReport `json:"sandbox"`
+	Slurm       slurm.Check   `json:"slurm"`
 	// Warnings are findings that need attention but stop nothing, like
 	// state that other users can read.
 	Warnings []string `json:"warnings,omitempty"`
@@ -63,7 +67,7 @@ type sandboxReport struct {
 // runDoctor prints what frontier found. It fails only when training
 // programs cannot run at all (no Python with PyTorch). Probing Python
 // takes seconds: it says so first, on stderr.
-func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON bool) error {
+func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON, slurmProbe bool) error {
 	rep := doctorReport{
 		Frontier: buildVersion(), CPUs: runtime.NumCPU(), Config: cfg.Path, Home: cfg.Home, Database: cfg.DB,
 		Sandbox: sandboxReport{Configured: nonEmpty(cfg.Sandbox, "auto")},
@@ -90,6 +94,20 @@ func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON bool)
 	caps := sandbox.Detect(ctx)
 	rep.Sandbox.Auto = string(caps.Auto())
 	rep.Sandbox.Findings = caps.Lines()
+	probeDir := ""
+	if slurmProbe {
+		probeDir = cfg.RunsDir
+		if err := cfg.MakeDirs(); err != nil {
+			return err
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var base slurm.Spec
+	cfg.Slurm.Apply(&base)
+	sc := cfg.Slurm.Client()
+	sc.CommandTimeout = 30 * time.Second // a login node whose slurmctld is away must not hold doctor up for long
+	rep.Slurm = sc.Check(pctx, probeDir, base)
 	rep.OK = perr == nil
 	if asJSON {
 		if err := writeJSON(w, rep); err != nil {
@@ -133,6 +151,13 @@ func printDoctor(w io.Writer, rep doctorReport, info *pyenv.Info, perr error) {
 		fmt.Fprintf(w, "              %s\n", l)
 	}
 	fmt.Fprintf(w, "              configured: sandbox: %s\n", rep.Sandbox.Configured)
+	for i, l := range rep.Slurm.Lines() {
+		label := ""
+		if i == 0 {
+			label = "slurm"
+		}
+		fmt.Fprintf(w, "%-14s%s\n", label, l)
+	}
 	for i, warn := range rep.Warnings {
 		label := ""
 		if i == 0 {

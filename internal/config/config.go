@@ -1,6 +1,7 @@
 // Package config reads frontier.yaml, the user's configuration: where state
-// lives, which Python runs training programs, and the sections owned by
-// other packages (llm, evolve). Unknown keys are errors.
+// lives, which Python runs training programs, where on a Slurm cluster
+// evaluations run, and the sections owned by other packages (llm, evolve).
+// Unknown keys are errors.
 package config
 
 import (
@@ -46,6 +47,8 @@ type Config struct {
 
 	LLM    llm.Config    `yaml:"llm"`
 	Evolve evolve.Config `yaml:"evolve"`
+	// Slurm says where on a Slurm cluster evaluations run (docs/cluster.md).
+	Slurm Slurm `yaml:"slurm"`
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`
@@ -152,7 +155,8 @@ func Parse(path string, b []byte) (*Config, error) {
 		c.Data[k] = resolve(path, v)
 	}
 	var errs []*yamlfile.Error
-	for _, err := range []error{c.LLM.Validate(), c.Evolve.Validate()} {
+	c.Slurm.Bin = resolve(path, c.Slurm.Bin)
+	for _, err := range []error{c.LLM.Validate(), c.Evolve.Validate(), c.Slurm.Validate()} {
 		errs = append(errs, keyErrors(err)...)
 	}
 	switch c.Sandbox {
