@@ -14,6 +14,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
+	"github.com/frontier-bench/frontier/internal/slurm"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/verify"
 )
@@ -27,6 +28,9 @@ type environment struct {
 	// gpus is this machine's pool (nil without GPUs): the engine sizes
 	// its slots by it.
 	gpus *runner.GPUPool
+	// slots is how many phases the executor runs at once (0: the engine
+	// decides from the machine): a cluster's jobs in flight.
+	slots int
 }
 
 func (e *environment) Close() error {
@@ -66,45 +70,14 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 }
 
 // withEvaluator completes the environment around an open store: it cleans
-// up after evaluations a process that ended left running, finds Python and
-// builds the evaluator. It owns st from then on, and closes it on error.
+// up after evaluations a process that ended left running, builds the
+// executor (this machine's, or the Slurm cluster's) and the evaluator. It
+// owns st from then on, and closes it on error.
 func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *store.Store) (*environment, error) {
 	cleanOrphans(ctx, g, st, cfg.RunsDir)
-	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
-		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
-	})
-	if err != nil {
-		st.Close()
-		if errors.Is(err, pyenv.ErrNoTorch) {
-			return nil, usage(err)
-		}
-		return nil, err
-	}
-	mode, err := sandbox.ParseMode(cfg.Sandbox)
-	if err != nil {
-		st.Close()
-		return nil, usage(err)
-	}
-	sb, err := sandbox.Wrap(ctx, runner.NewLocal(g.log), mode, sandbox.Options{Log: g.log})
-	if err != nil {
-		st.Close()
-		return nil, usage(fmt.Errorf("sandbox: %w", err))
-	}
-	gpus, err := eval.NewNodeGPUPool(cfg.GPUs, len(py.GPUs))
-	if err != nil {
-		st.Close()
-		return nil, usage(fmt.Errorf("gpus: %w", err))
-	}
 	ev := &eval.Evaluator{
-		Executor: eval.NewNode(&eval.Local{
-			Runner: sb, Python: py.Path, GPUs: gpus, Sandbox: string(sb.Mode()),
-			Hidden: hiddenPaths(cfg), Visible: py.Paths,
-		}),
-		Sandbox: string(sb.Mode()),
 		Store:   st,
-		Python:  py.Path,
 		Version: buildVersion().String(),
-		Torch:   py.Torch,
 		RunsDir: cfg.RunsDir,
 		Data:    &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data},
 		// Protected regions are restored first; the track's static rules
@@ -112,7 +85,98 @@ func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *stor
 		Checks: verify.Checks(),
 		Log:    g.log,
 	}
-	return &environment{cfg: cfg, store: st, eval: ev, gpus: gpus}, nil
+	env := &environment{cfg: cfg, store: st, eval: ev}
+	if cfg.Executor == config.ExecutorSlurm {
+		x, err := slurmExecutor(cfg, g)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		// Python, the sandbox and the GPUs are each node's: the results
+		// say which.
+		ev.Executor, ev.Sandbox, ev.Python = x, "node", "node"
+		env.slots = cfg.Slurm.MaxJobs()
+		return env, nil
+	}
+	node, err := localNode(ctx, g, cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ev.Executor, ev.Sandbox, ev.Python, ev.Torch = node.exec, node.local.Sandbox, node.local.Python, node.torch
+	env.gpus = node.local.GPUs
+	return env, nil
+}
+
+// machine is this machine's executor and what it found.
+type machine struct {
+	local *eval.Local
+	exec  eval.Executor
+	torch string
+}
+
+// localNode finds Python, the sandbox and the GPUs of this machine and
+// builds its executor: on the machine that runs frontier, or on a node of
+// a cluster for phase-exec.
+func localNode(ctx context.Context, g *globals, cfg *config.Config) (*machine, error) {
+	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
+		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
+	})
+	if err != nil {
+		if errors.Is(err, pyenv.ErrNoTorch) {
+			return nil, usage(err)
+		}
+		return nil, err
+	}
+	mode, err := sandbox.ParseMode(cfg.Sandbox)
+	if err != nil {
+		return nil, usage(err)
+	}
+	sb, err := sandbox.Wrap(ctx, runner.NewLocal(g.log), mode, sandbox.Options{Log: g.log})
+	if err != nil {
+		return nil, usage(fmt.Errorf("sandbox: %w", err))
+	}
+	gpus, err := eval.NewNodeGPUPool(cfg.GPUs, len(py.GPUs))
+	if err != nil {
+		return nil, usage(fmt.Errorf("gpus: %w", err))
+	}
+	l := &eval.Local{
+		Runner: sb, Python: py.Path, GPUs: gpus, Sandbox: string(sb.Mode()),
+		Hidden: hiddenPaths(cfg), Visible: py.Paths,
+	}
+	return &machine{local: l, exec: eval.NewNode(l), torch: py.Torch}, nil
+}
+
+// slurmExecutor runs evaluations as jobs of the cluster the configuration
+// describes, with this frontier binary (or slurm.frontier) on the nodes.
+func slurmExecutor(cfg *config.Config, g *globals) (*slurm.Executor, error) {
+	bin := cfg.Slurm.Frontier
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("slurm: the frontier binary the nodes run: %w; set slurm.frontier", err)
+		}
+		bin = exe
+	}
+	var args []string
+	if cfg.Path != "" {
+		p, err := filepath.Abs(cfg.Path)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--config", p)
+	}
+	if cfg.Home != "" {
+		h, err := filepath.Abs(cfg.Home)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--home", h)
+	}
+	return &slurm.Executor{
+		Client: cfg.Slurm.Client(), Frontier: bin, NodeArgs: args,
+		Dir: filepath.Join(cfg.RunsDir, "slurm"), Apply: cfg.Slurm.Apply, Log: g.log,
+	}, nil
 }
 
 // cleanOrphans marks interrupted the evaluations that a process of this

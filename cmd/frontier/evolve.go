@@ -244,6 +244,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if spec.Hardware.Device == "cuda" && env.gpus != nil {
 		opts.MachineGPUs = env.gpus.Size()
 	}
+	opts.ExecutorSlots = env.slots
 	var e *evolve.Engine
 	if resumed {
 		e, err = evolve.Resume(ctx, opts, run, evolve.Overrides{Budget: ov, Slots: o.slots, LLMConcurrency: o.llmConcurrency})

@@ -109,6 +109,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newReportCmd(g),
 		newBenchCmd(g),
 		newSandboxCmd(g),
+		newPhaseExecCmd(g),
 		newVersionCmd(g),
 	)
 	markUsageErrors(root)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/sandbox"
+	"github.com/frontier-bench/frontier/internal/slurm"
 )
 
 // newSandboxCmd is the hidden helper the sandbox re-executes this binary
@@ -26,6 +27,30 @@ func newSandboxCmd(g *globals) *cobra.Command {
 			// Helper returns only when it could not execute the program,
 			// having said why on stderr.
 			return exitStatus(sandbox.Helper(args, g.stderr))
+		},
+	}
+}
+
+// newPhaseExecCmd is the node side of a phase that runs as a Slurm job:
+// it runs the phase in DIR with this node's executor (its judge, sandbox,
+// GPUs and Python) and writes the report the submitting frontier reads.
+// Its command line is written by package slurm, not by people.
+func newPhaseExecCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:    "phase-exec DIR",
+		Short:  "Run one evaluation phase on this node (used internally by the Slurm executor)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			m, err := localNode(cmd.Context(), g, cfg)
+			if err != nil {
+				return err
+			}
+			return slurm.ServePhase(cmd.Context(), args[0], m.exec)
 		},
 	}
 }

@@ -47,12 +47,22 @@ type Config struct {
 
 	LLM    llm.Config    `yaml:"llm"`
 	Evolve evolve.Config `yaml:"evolve"`
+	// Executor is where evaluations run: "local" (this machine, the
+	// default) or "slurm" (each phase a job on a node of the cluster the
+	// slurm section describes; docs/cluster.md).
+	Executor string `yaml:"executor"`
 	// Slurm says where on a Slurm cluster evaluations run (docs/cluster.md).
 	Slurm Slurm `yaml:"slurm"`
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`
 }
+
+// The executors of evaluations.
+const (
+	ExecutorLocal = "local"
+	ExecutorSlurm = "slurm"
+)
 
 // Default returns the configuration used when there is no file.
 func Default() *Config {
@@ -163,6 +173,11 @@ func Parse(path string, b []byte) (*Config, error) {
 	case "", "auto", "bwrap", "landlock", "none":
 	default:
 		errs = append(errs, &yamlfile.Error{Path: "sandbox", Msg: fmt.Sprintf("%q: use auto, bwrap, landlock or none", c.Sandbox)})
+	}
+	switch c.Executor {
+	case "", ExecutorLocal, ExecutorSlurm:
+	default:
+		errs = append(errs, &yamlfile.Error{Path: "executor", Msg: fmt.Sprintf("%q: use local or slurm", c.Executor)})
 	}
 	yamlfile.Locate(path, b, errs)
 	if err := yamlfile.Join(errs); err != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/llm"
@@ -42,6 +43,21 @@ type Slurm struct {
 	// Outage is how long slurmctld may not answer before frontier stops
 	// following a job (the job runs on); 0 means 10m.
 	Outage llm.Duration `yaml:"outage"`
+	// Jobs is how many evaluation phases may be in flight at once (queued
+	// or running) when evaluations run on the cluster; 0 means 64. A
+	// search's evolve.slots, when set, takes precedence.
+	Jobs int `yaml:"jobs"`
+	// Frontier is the frontier binary as the nodes see it; empty means the
+	// binary that submits, which must then lie on a shared file system.
+	Frontier string `yaml:"frontier"`
+}
+
+// MaxJobs is the number of phases in flight at once.
+func (s Slurm) MaxJobs() int {
+	if s.Jobs > 0 {
+		return s.Jobs
+	}
+	return 64
 }
 
 // Validate returns every problem of the section, each naming its key.
@@ -65,6 +81,12 @@ func (s Slurm) Validate() error {
 	}
 	if o := s.Outage.D(); o != 0 && (o < time.Minute || o > 24*time.Hour) {
 		errs = append(errs, fmt.Errorf("slurm.outage: %v is outside 1m..24h", o))
+	}
+	if s.Jobs < 0 || s.Jobs > 100000 {
+		errs = append(errs, fmt.Errorf("slurm.jobs: %d: want 1..100000 (0: 64)", s.Jobs))
+	}
+	if s.Frontier != "" && !filepath.IsAbs(s.Frontier) {
+		errs = append(errs, fmt.Errorf("slurm.frontier: %q: want an absolute path, as the nodes see it", s.Frontier))
 	}
 	return errors.Join(errs...)
 }

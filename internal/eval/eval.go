@@ -74,6 +74,11 @@ type Request struct {
 	// Keep, when set, is where the run folder is moved afterwards;
 	// otherwise it is removed once everything is stored.
 	Keep string
+	// Key, when set, names this evaluation across restarts of the caller
+	// (the engine's run, child, attempt and seed): an executor that runs
+	// phases on a cluster finds a phase still in flight, or one that
+	// ended while the caller was down, by it instead of running it twice.
+	Key string
 }
 
 // ErrBadProgram is returned (wrapped) when the program cannot be evaluated

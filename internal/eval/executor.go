@@ -36,6 +36,9 @@ type PhaseJob struct {
 	RunDir string `json:"run_dir"`
 	// FastOnly says the request wants the fast check alone.
 	FastOnly bool `json:"fast_only,omitempty"`
+	// Key names the evaluation across restarts (Request.Key): an executor
+	// that runs phases elsewhere finds a phase in flight again by it.
+	Key string `json:"key,omitempty"`
 	// Progress, when set, receives progress lines as the phase runs. An
 	// executor that cannot stream them may say less.
 	Progress func(line string) `json:"-"`

@@ -201,7 +201,7 @@ func staticVerdict(res *Result) bool {
 func (e *Evaluator) phase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
 	run, err := e.Executor.Execute(ctx, PhaseJob{
 		Track: spec, Data: files, Program: req.Program, Name: req.Name, Seed: req.Seed,
-		Mode: mode, Limit: limit, RunDir: runDir, FastOnly: req.FastOnly, Progress: e.Progress,
+		Mode: mode, Limit: limit, RunDir: runDir, FastOnly: req.FastOnly, Key: req.Key, Progress: e.Progress,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -221,6 +221,9 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 		res.Warnings = append(res.Warnings, w.Message)
 	}
 	res.Metrics.WallMs = o.phase.WallMs
+	if o.phase.Sandbox != "" {
+		res.Environment.Sandbox = o.phase.Sandbox
+	}
 	if t.RunStart != nil {
 		res.Fingerprint = t.RunStart.Fingerprint
 		res.FingerprintClass = FingerprintClass(t.RunStart)

@@ -162,6 +162,10 @@ type Phase struct {
 	LimitNote string  `json:"limit_note,omitempty"`
 	// SkippedLines counts telemetry lines that were not valid events.
 	SkippedLines int `json:"skipped_lines,omitempty"`
+	// Node is the machine the phase ran on; Sandbox how the program was
+	// confined there.
+	Node    string `json:"node,omitempty"`
+	Sandbox string `json:"sandbox,omitempty"`
 	// Scorer is how the scorer went: the fresh process of the program that
 	// answered the final validation again from the state the program
 	// exported at fh.finish(); nil when it did not run.

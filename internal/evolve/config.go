@@ -458,10 +458,14 @@ func (c Config) ConfirmPairs(alpha float64) int {
 }
 
 // slotsFor returns the number of evaluation slots: the configured number,
-// else as many runs as the machine's GPUs hold for a CUDA track, else 1.
-func (c Config) slotsFor(device string, machineGPUs, trackGPUs int) int {
+// else the executor's (a cluster's jobs in flight), else as many runs as
+// the machine's GPUs hold for a CUDA track, else 1.
+func (c Config) slotsFor(device string, machineGPUs, trackGPUs, executorSlots int) int {
 	if c.Slots > 0 {
 		return c.Slots
+	}
+	if executorSlots > 0 {
+		return executorSlots
 	}
 	if device == "cuda" && machineGPUs > 0 {
 		return max(1, machineGPUs/max(1, trackGPUs))

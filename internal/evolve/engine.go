@@ -70,6 +70,10 @@ type Options struct {
 	// MachineGPUs is the number of GPUs of the machine, for the default
 	// number of slots of CUDA tracks.
 	MachineGPUs int
+	// ExecutorSlots, when set, is how many evaluations the executor runs
+	// at once (a cluster's jobs in flight): the default number of slots,
+	// decoupled from the machine frontier runs on and from the model pool.
+	ExecutorSlots int
 	// RunsDir is the evaluator's folder of run folders
 	// (eval.Evaluator.RunsDir): a resumed run removes there what the
 	// evaluations cut off with the last session left. Empty: nothing is
@@ -346,7 +350,7 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 		e.models[m.Name] = &m
 	}
 	// The effective slots and prefetch are recorded with the run.
-	e.slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs)
+	e.slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs, opts.ExecutorSlots)
 	e.prefetch = cfg.Prefetch
 	if e.prefetch == 0 {
 		e.prefetch = max(2*e.slots, cfg.LLMConcurrency)

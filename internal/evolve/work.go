@@ -452,6 +452,9 @@ func (e *Engine) doEval(ctx context.Context, w *evalWork) *evalResult {
 	r.res, r.err = e.opts.Evaluator.Evaluate(ctx, eval.Request{
 		Track: e.spec, Program: src, Name: e.name, Seed: e.cfg.EvalSeed,
 		FastOnly: w.kind == kindFast, SkipFast: w.kind == kindFull,
+		// The same after a restart: a cluster's executor finds the phase
+		// still in flight by it.
+		Key: fmt.Sprintf("run%d-child%d-fix%d-%s-seed%d", w.child.RunID, w.child.ID, w.child.FixAttempts, w.kind, e.cfg.EvalSeed),
 	})
 	if r.err == nil && r.res == nil {
 		r.err = errors.New("the evaluator returned no result")
