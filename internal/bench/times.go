@@ -86,13 +86,9 @@ func calibrated(s *Suite, tracks Tracks, cals []*store.Calibration, r *Record) (
 	if err != nil {
 		return nil, fmt.Errorf("the track of record %s: %w", r.ID, err)
 	}
-	th, err := eval.SpecHash(spec)
-	if err != nil {
-		return nil, err
-	}
 	h := store.Hash(src)
 	for _, c := range cals {
-		if c.Record == r.ID && c.ProgramHash == h && c.TrackHash == th {
+		if c.Record == r.ID && c.ProgramHash == h && eval.SpecMatches(spec, c.TrackHash, spec.Dir) {
 			return c, nil
 		}
 	}

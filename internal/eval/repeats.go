@@ -289,17 +289,19 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, ba
 // track version and machine class and runs Welch's test.
 // Runs of this series (mine) are not part of the baseline.
 func (e *Evaluator) compareBaseline(ctx context.Context, rr RepeatRequest, class string, times []float64, mine map[int64]bool) (*BaselineComparison, error) {
-	hash, err := SpecHash(rr.Track)
-	if err != nil {
-		return nil, err
-	}
 	evs, err := e.Store.Evaluations(ctx, store.Filter{Track: rr.Track.Name, ProgramHash: rr.BaselineHash, Verdict: string(Acceptable), Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
 	var base []float64
+	version := map[string]bool{} // stored hash -> names this version
 	for _, ev := range evs {
-		if ev.TrackHash == hash && ev.FingerprintClass == class && !ev.FastOnly && ev.TrainTimeMs > 0 && !mine[ev.ID] {
+		same, ok := version[ev.TrackHash]
+		if !ok {
+			same = SpecMatches(rr.Track, ev.TrackHash, rr.Track.Dir)
+			version[ev.TrackHash] = same
+		}
+		if same && ev.FingerprintClass == class && !ev.FastOnly && ev.TrainTimeMs > 0 && !mine[ev.ID] {
 			base = append(base, ev.TrainTimeMs)
 		}
 	}
