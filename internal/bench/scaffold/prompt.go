@@ -71,7 +71,10 @@ type promptData struct {
 	Hints       []Hint
 	History     []historyLine
 	Error       string
-	Previous    string
+	// Missed says how a debugged program that ran missed the target loss
+	// ("" when it failed instead).
+	Missed   string
+	Previous string
 }
 
 type trackView struct {

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
@@ -351,7 +352,10 @@ func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData 
 		if max == 0 {
 			max = 3000
 		}
-		d.Error = clipTail(parent.Reason+"\n"+parent.Error, max)
+		d.Error = clipTail(strings.TrimSpace(parent.Reason+"\n"+parent.Error), max)
+		if runs.Verdict(parent.Verdict) == runs.LossTooHigh {
+			d.Missed = fmt.Sprintf("its validation loss is %.4f, above the target %.4g (train time %s)", parent.ValLoss, s.Track.TargetValLoss, seconds(parent.TrainTimeMs))
+		}
 	}
 	const keep = 10
 	for _, o := range w.nodes[1:] {

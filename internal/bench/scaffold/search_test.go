@@ -164,3 +164,42 @@ func TestSearchFlatMutate(t *testing.T) {
 		t.Errorf("%d nodes evaluated, %d evaluations", evaluated, len(ev.Requests()))
 	}
 }
+
+// TestSearchDebugsLossMiss: a node that runs but misses the target is
+// debugged with a prompt that says so, with its loss and the target.
+func TestSearchDebugsLossMiss(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t, "")
+	coder := &benchtest.Coder{}
+	client := coderClient(coder)
+	s := &Search{Store: st, Evaluator: &benchtest.Evaluator{Store: st}, Model: Model{Name: "fake-coder", Client: client},
+		Policy: pol(t, AIDE), Budget: 10, Track: fakeTrack(t), ProgramName: "train.py", Seed: 5}
+	// The start program misses the target (3.2 > 3.1), and so does every
+	// change the fake model makes to it.
+	out, err := s.Run(ctx, newAttempt(t, st), benchtest.Program("start", 1000, 3.2), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debugs := 0
+	for _, n := range out.Nodes[1:] {
+		if n.Kind == KindDebug {
+			debugs++
+		}
+	}
+	if debugs == 0 {
+		t.Fatal("no node that missed the target was debugged")
+	}
+	seen := false
+	for _, r := range client.Requests() {
+		text := r.Messages[0].Content
+		if strings.Contains(text, "This program runs, but its validation loss is 3.2000, above the target 3.1") {
+			seen = true
+			if strings.Contains(text, "This program fails") {
+				t.Errorf("a loss miss is described as a failure:\n%s", text)
+			}
+		}
+	}
+	if !seen {
+		t.Error("no debug prompt said the loss missed the target")
+	}
+}
