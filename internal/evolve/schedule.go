@@ -235,7 +235,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 			out *[]store.Child
 		}{{it.top, &w.top}, {it.diverse, &w.diverse}} {
 			for _, c := range group.in {
-				*group.out = append(*group.out, *c)
+				*group.out = append(*group.out, e.shownAs(c))
 				if p := e.pop.members[c.ParentID]; p != nil {
 					w.parents[p.ID] = *p
 				}
@@ -337,4 +337,19 @@ func (e *Engine) fixInsertPos() int {
 		i++
 	}
 	return i
+}
+
+// shownAs is the copy of c that a prompt shows among the top or diverse
+// programs: a child whose own program failed its fast check and whose fix
+// then came back to a known program (its parent's, often) is shown with
+// the program that failed, what it tried; its last program would show an
+// empty change next to its failure.
+func (e *Engine) shownAs(c *store.Child) store.Child {
+	v := *c
+	if c.SourceID != 0 && c.Verdict != runs.Duplicate && !c.Origin.IsCopy() {
+		if a := e.lastChecked[c.ID]; a != nil && a.ProgramHash != "" {
+			v.ProgramHash = a.ProgramHash
+		}
+	}
+	return v
 }
