@@ -147,6 +147,12 @@ func TestCandidateRecordRejected(t *testing.T) {
 	if txt := e.recordText(); !strings.Contains(txt, "reference") || !strings.Contains(txt, "did not confirm") {
 		t.Errorf("the prompt's record line %q", txt)
 	}
+	// "Full evaluations" is one number wherever it is read: the search's
+	// own, the reference's included; the series' runs are counted apart.
+	if st.Evaluations != s.Evaluations || st.SeriesRuns != s.SeriesRuns || s.SeriesRuns != 10*rejected {
+		t.Errorf("full evaluations: status %d, summary %d; series runs: status %d, summary %d, want %d",
+			st.Evaluations, s.Evaluations, st.SeriesRuns, s.SeriesRuns, 10*rejected)
+	}
 }
 
 // A child that is truly faster is confirmed by its series and becomes the
@@ -285,5 +291,41 @@ func TestRefutedCandidateOpensNext(t *testing.T) {
 	}
 	if !rejected || !confirmed || s.RecordClaim == nil || s.Record.ID == s.Fastest.ID {
 		t.Errorf("fastest #%d rejected %v; another confirmed %v; record %v", s.Fastest.ID, rejected, confirmed, s.Record)
+	}
+}
+
+// A claim compares timings taken together. The run: the record's
+// time became the mean of a series taken under heavy load, and a child
+// 12% slower than the reference, timed once at a quieter moment, was
+// faster than that mean and became a candidate. A single timing is
+// compared with the record's own single timing.
+func TestCandidateAgainstSingleTiming(t *testing.T) {
+	st := openStore(t, "")
+	e, err := New(context.Background(), fakeOptions(t, st), smallConfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := e.reference
+	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
+	// A series under load measured the reference at 1500 ms on average.
+	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
+		Pairs: 5, SingleMs: 900, TimeMs: 1490, TimeSD: 40, BaselineMs: 1500, BaselineSD: 45, LossSD: 0.002, TimeP: 0.4}}}
+	if _, rec := e.standing(); rec.Ms != 1500 || rec.SingleMs != 1000 {
+		t.Fatalf("record %+v: want the series' 1500 ms and the single timing 1000 ms", rec)
+	}
+	slower := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 1120, ValLoss: 3.9, ProgramHash: "s"}
+	e.admit(slower)
+	if cl := e.newClaim(slower); cl != nil {
+		t.Errorf("a child 12%% slower than the reference's single timing became a candidate: %+v", cl.Claim)
+	}
+	e.publish()
+	if st := e.Status(); st.FastestID != 0 || st.RecordSingleMs != 1000 || st.BestTimeMs != 1500 {
+		t.Errorf("the status shows #%d as a candidate against %g ms (record %g ms)", st.FastestID, st.RecordSingleMs, st.BestTimeMs)
+	}
+	faster := &store.Child{ID: 61, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 950, ValLoss: 3.9, ProgramHash: "f"}
+	e.admit(faster)
+	cl := e.newClaim(faster)
+	if cl == nil || cl.BaselineMs != 1000 || runs.FormatSpeedup(cl.Speedup) != "+5.0%" || cl.Basis() != "single timings" {
+		t.Fatalf("a child faster than the reference's single timing: %+v", cl)
 	}
 }

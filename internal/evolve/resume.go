@@ -336,7 +336,7 @@ func (e *Engine) restoreClaims(ctx context.Context) error {
 		case cl.State == runs.ClaimQueued:
 			e.confirmQ = append(e.confirmQ, cl)
 		case cl.Method == runs.MethodSeries:
-			e.fullStarted += len(cl.Evaluations)
+			e.seriesRuns += len(cl.Evaluations)
 		}
 	}
 	if len(requeued) > 0 {

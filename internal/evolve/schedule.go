@@ -53,8 +53,8 @@ func (e *Engine) schedule(ctx context.Context) {
 			if len(e.fullQ) == 0 {
 				break
 			}
-			if max := e.cfg.Budget.MaxEvaluations; max > 0 && e.fullStarted >= max {
-				e.stop(StopEvaluations, fmt.Sprintf("%d full evaluations were started (budget.max_evaluations = %d)", e.fullStarted, max))
+			if max := e.cfg.Budget.MaxEvaluations; max > 0 && e.fullStarted+e.seriesRuns >= max {
+				e.stop(StopEvaluations, fmt.Sprintf("%d full evaluations and %d confirmation series runs were started (budget.max_evaluations = %d counts both)", e.fullStarted, e.seriesRuns, max))
 				break
 			}
 			e.startEval(ctx, pop(&e.fullQ))

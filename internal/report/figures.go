@@ -544,6 +544,9 @@ func (a *analysis) breakdownFigure() *figure {
 // before the first: the search starts from the reference, so its best so
 // far is never worse than it.
 func (a *analysis) frontier(start float64, best func(iterStats) float64) plotter.XYs {
+	if !slices.ContainsFunc(a.perIter, func(it iterStats) bool { return measured(best(it)) }) {
+		return nil // no program of the search has one: the figure says so
+	}
 	var xys plotter.XYs
 	if measured(start) && len(a.perIter) > 0 {
 		xys = append(xys, plotter.XY{X: float64(a.minIter - 1), Y: start})
