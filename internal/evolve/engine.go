@@ -98,13 +98,13 @@ type Status struct {
 	// Evaluations counts the search's full evaluations started (the
 	// reference's included); SeriesRuns the runs of confirmation series,
 	// apart. budget.max_evaluations counts both.
-	Evaluations       int
-	SeriesRuns        int
-	Acceptable        int
-	LossTooHigh       int
-	Buggy             int
-	Duplicates        int
-	NoProposal        int
+	Evaluations int
+	SeriesRuns  int
+	Acceptable  int
+	LossTooHigh int
+	Buggy       int
+	Duplicates  int
+	NoProposal  int
 	// ReferenceTimeMs and ReferenceLoss are the reference's measurements.
 	ReferenceTimeMs float64
 	ReferenceLoss   float64
