@@ -86,7 +86,7 @@ proposes: it perturbs hyperparameters without a model.`,
 	f.StringSliceVar(&o.models, "model", nil, "model of the ensemble, by name under llm.models (repeat for several)")
 	f.StringVar(&o.replay, "replay", "", "replay recorded answers from a JSONL `FILE` instead of asking models")
 	f.IntVar(&o.iterations, "iterations", 0, "total iterations (budget.max_iterations)")
-	f.IntVar(&o.evaluations, "evaluations", 0, "total full evaluations (budget.max_evaluations)")
+	f.IntVar(&o.evaluations, "evaluations", 0, "total full evaluations and confirmation series runs (budget.max_evaluations)")
 	f.DurationVar(&o.duration, "duration", 0, "total active time, e.g. 2h (budget.max_duration)")
 	f.Float64Var(&o.maxUSD, "max-usd", 0, "model spending limit in US dollars (budget.max_usd)")
 	f.Int64Var(&o.maxTokens, "max-tokens", 0, "model token limit, input plus output (budget.max_tokens)")
