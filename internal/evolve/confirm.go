@@ -497,6 +497,42 @@ func (e *Engine) recordText() string {
 	return s
 }
 
+// maxRefuted bounds the refuted claims a prompt lists.
+const maxRefuted = 3
+
+// refutedText describes the newest claims (at most n) that a series
+// refuted, with the series' figures, for the prompts: a model told only
+// that a child measured fast once would build on noise.
+func refutedText(claims []*store.Confirmation, n int) []string {
+	var out []string
+	for _, cl := range slices.Backward(claims) {
+		if len(out) == n {
+			break
+		}
+		if cl.State != runs.ClaimRejected && cl.State != runs.ClaimFailed {
+			continue
+		}
+		once := ":"
+		if runs.Measured(cl.SingleMs) {
+			once = fmt.Sprintf(" measured %s once, but", fmtMs(cl.SingleMs))
+		}
+		switch {
+		case cl.State == runs.ClaimRejected && cl.Basis() == "series":
+			t := fmt.Sprintf("#%d%s its series of %d runs each in alternation with #%d measured %s against %s (%s, Welch p = %.2g",
+				cl.ChildID, once, cl.Pairs, cl.BaselineID, fmtMs(cl.TimeMs), fmtMs(cl.BaselineMs), runs.FormatSpeedup(cl.Speedup), cl.TimeP)
+			if !math.IsNaN(cl.LossP) {
+				t += fmt.Sprintf("; mean loss %.4f, p = %.2g that it is under the target", cl.LossMean, cl.LossP)
+			}
+			out = append(out, t+"): refuted")
+		case cl.State == runs.ClaimRejected:
+			out = append(out, fmt.Sprintf("#%d%s its claim was rejected: %s", cl.ChildID, once, clip(cl.Reason, 200)))
+		default:
+			out = append(out, fmt.Sprintf("#%d%s a run of its series failed: %s", cl.ChildID, once, clip(cl.Reason, 200)))
+		}
+	}
+	return out
+}
+
 // claimWord says where a candidate's claim stands, for people.
 func claimWord(s runs.ClaimState) string {
 	switch s {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -327,5 +328,52 @@ func TestCandidateAgainstSingleTiming(t *testing.T) {
 	cl := e.newClaim(faster)
 	if cl == nil || cl.BaselineMs != 1000 || runs.FormatSpeedup(cl.Speedup) != "+5.0%" || cl.Basis() != "single timings" {
 		t.Fatalf("a child faster than the reference's single timing: %+v", cl)
+	}
+}
+
+// A refuted claim is in the prompts: the model is told that a candidate's
+// single timing did not hold up, with its series' figures, so that it
+// does not build on noise.
+func TestRefutedClaimInPrompts(t *testing.T) {
+	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	st := openStore(t, "")
+	f.st = st
+	opts := fakeOptions(t, st, Model{Name: "fake", Kind: propose.KindLLM, Client: fakeModel(0)})
+	opts.Evaluator = f
+	src, err := opts.Track.ReferenceSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ref = store.Hash(src)
+	cfg := smallConfig()
+	cfg.Confirm.Pairs = 5
+	cfg.Budget.MaxIterations = 6
+	cfg.MaxOpenIterations = 1
+	e, _ := runEngine(t, opts, cfg)
+	ctx := context.Background()
+	claims, _ := st.Confirmations(ctx, e.RunID())
+	var refuted *store.Confirmation
+	for _, c := range claims {
+		if c.State == runs.ClaimRejected {
+			refuted = c
+			break
+		}
+	}
+	if refuted == nil {
+		t.Fatal("no claim was refuted")
+	}
+	calls, err := st.LLMCalls(ctx, e.RunID(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("#%d measured %s once, but its series of 5 runs each in alternation with #%d measured", refuted.ChildID, fmtMs(refuted.SingleMs), refuted.BaselineID)
+	seen := 0
+	for _, c := range calls {
+		if c.CreatedAt.After(refuted.FinishedAt) && strings.Contains(c.Request, want) && strings.Contains(c.Request, "refuted") && strings.Contains(c.Request, "Welch p") {
+			seen++
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no prompt after the claim of #%d was refuted says so (%d calls); want %q", refuted.ChildID, len(calls), want)
 	}
 }

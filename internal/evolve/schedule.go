@@ -252,6 +252,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		w.reference = snapshot(e.reference)
 	}
 	w.record = e.recordText()
+	w.refuted = refutedText(e.claims, maxRefuted)
 	w.lastError = e.lastFailure(w.parent.ID)
 	switch j.kind {
 	case kindFixRun:
