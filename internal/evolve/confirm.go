@@ -293,6 +293,11 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 				d, (d-e.elapsed()).Round(time.Second), cl.Pairs, e.seriesEstimate(cl.Pairs).Round(time.Second)))
 			continue
 		}
+		if cl.StartedAt.IsZero() || cl.BaselineID != base.ID {
+			// A series cut off earlier against this same record keeps its
+			// start, so that it resumes with the pairs it finished.
+			cl.StartedAt = time.Now()
+		}
 		cl.BaselineID, cl.BaselineMs, cl.State = base.ID, baseMs, runs.ClaimRunning
 		cl.Speedup = runs.Speedup(baseMs, cand.TrainTimeMs)
 		if err := e.j.claimsChanged(ctx, cl); err != nil {
@@ -306,6 +311,7 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 		e.log.Info("evolve: confirming a candidate record", "candidate", cand.ID, "time", fmtMs(cand.TrainTimeMs),
 			"record", base.ID, "record_time", fmtMs(baseMs), "pairs", cl.Pairs)
 		r := &confirmResult{claim: cl, started: time.Now(), hashes: [2]string{cand.ProgramHash, base.ProgramHash}}
+		pairs, startedAt := cl.Pairs, cl.StartedAt
 		go func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -313,7 +319,7 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 				}
 				e.confirmDone <- r
 			}()
-			r.res, r.err = e.runSeries(ctx, r.hashes, cl)
+			r.res, r.err = e.runSeries(ctx, r.hashes, pairs, startedAt)
 		}()
 		return true
 	}
@@ -338,8 +344,10 @@ func (e *Engine) seriesFits(pairs int) bool {
 }
 
 // runSeries runs in an evaluation worker: the candidate and the record in
-// alternation, with seeds other than the search's.
-func (e *Engine) runSeries(ctx context.Context, hashes [2]string, cl *store.Confirmation) (*eval.Result, error) {
+// alternation, with seeds other than the search's. The pairs of this
+// series that finished before a kill (evaluations since its start) are
+// taken as they are, not run again.
+func (e *Engine) runSeries(ctx context.Context, hashes [2]string, pairs int, startedAt time.Time) (*eval.Result, error) {
 	cand, err := e.st.Program(ctx, hashes[0])
 	if err != nil {
 		return nil, err
@@ -348,10 +356,23 @@ func (e *Engine) runSeries(ctx context.Context, hashes [2]string, cl *store.Conf
 	if err != nil {
 		return nil, err
 	}
+	seed := e.cfg.EvalSeed + 1
+	var evs []*store.Evaluation
+	for _, h := range hashes {
+		got, err := e.st.Evaluations(ctx, store.Filter{Track: e.spec.Name, ProgramHash: h, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, got...)
+	}
+	prior := eval.FinishedPairs(evs, hashes, seed, pairs, startedAt)
+	if len(prior) > 0 {
+		e.log.Info("evolve: resuming a confirmation series with the pairs it finished", "pairs_done", len(prior)/2, "pairs", pairs)
+	}
 	se := e.opts.Evaluator.(SeriesEvaluator)
 	return se.EvaluateRepeats(ctx, eval.RepeatRequest{
-		Request: eval.Request{Track: e.spec, Program: cand, Name: e.name, Seed: e.cfg.EvalSeed + 1},
-		N:       cl.Pairs, Baseline: base,
+		Request: eval.Request{Track: e.spec, Program: cand, Name: e.name, Seed: seed},
+		N:       pairs, Baseline: base, Prior: prior,
 	})
 }
 

@@ -29,6 +29,8 @@ type seriesFake struct {
 	luckFn func(h string) float64
 	ref    string // the reference's hash: its single timing is true
 	series atomic.Int64
+	// prior records, per series, how many runs it was given as finished.
+	prior []int
 }
 
 func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
@@ -52,6 +54,7 @@ func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 // interleaved series would, and decides with the same tests.
 func (f *seriesFake) EvaluateRepeats(ctx context.Context, rr eval.RepeatRequest) (*eval.Result, error) {
 	f.series.Add(1)
+	f.prior = append(f.prior, len(rr.Prior))
 	alpha := rr.Track.Verification.Alpha
 	measure := func(src []byte) ([]float64, []float64, []eval.RepeatRun) {
 		h := store.Hash(src)
@@ -375,5 +378,65 @@ func TestRefutedClaimInPrompts(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Errorf("no prompt after the claim of #%d was refuted says so (%d calls); want %q", refuted.ChildID, len(calls), want)
+	}
+}
+
+// A confirmation series cut off by a kill resumes with the pairs it
+// finished: they are not run again. A pair cut in the middle runs again
+// whole, so that its two runs are taken together.
+func TestSeriesResumesWithFinishedPairs(t *testing.T) {
+	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	cfg := smallConfig()
+	cfg.Confirm.Pairs = 5
+	e, s := confirmRun(t, f, cfg)
+	ctx := context.Background()
+	st := f.st
+	var cl *store.Confirmation
+	for _, c := range s.Claims {
+		if c.State == runs.ClaimRejected && c.Method == runs.MethodSeries {
+			cl = c
+			break
+		}
+	}
+	if cl == nil {
+		t.Fatal("no series ran")
+	}
+	// The last series is cut off: its claim is left running, two pairs and
+	// half of a third finished since it started.
+	cand, base := e.pop.members[cl.ChildID], e.pop.members[cl.BaselineID]
+	cl.State, cl.StartedAt, cl.FinishedAt = runs.ClaimRunning, time.Now().Add(-time.Minute), time.Time{}
+	if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateConfirmation(cl) }); err != nil {
+		t.Fatal(err)
+	}
+	seed := cfg.EvalSeed + 1
+	finish := func(h string, seed int) {
+		ev := &store.Evaluation{ProgramHash: h, Track: "quick", TrackHash: "t", Seed: seed}
+		if err := st.CreateEvaluation(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Verdict, ev.TrainTimeMs, ev.ValLoss = "acceptable", 1000, 3.9
+		ev.Result = []byte(`{"verdict":"acceptable","metrics":{"val_loss":3.9,"train_time_ms":1000}}`)
+		if err := st.FinishEvaluation(ctx, ev, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sd := range []int{seed, seed + 1} {
+		finish(base.ProgramHash, sd)
+		finish(cand.ProgramHash, sd)
+	}
+	finish(base.ProgramHash, seed+2)
+	run, _ := st.Run(ctx, e.RunName())
+	opts := fakeOptions(t, st)
+	opts.Evaluator = f
+	f.prior = nil
+	r, err := Resume(ctx, opts, run, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.prior) == 0 || f.prior[0] != 4 {
+		t.Errorf("the resumed series was given %v finished runs, want the 4 runs of its 2 finished pairs", f.prior)
 	}
 }
