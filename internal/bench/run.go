@@ -477,7 +477,7 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 	}
 	s := &scaffold.Search{
 		Store: b.env.Store, Evaluator: b.env.Evaluator, Model: m, Policy: *b.cfg.Policy, Budget: b.cfg.Nodes,
-		Track: spec, ProgramName: programName(spec), Hints: sh, Seed: b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15,
+		Track: spec, Hardware: b.suite.Hardware, ProgramName: programName(spec), Hints: sh, Seed: b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15,
 		EvalSeed: a.Seed, ApplyFixes: b.cfg.ApplyFixes, Prompt: b.cfg.Prompt, Redact: b.env.Redact, Log: b.env.Log,
 		Stop: func() string { r, d := b.stopReason(ctx); return joinReason(r, d) },
 		OnNode: func(n *store.BenchNode) {

@@ -19,6 +19,7 @@ package published
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,7 +119,8 @@ func Import(o Options) (*Imported, error) {
 	suite := bench.Suite{Name: o.Name, Contract: "log",
 		Description: "The Automated LLM Speedrunning Benchmark (facebookresearch/llm-speedrunner), imported from " +
 			filepath.Base(filepath.Clean(o.From)) + ": task i starts from NanoGPT speedrun record i and reproduces record i+1.",
-		Times: "the benchmark's results.json (re-measured by its authors on 8xH100)"}
+		Times:    "the benchmark's results.json (re-measured by its authors on 8xH100)",
+		Hardware: fmt.Sprintf("one node of %d x H100 GPUs (80 GB each), as the published benchmark runs them", cmp.Or(o.GPUs, importer.DefaultGPUs))}
 	programs := map[int]bool{}
 	for _, n := range nums {
 		rec, ok, err := importRecord(o, n, im)

@@ -21,7 +21,7 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := im.Suite
-	if s.Name != "llm-speedrunner" || s.Contract != "log" || len(s.Records) != 4 {
+	if s.Name != "llm-speedrunner" || s.Contract != "log" || len(s.Records) != 4 || !strings.Contains(s.Hardware, "8 x H100") {
 		t.Fatalf("suite %s (%s) with %d records", s.Name, s.Contract, len(s.Records))
 	}
 	// Record 3 is slower than record 2: that task has nothing to
