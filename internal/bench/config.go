@@ -64,8 +64,8 @@ type Config struct {
 	// Retime, when positive, re-times each attempt's best node Retime
 	// times in alternation with its start program, and scores FSR from
 	// that series instead of the search's single timing.
-	Retime int `json:"retime,omitempty"`
-	Budget  Budget  `json:"budget"`
+	Retime int    `json:"retime,omitempty"`
+	Budget Budget `json:"budget"`
 	// ApplyFixes is how often an answer that does not apply goes back to
 	// its model (default 2).
 	ApplyFixes int                     `json:"apply_fixes"`

@@ -153,8 +153,11 @@ func (b *Bench) evolveResult(ctx context.Context, runID int64, res *result) (*re
 		switch runs.ClassOf(c.Verdict) {
 		case runs.ClassAcceptable:
 			res.acceptable++
-			if c.TrainTimeMs > 0 && (res.bestMs == 0 || c.TrainTimeMs < res.bestMs) {
-				res.bestMs = c.TrainTimeMs
+			if c.TrainTimeMs > 0 {
+				res.timed++
+				if res.bestMs == 0 || c.TrainTimeMs < res.bestMs {
+					res.bestMs, res.bestHash = c.TrainTimeMs, c.ProgramHash
+				}
 			}
 		case runs.Buggy:
 			res.buggy++
@@ -163,6 +166,7 @@ func (b *Bench) evolveResult(ctx context.Context, runID int64, res *result) (*re
 			res.evaluations = append(res.evaluations, c.EvaluationID)
 		}
 	}
+	res.fastestMs = res.bestMs
 	usd, tokens, _, err := st.RunSpend(ctx, runID)
 	if err != nil {
 		return nil, err

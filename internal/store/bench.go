@@ -64,17 +64,17 @@ type BenchAttempt struct {
 	EvolveRun string `json:"evolve_run"`
 	// StartMs and GoalMs are t_i and t_{i+1}, the times the score uses;
 	// TimeSource says whether they were calibrated here or published.
-	StartMs    float64   `json:"start_ms"`
-	GoalMs     float64   `json:"goal_ms"`
-	TimeSource string    `json:"time_source"`
-	BestNodeID int64     `json:"best_node_id"`
-	BestMs     float64   `json:"best_ms"`
-	FSR        float64   `json:"fsr"`
-	Nodes      int       `json:"nodes"`
-	Acceptable int       `json:"acceptable"`
-	Buggy      int       `json:"buggy"`
-	CostUSD    float64   `json:"cost_usd"`
-	Tokens     int64     `json:"tokens"`
+	StartMs    float64 `json:"start_ms"`
+	GoalMs     float64 `json:"goal_ms"`
+	TimeSource string  `json:"time_source"`
+	BestNodeID int64   `json:"best_node_id"`
+	BestMs     float64 `json:"best_ms"`
+	FSR        float64 `json:"fsr"`
+	Nodes      int     `json:"nodes"`
+	Acceptable int     `json:"acceptable"`
+	Buggy      int     `json:"buggy"`
+	CostUSD    float64 `json:"cost_usd"`
+	Tokens     int64   `json:"tokens"`
 	// Retime is the best node re-timed in alternation with the start
 	// (bench run --retime K): RetimeN runs of each, their mean train
 	// times, Welch's one-sided p that the best is faster, and the
@@ -123,20 +123,20 @@ type BenchNode struct {
 
 // Calibration is a record of a suite re-timed on one machine class.
 type Calibration struct {
-	ID               int64     `json:"id"`
-	Suite            string    `json:"suite"`
-	Record           string    `json:"record"`
-	ProgramHash      string    `json:"program_hash"`
-	Track            string    `json:"track"`
-	TrackHash        string    `json:"track_hash"`
-	FingerprintClass string    `json:"fingerprint_class"`
-	N                int       `json:"n"`
-	MeanMs           float64   `json:"mean_ms"`
-	SDMs             float64   `json:"sd_ms"`
-	LoMs             float64   `json:"lo_ms"` // the 95% interval of the mean
-	HiMs             float64   `json:"hi_ms"`
-	ValLoss          float64   `json:"val_loss"` // mean
-	EvaluationIDs    []int64   `json:"evaluation_ids"`
+	ID               int64   `json:"id"`
+	Suite            string  `json:"suite"`
+	Record           string  `json:"record"`
+	ProgramHash      string  `json:"program_hash"`
+	Track            string  `json:"track"`
+	TrackHash        string  `json:"track_hash"`
+	FingerprintClass string  `json:"fingerprint_class"`
+	N                int     `json:"n"`
+	MeanMs           float64 `json:"mean_ms"`
+	SDMs             float64 `json:"sd_ms"`
+	LoMs             float64 `json:"lo_ms"` // the 95% interval of the mean
+	HiMs             float64 `json:"hi_ms"`
+	ValLoss          float64 `json:"val_loss"` // mean
+	EvaluationIDs    []int64 `json:"evaluation_ids"`
 	// Conditions are the machine's state while it was taken; CreatedAt
 	// is when it ended.
 	Conditions Conditions `json:"conditions"`

@@ -107,8 +107,8 @@ func TestReport(t *testing.T) {
 // FSR and time source of each attempt.
 type run struct {
 	name, suiteHash, config, scaffold, model, hints string
-	fsr                                           map[string][]float64
-	sources                                       map[string][]string
+	fsr                                             map[string][]float64
+	sources                                         map[string][]string
 }
 
 func addRunOf(t *testing.T, st *store.Store, r run) {
