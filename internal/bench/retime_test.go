@@ -133,14 +133,7 @@ func TestTimeNotes(t *testing.T) {
 			warned = append(warned, line)
 		}
 	}
-	b, err := New(ctx, fx.env, fx.suite, Config{Model: modelRecord(m), Nodes: 4, Tasks: []string{"r0-r1"}}, "drift", m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := b.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runNew(t, fx.env, fx.suite, Config{Model: modelRecord(m), Nodes: 4, Tasks: []string{"r0-r1"}}, "drift", m)
 	a := sum.Attempts[0]
 	if a.TimeSource != TimesCalibrated || !strings.Contains(a.Notes, "slower now than when it was calibrated") ||
 		!strings.Contains(a.Notes, "0.50/0.40/0.30") || !strings.Contains(a.Notes, "load average now 14.00/12.00/9.00") {
@@ -151,13 +144,7 @@ func TestTimeNotes(t *testing.T) {
 	fx2.env.Evaluator = &scaled{inner: fx2.ev, factor: func(eval.Request) float64 { return 2 }}
 	fx2.env.Progress = fx.env.Progress
 	warned = nil
-	b, err = New(ctx, fx2.env, fx2.suite, Config{Model: modelRecord(m), Nodes: 4, Tasks: []string{"r0-r1"}}, "slow", m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum, err = b.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sum = runNew(t, fx2.env, fx2.suite, Config{Model: modelRecord(m), Nodes: 4, Tasks: []string{"r0-r1"}}, "slow", m)
 	a = sum.Attempts[0]
 	if a.TimeSource != TimesPublished || !strings.Contains(a.Notes, "only ever expand the start") || !strings.Contains(a.Notes, "frontier bench calibrate mini") {
 		t.Errorf("slow against published times: notes %q", a.Notes)

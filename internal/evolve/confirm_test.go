@@ -194,16 +194,23 @@ func countMethod(cs []*store.Confirmation, m runs.Method) int {
 	return n
 }
 
-// Beyond the measured noise a single timing is enough: a claim judged
-// against two series' noise, with its p-value and interval.
-func TestClaimBeyondNoise(t *testing.T) {
-	st := openStore(t, "")
-	e, err := New(context.Background(), fakeOptions(t, st), smallConfig(), "")
+// measuredEngine is a new engine whose reference measured 1000 ms at
+// loss 3.9, and that reference.
+func measuredEngine(t *testing.T) (*Engine, *store.Child) {
+	t.Helper()
+	e, err := New(context.Background(), fakeOptions(t, openStore(t, "")), smallConfig(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := e.reference
 	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
+	return e, ref
+}
+
+// Beyond the measured noise a single timing is enough: a claim judged
+// against two series' noise, with its p-value and interval.
+func TestClaimBeyondNoise(t *testing.T) {
+	e, ref := measuredEngine(t)
 	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
 		Pairs: 5, TimeMs: 990, TimeSD: 10, BaselineMs: 1000, BaselineSD: 12, LossSD: 0.002}}}
 	fast := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 400, ValLoss: 3.9}
@@ -304,13 +311,7 @@ func TestRefutedCandidateOpensNext(t *testing.T) {
 // faster than that mean and became a candidate. A single timing is
 // compared with the record's own single timing.
 func TestCandidateAgainstSingleTiming(t *testing.T) {
-	st := openStore(t, "")
-	e, err := New(context.Background(), fakeOptions(t, st), smallConfig(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := e.reference
-	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
+	e, ref := measuredEngine(t)
 	// A series under load measured the reference at 1500 ms on average.
 	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
 		Pairs: 5, SingleMs: 900, TimeMs: 1490, TimeSD: 40, BaselineMs: 1500, BaselineSD: 45, LossSD: 0.002, TimeP: 0.4}}}
