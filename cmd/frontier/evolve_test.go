@@ -130,7 +130,7 @@ func TestEvolveFlagsRejected(t *testing.T) {
 func TestStatusLine(t *testing.T) {
 	s := evolve.Status{RunName: "run-3", Iteration: 12, MaxIterations: 100, SlotsBusy: 1, Slots: 1, ProposalsInFlight: 3,
 		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, BestTimeID: 7, ReferenceTimeMs: 52300,
-		RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
+		RecordSpeedup: 0.212, RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
 		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true,
 		Running: []evolve.RunningEval{{ChildID: 12, Kind: "confirm"}}}
 	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  record #7 41.20s +21.2% (confirmed n=5 p=0.002)" +
