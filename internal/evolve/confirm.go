@@ -504,7 +504,7 @@ func (e *Engine) recordText() string {
 		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(rec.SingleMs))
 	} else {
 		sp, basis := rec.VsReference(claimsOf(e.claims), e.reference.ID)
-		s = fmt.Sprintf("#%d trains to the target in %s once in the search, %s faster than the reference %s (%s)",
+		s = fmt.Sprintf("#%d trains to the target in %s (one timing in the search), %s vs the reference (%s; evidence: %s)",
 			base.ID, fmtMs(rec.SingleMs), runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 	}
 	if f := e.children.Fastest; f.ID != 0 && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
