@@ -361,29 +361,48 @@ func TestRefutedClaimInPrompts(t *testing.T) {
 	e, _ := runEngine(t, opts, cfg)
 	ctx := context.Background()
 	claims, _ := st.Confirmations(ctx, e.RunID())
-	var refuted *store.Confirmation
+	// A prompt lists the newest refuted claims, so any of them may be
+	// the one it names.
+	var wants []string
+	var first time.Time
 	for _, c := range claims {
 		if c.State == runs.ClaimRejected {
-			refuted = c
-			break
+			wants = append(wants, fmt.Sprintf("#%d measured %s once, but its series of 5 runs each in alternation with #%d measured", c.ChildID, fmtMs(c.SingleMs), c.BaselineID))
+			if first.IsZero() || c.FinishedAt.Before(first) {
+				first = c.FinishedAt
+			}
 		}
 	}
-	if refuted == nil {
+	if len(wants) == 0 {
 		t.Fatal("no claim was refuted")
 	}
 	calls, err := st.LLMCalls(ctx, e.RunID(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("#%d measured %s once, but its series of 5 runs each in alternation with #%d measured", refuted.ChildID, fmtMs(refuted.SingleMs), refuted.BaselineID)
-	seen := 0
+	seen, after := 0, 0
 	for _, c := range calls {
-		if c.CreatedAt.After(refuted.FinishedAt) && strings.Contains(c.Request, want) && strings.Contains(c.Request, "refuted") && strings.Contains(c.Request, "Welch p") {
-			seen++
+		if !c.CreatedAt.After(first) {
+			continue
+		}
+		after++
+		if !strings.Contains(c.Request, "refuted") || !strings.Contains(c.Request, "Welch p") {
+			continue
+		}
+		for _, w := range wants {
+			if strings.Contains(c.Request, w) {
+				seen++
+				break
+			}
 		}
 	}
+	if after == 0 {
+		t.Fatal("no prompt was made after the first refutation")
+	}
+	// Prompts built before the refutation (and fix prompts, which show no
+	// record) may be sent after it: at least one must name it.
 	if seen == 0 {
-		t.Errorf("no prompt after the claim of #%d was refuted says so (%d calls); want %q", refuted.ChildID, len(calls), want)
+		t.Errorf("none of %d prompts after the first refutation names a refuted claim with its series' figures (%q...)", after, wants[0])
 	}
 }
 
