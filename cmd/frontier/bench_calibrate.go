@@ -63,7 +63,8 @@ calibrated speedup with Welch's one-sided test that the goal is faster.`,
 }
 
 func printCalibration(w io.Writer, rep *bench.CalibrationReport) error {
-	fmt.Fprintf(w, "suite %s calibrated on %s, %d runs per record in alternation\n", rep.Suite, rep.Class, rep.Repeats)
+	fmt.Fprintf(w, "suite %s calibrated on %s, %d runs per record in alternation; %s\n", rep.Suite, rep.Class, rep.Repeats,
+		bench.ConditionsText(rep.At, rep.Conditions))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECORD\tTRACK\tN\tTRAIN TIME (95%)\tSD\tVAL LOSS\tPUBLISHED\tNOTE")
 	for _, r := range rep.Records {

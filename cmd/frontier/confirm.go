@@ -148,7 +148,7 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 	if err != nil {
 		return err
 	}
-	if h, err := eval.SpecHash(spec); err == nil && run.TrackHash != "" && h != run.TrackHash {
+	if run.TrackHash != "" && !eval.SpecMatches(spec, run.TrackHash, run.TrackDir, spec.Dir) {
 		fmt.Fprintf(g.stderr, "warning: track %s changed since run %s; both programs are timed on the track as it is now\n", spec.Name, run.Name)
 	}
 	alpha := spec.Verification.Alpha

@@ -86,7 +86,7 @@ proposes: it perturbs hyperparameters without a model.`,
 	f.StringSliceVar(&o.models, "model", nil, "model of the ensemble, by name under llm.models (repeat for several)")
 	f.StringVar(&o.replay, "replay", "", "replay recorded answers from a JSONL `FILE` instead of asking models")
 	f.IntVar(&o.iterations, "iterations", 0, "total iterations (budget.max_iterations)")
-	f.IntVar(&o.evaluations, "evaluations", 0, "total full evaluations (budget.max_evaluations)")
+	f.IntVar(&o.evaluations, "evaluations", 0, "total full evaluations and confirmation series runs (budget.max_evaluations)")
 	f.DurationVar(&o.duration, "duration", 0, "total active time, e.g. 2h (budget.max_duration)")
 	f.Float64Var(&o.maxUSD, "max-usd", 0, "model spending limit in US dollars (budget.max_usd)")
 	f.Int64Var(&o.maxTokens, "max-tokens", 0, "model token limit, input plus output (budget.max_tokens)")
@@ -298,23 +298,23 @@ func applyEvolveFlags(c *evolve.Config, o evolveOptions) {
 func printEvolveSummary(w io.Writer, s *evolve.Summary) {
 	st := s.Status
 	fmt.Fprintf(w, "run %s (#%d) stopped: %s: %s\n", s.RunName, s.RunID, s.StopReason, s.StopDetail)
-	fmt.Fprintf(w, "  iterations %d, full evaluations %d: %d acceptable, %d loss too high, %d buggy, %d duplicates",
-		st.Iteration, st.Evaluations, st.Acceptable, st.LossTooHigh, st.Buggy, st.Duplicates)
+	fmt.Fprintf(w, "  iterations %d, full evaluations %d, confirmation series runs %d: %d acceptable, %d loss too high, %d buggy, %d duplicates",
+		st.Iteration, st.Evaluations, st.SeriesRuns, st.Acceptable, st.LossTooHigh, st.Buggy, st.Duplicates)
 	if st.NoProposal > 0 {
 		fmt.Fprintf(w, ", %d without a proposal", st.NoProposal)
 	}
 	fmt.Fprintln(w)
 	switch {
 	case st.BestTimeMs > 0 && st.ReferenceTimeMs > 0 && st.BestTimeID != 0 && st.RecordBrief != "reference":
-		fmt.Fprintf(w, "  record: #%d trains to the target in %s, speedup %s over the reference (%s)\n",
-			st.BestTimeID, secsText(st.BestTimeMs), runs.FormatSpeedup(runs.Speedup(st.ReferenceTimeMs, st.BestTimeMs)), secsText(st.ReferenceTimeMs))
+		fmt.Fprintf(w, "  record: #%d, speedup %s over the reference (%s)\n",
+			st.BestTimeID, runs.FormatSpeedup(st.RecordSpeedup), st.RecordBasis)
 		fmt.Fprintf(w, "          evidence: %s\n", st.RecordEvidence)
 	case st.ReferenceTimeMs > 0:
 		fmt.Fprintf(w, "  record: still the reference (%s): no faster program was confirmed\n", secsText(st.ReferenceTimeMs))
 	}
 	if st.FastestID != 0 {
-		fmt.Fprintf(w, "  candidate: #%d measured %s once (speedup %s over the record), claim %s\n", st.FastestID,
-			secsText(st.FastestMs), runs.FormatSpeedup(runs.Speedup(st.BestTimeMs, st.FastestMs)), orDash(st.FastestClaim))
+		fmt.Fprintf(w, "  candidate: #%d measured %s once (speedup %s over the record's single timing %s), claim %s\n", st.FastestID,
+			secsText(st.FastestMs), runs.FormatSpeedup(runs.Speedup(st.RecordSingleMs, st.FastestMs)), secsText(st.RecordSingleMs), orDash(st.FastestClaim))
 		if st.FastestClaim != string(runs.ClaimRejected) && st.FastestClaim != string(runs.ClaimFailed) {
 			fmt.Fprintf(w, "  confirm it: frontier runs confirm %s (a single timing is not a record)\n", s.RunName)
 		}

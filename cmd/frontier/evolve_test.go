@@ -130,7 +130,7 @@ func TestEvolveFlagsRejected(t *testing.T) {
 func TestStatusLine(t *testing.T) {
 	s := evolve.Status{RunName: "run-3", Iteration: 12, MaxIterations: 100, SlotsBusy: 1, Slots: 1, ProposalsInFlight: 3,
 		Queued: 4, Acceptable: 8, LossTooHigh: 3, Buggy: 5, Duplicates: 1, BestTimeMs: 41200, BestTimeID: 7, ReferenceTimeMs: 52300,
-		RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
+		RecordSpeedup: 0.212, RecordBrief: "confirmed n=5 p=0.002", FastestID: 12, FastestMs: 39100, FastestClaim: "running",
 		BestLoss: 2.681, USD: 1.234, Elapsed: 14*time.Minute + 2*time.Second, Draining: true,
 		Running: []evolve.RunningEval{{ChildID: 12, Kind: "confirm"}}}
 	want := "run-3  it 12/100  slots 1/1  llm 3  queue 4  |  acc 8  high 3  bug 5  dup 1  |  record #7 41.20s +21.2% (confirmed n=5 p=0.002)" +
@@ -339,18 +339,22 @@ func TestRunTrack(t *testing.T) {
 func TestEvolveSummaryPointsAtConfirm(t *testing.T) {
 	var b bytes.Buffer
 	printEvolveSummary(&b, &evolve.Summary{RunID: 3, RunName: "run-3", StopReason: "usd", StopDetail: "spent", Status: evolve.Status{
-		BestTimeMs: 1000, BestTimeID: 1, ReferenceTimeMs: 1000, RecordBrief: "reference", FastestID: 9, FastestMs: 700, FastestClaim: "queued"}})
+		BestTimeMs: 1000, BestTimeID: 1, RecordSingleMs: 1000, ReferenceTimeMs: 1000, RecordBrief: "reference", FastestID: 9, FastestMs: 700, FastestClaim: "queued"}})
 	out := b.String()
-	for _, want := range []string{"record: still the reference (1.00s)", "candidate: #9 measured 0.70s once (speedup +30.0% over the record), claim queued",
+	for _, want := range []string{"record: still the reference (1.00s)", "candidate: #9 measured 0.70s once (speedup +30.0% over the record's single timing 1.00s), claim queued",
 		"confirm it: frontier runs confirm run-3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
 	b.Reset()
-	printEvolveSummary(&b, &evolve.Summary{RunName: "r", Status: evolve.Status{BestTimeMs: 800, BestTimeID: 4, ReferenceTimeMs: 1000,
+	// The record's time is its series' mean under that series' load; its
+	// speedup is its series', not that mean against the reference's
+	// single timing (which would read -10.0% here).
+	printEvolveSummary(&b, &evolve.Summary{RunName: "r", Status: evolve.Status{BestTimeMs: 1100, BestTimeID: 4, ReferenceTimeMs: 1000,
+		RecordSpeedup: 0.2, RecordBasis: "from its claim: #4 vs the reference, series n = 5",
 		RecordBrief: "confirmed n=5 p=0.001", RecordEvidence: "confirmed in alternation, n = 5 each: +20.0%"}})
-	if out := b.String(); !strings.Contains(out, "speedup +20.0% over the reference") || !strings.Contains(out, "evidence: confirmed in alternation") {
+	if out := b.String(); !strings.Contains(out, "speedup +20.0% over the reference (from its claim: #4 vs the reference, series n = 5)") || !strings.Contains(out, "evidence: confirmed in alternation") {
 		t.Errorf("summary of a confirmed record:\n%s", out)
 	}
 }

@@ -230,7 +230,7 @@ func statusLine(s evolve.Status, step string) string {
 			fmt.Fprintf(&b, "  |  record: the reference %s", secsText(s.BestTimeMs))
 		} else {
 			fmt.Fprintf(&b, "  |  record #%d %s %s (%s)", s.BestTimeID, secsText(s.BestTimeMs),
-				runs.FormatSpeedup(runs.Speedup(s.ReferenceTimeMs, s.BestTimeMs)), s.RecordBrief)
+				runs.FormatSpeedup(s.RecordSpeedup), s.RecordBrief)
 		}
 	}
 	if s.FastestID != 0 {

@@ -135,7 +135,9 @@ func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
 	record = fmt.Sprintf("#%d %s", s.Record.ID, secsText(s.RecordMs))
 	speedup, evidence = "-", "the reference"
 	if s.RecordClaim != nil {
-		speedup, evidence = runs.FormatSpeedup(runs.Speedup(s.Reference.TrainTimeMs, s.RecordMs)), s.RecordClaim.Brief()
+		// From the record's claims (measured together), never its series'
+		// mean against the reference's single timing.
+		speedup, evidence = runs.FormatSpeedup(s.RecordSpeedup), s.RecordClaim.Brief()
 	}
 	if c := candidate(s); c != nil {
 		evidence += fmt.Sprintf("; #%d faster once (%s)", c.ChildID, c.State)

@@ -85,8 +85,8 @@ func showHeader(w io.Writer, s *evolve.RunSummary) {
 	}
 	fmt.Fprintf(w, "  models      %s%s\n", strings.Join(ms, ", "), bandit)
 	fmt.Fprintf(w, "  budget      %s\n", budgetText(c.Budget))
-	fmt.Fprintf(w, "  progress    %d iterations, %d children, %d fast checks, %d full evaluations, %d migrations, archive %d\n",
-		run.Iterations, len(s.Children), s.FastChecks, s.Evaluations, s.Migrations, len(s.Archive))
+	fmt.Fprintf(w, "  progress    %d iterations, %d children, %d fast checks, %d full evaluations, %d confirmation series runs, %d migrations, archive %d\n",
+		run.Iterations, len(s.Children), s.FastChecks, s.Evaluations, s.SeriesRuns, s.Migrations, len(s.Archive))
 	fmt.Fprintf(w, "  spend       $%.4f, %d tokens, %d model calls", s.USD, s.Tokens, s.Calls)
 	if s.LostCalls > 0 {
 		fmt.Fprintf(w, " (%d lost when a session was killed)", s.LostCalls)
@@ -101,19 +101,22 @@ func showRecord(w io.Writer, s *evolve.RunSummary) {
 	case s.Record == nil:
 		fmt.Fprintln(w, "  record      none: the reference has no time yet")
 	case s.RecordClaim == nil:
-		timing := "single timing"
+		fmt.Fprintf(w, "  record      the reference #%d, %s (single timing): no claim to beat it was confirmed\n", s.Record.ID, secsText(s.RecordSingleMs))
 		if s.RecordN > 1 {
-			timing = fmt.Sprintf("mean of its %d runs in its newest series", s.RecordN)
+			fmt.Fprintf(w, "              %s is the mean of its %d runs in its newest series, under that series' load\n", secsText(s.RecordMs), s.RecordN)
 		}
-		fmt.Fprintf(w, "  record      the reference #%d, %s (%s): no claim to beat it was confirmed\n", s.Record.ID, secsText(s.RecordMs), timing)
 	default:
-		fmt.Fprintf(w, "  record      #%d, %s, %s vs the reference\n", s.Record.ID, secsText(s.RecordMs),
-			runs.FormatSpeedup(runs.Speedup(s.Reference.TrainTimeMs, s.RecordMs)))
+		fmt.Fprintf(w, "  record      #%d, %s vs the reference (%s)\n", s.Record.ID, runs.FormatSpeedup(s.RecordSpeedup), s.RecordBasis)
+		fmt.Fprintf(w, "              %s once in the search; %s", secsText(s.RecordSingleMs), secsText(s.RecordMs))
+		if s.RecordN > 1 {
+			fmt.Fprintf(w, ", the mean of its %d runs in its newest series", s.RecordN)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "              evidence: %s\n", s.RecordClaim.Evidence())
 	}
 	if c := candidate(s); c != nil {
-		fmt.Fprintf(w, "  candidate   #%d measured %s once (%s vs the record): %s", c.ChildID, secsText(s.Candidate.TrainTimeMs),
-			runs.FormatSpeedup(runs.Speedup(s.RecordMs, s.Candidate.TrainTimeMs)), c.State)
+		fmt.Fprintf(w, "  candidate   #%d measured %s once (%s vs the record's single timing %s): %s", c.ChildID, secsText(s.Candidate.TrainTimeMs),
+			runs.FormatSpeedup(runs.Speedup(s.RecordSingleMs, s.Candidate.TrainTimeMs)), secsText(s.RecordSingleMs), c.State)
 		if c.Reason != "" {
 			fmt.Fprintf(w, ": %s", c.Reason)
 		}
@@ -201,7 +204,7 @@ func showBest(w io.Writer, s *evolve.RunSummary) {
 			x.Stage, x.Verdict, x.ValLoss, secsText(x.TrainTimeMs), vs, x.Score, clipText(desc, 60))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "  SPEEDUP is (t_ref - t) / t_ref: the share of the reference's time saved")
+	fmt.Fprintln(w, "  SPEEDUP is (t_ref - t) / t_ref: the share of the reference's time saved, both single timings of the search")
 	if s.RecordClaim != nil {
 		fmt.Fprintln(w, "  * the record (confirmed)")
 	}
@@ -217,16 +220,17 @@ func showClaims(w io.Writer, s *evolve.RunSummary) {
 	}
 	fmt.Fprintln(w, "\nclaims (candidate records and what testing them found)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tCANDIDATE\tAGAINST\tBY\tMETHOD\tN\tSTATE\tSPEEDUP\t95% CI\tP TIME\tP LOSS\tREASON")
+	fmt.Fprintln(tw, "  ID\tCANDIDATE\tAGAINST\tBY\tMETHOD\tN\tSTATE\tSPEEDUP\tFROM\t95% CI\tP TIME\tP LOSS\tREASON")
 	for _, c := range s.Claims {
 		ci := "-"
 		if !math.IsNaN(c.SpeedupLo) && !math.IsNaN(c.SpeedupHi) {
 			ci = runs.FormatSpeedup(c.SpeedupLo) + " to " + runs.FormatSpeedup(c.SpeedupHi)
 		}
-		fmt.Fprintf(tw, "  %d\t#%d\t#%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.ChildID, c.BaselineID, c.Source, c.Method, c.Pairs,
-			c.State, runs.FormatSpeedup(c.Speedup), ci, pText(c.TimeP), pText(c.LossP), clipText(c.Reason, 90))
+		fmt.Fprintf(tw, "  %d\t#%d\t#%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.ChildID, c.BaselineID, c.Source, c.Method, c.Pairs,
+			c.State, runs.FormatSpeedup(c.Speedup), c.Basis(), ci, pText(c.TimeP), pText(c.LossP), clipText(c.Reason, 90))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "  FROM says what a speedup compares: the means of the claim's series (both programs in alternation), or two single timings of the search")
 }
 
 func pText(p float64) string {

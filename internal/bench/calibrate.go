@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/stats"
@@ -61,11 +62,14 @@ type Gap struct {
 
 // CalibrationReport is what Calibrate did.
 type CalibrationReport struct {
-	Suite   string       `json:"suite"`
-	Class   string       `json:"fingerprint_class"`
-	Repeats int          `json:"repeats"`
-	Records []Calibrated `json:"records"`
-	Gaps    []Gap        `json:"gaps"`
+	Suite   string `json:"suite"`
+	Class   string `json:"fingerprint_class"`
+	Repeats int    `json:"repeats"`
+	// At is when it ended; Conditions the load it was taken under.
+	At         time.Time        `json:"at"`
+	Conditions store.Conditions `json:"conditions"`
+	Records    []Calibrated     `json:"records"`
+	Gaps       []Gap            `json:"gaps"`
 }
 
 type calTarget struct {
@@ -123,7 +127,7 @@ func Calibrate(ctx context.Context, env Env, s *Suite, opts CalibrateOptions) (*
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("suite %s has no record with a program to calibrate", s.Name)
 	}
-	rep := &CalibrationReport{Suite: s.Name, Repeats: opts.Repeats}
+	rep := &CalibrationReport{Suite: s.Name, Repeats: opts.Repeats, Conditions: store.Conditions{LoadAvg: env.loadAvg()}}
 	classes := map[string]int{}
 	for round := 0; round < opts.Repeats; round++ {
 		order := slices.Clone(targets)
@@ -160,6 +164,7 @@ func Calibrate(ctx context.Context, env Env, s *Suite, opts CalibrateOptions) (*
 	if len(classes) > 1 {
 		return nil, fmt.Errorf("the calibration's runs report %d machine classes: times from different machines cannot be one calibration", len(classes))
 	}
+	rep.At, rep.Conditions.LoadAvgEnd = time.Now(), env.loadAvg()
 	for _, tg := range targets {
 		var times, losses []float64
 		var evIDs []int64
@@ -178,7 +183,7 @@ func Calibrate(ctx context.Context, env Env, s *Suite, opts CalibrateOptions) (*
 		t := tg.out.TrainTimeMs
 		c := &store.Calibration{Suite: s.Name, Record: tg.rec.ID, ProgramHash: store.Hash(tg.src), Track: tg.spec.Name,
 			TrackHash: th, FingerprintClass: rep.Class, N: t.N, MeanMs: t.Mean, SDMs: t.SD, LoMs: t.CILo, HiMs: t.CIHi,
-			ValLoss: tg.out.ValLoss.Mean, EvaluationIDs: evIDs}
+			ValLoss: tg.out.ValLoss.Mean, EvaluationIDs: evIDs, Conditions: rep.Conditions, CreatedAt: rep.At}
 		if err := env.Store.PutCalibration(ctx, c); err != nil {
 			return nil, err
 		}

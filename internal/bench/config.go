@@ -61,7 +61,11 @@ type Config struct {
 	// Success is the FSR an attempt must reach to count as a success for
 	// the learnable order (default 1: the goal's time reached).
 	Success float64 `json:"success,omitempty"`
-	Budget  Budget  `json:"budget"`
+	// Retime, when positive, re-times each attempt's best node Retime
+	// times in alternation with its start program, and scores FSR from
+	// that series instead of the search's single timing.
+	Retime int    `json:"retime,omitempty"`
+	Budget Budget `json:"budget"`
 	// ApplyFixes is how often an answer that does not apply goes back to
 	// its model (default 2).
 	ApplyFixes int                     `json:"apply_fixes"`
@@ -180,6 +184,9 @@ func (c *Config) Resolve(s *Suite) error {
 	}
 	if c.Success == 0 {
 		c.Success = 1
+	}
+	if c.Retime < 0 || c.Retime == 1 {
+		errs = append(errs, fmt.Errorf("--retime %d: 0 (off), or at least 2 runs of each program", c.Retime))
 	}
 	if c.ApplyFixes == 0 {
 		c.ApplyFixes = 2

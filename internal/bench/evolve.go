@@ -13,6 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/frontier-bench/frontier/internal/bench/scaffold"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -55,9 +56,15 @@ func (b *Bench) runEvolve(ctx context.Context, a *store.BenchAttempt, spec *trac
 	cfg.Budget = evolve.BudgetConfig{MaxIterations: -1, MaxEvaluations: b.cfg.Nodes + 1} // the start is evaluated too
 	cfg.Seed = b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15
 	cfg.EvalSeed = a.Seed
-	if len(hints) > 0 {
+	// A log-contract track's programs do not use the harness the engine's
+	// own templates describe: its template says how they run instead.
+	contract := ""
+	if spec.Contract == "log" {
+		contract = scaffold.LogContract(spec, b.suite.Hardware)
+	}
+	if len(hints) > 0 || contract != "" {
 		tdir := filepath.Join(dir, "prompts")
-		if err := writeHintTemplate(tdir, hints); err != nil {
+		if err := writeHintTemplate(tdir, hints, contract); err != nil {
 			return nil, err
 		}
 		off := false
@@ -146,8 +153,11 @@ func (b *Bench) evolveResult(ctx context.Context, runID int64, res *result) (*re
 		switch runs.ClassOf(c.Verdict) {
 		case runs.ClassAcceptable:
 			res.acceptable++
-			if c.TrainTimeMs > 0 && (res.bestMs == 0 || c.TrainTimeMs < res.bestMs) {
-				res.bestMs = c.TrainTimeMs
+			if c.TrainTimeMs > 0 {
+				res.timed++
+				if res.bestMs == 0 || c.TrainTimeMs < res.bestMs {
+					res.bestMs, res.bestHash = c.TrainTimeMs, c.ProgramHash
+				}
 			}
 		case runs.Buggy:
 			res.buggy++
@@ -156,6 +166,7 @@ func (b *Bench) evolveResult(ctx context.Context, runID int64, res *result) (*re
 			res.evaluations = append(res.evaluations, c.EvaluationID)
 		}
 	}
+	res.fastestMs = res.bestMs
 	usd, tokens, _, err := st.RunSpend(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -192,32 +203,45 @@ func writeTrackCopy(dir string, spec *track.Spec, start []byte) (*track.Spec, er
 
 // writeHintTemplate writes the evolve template that shows the hints. The
 // hint text goes in as a quoted template string, so that nothing in it is
-// read as template syntax.
-func writeHintTemplate(dir string, hints []Hint) error {
+// read as template syntax. contract, when set, says how the track's
+// programs run (a log-contract track) in place of the engine's harness
+// contract and answer format, which name the harness's API.
+func writeHintTemplate(dir string, hints []Hint, contract string) error {
 	var h strings.Builder
-	for _, x := range hints {
-		fmt.Fprintf(&h, "\n### Hint: %s\n\n{{%s}}\n", x.Name, strconv.Quote(x.Text))
-	}
-	tmpl := `{{define "user" -}}
-{{template "contract" .}}
-
+	if len(hints) > 0 {
+		h.WriteString(`
 ## What the next record changed
 
 The next record of this program's history trains faster. Here is what is known about
 its change; reproduce it in this program.
+`)
+	}
+	for _, x := range hints {
+		fmt.Fprintf(&h, "\n### Hint: %s\n\n{{%s}}\n", x.Name, strconv.Quote(x.Text))
+	}
+	contractBlock, formatBlock := `{{template "contract" .}}`, `{{template "format" .}}`
+	if contract != "" {
+		contractBlock = "{{" + strconv.Quote(contract) + "}}"
+		formatBlock = "{{" + strconv.Quote(logFormat) + "}}"
+	}
+	task := "Make this program reach the target validation loss in less training time."
+	if len(hints) > 0 {
+		task = "Make this program reach the target validation loss in less training time by\nreproducing the change the hints describe."
+	}
+	tmpl := `{{define "user" -}}
+` + contractBlock + `
 ` + h.String() + `
 {{template "parent" .}}
 {{template "others" .}}
 
 ## Task
 
-Make this program reach the target validation loss in less training time by
-reproducing the change the hints describe. If it lets the loss fall faster per step,
+` + task + ` If it lets the loss fall faster per step,
 lower the step count so that the run still reaches the target with a small margin.
 
 {{template "sibling" .}}
 
-{{template "format" .}}
+` + formatBlock + `
 {{- end}}
 `
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -225,3 +249,19 @@ lower the step count so that the run still reaches the target with a small margi
 	}
 	return os.WriteFile(filepath.Join(dir, hintTemplate+".tmpl"), []byte(tmpl), 0o644)
 }
+
+// logFormat is the answer format for a log-contract track's script.
+const logFormat = `## Answer format
+
+Say in two or three sentences what you change and why it should help, then give one or
+more SEARCH/REPLACE blocks:
+
+<<<<<<< SEARCH
+lines copied exactly from the program, with their indentation
+=======
+the lines that replace them
+>>>>>>> REPLACE
+
+- Each SEARCH must match the program exactly, in one place only. Blocks apply in order.
+- Keep blocks small. Do not rewrite the whole file and do not touch protected regions.
+- The script must still run end to end under torchrun and print its validation lines.`

@@ -45,7 +45,7 @@ func TestTrackCopy(t *testing.T) {
 func TestHintTemplate(t *testing.T) {
 	dir := t.TempDir()
 	hints := []Hint{{Level: 1, Name: "pseudocode", Text: "use {{.Secret}} and \"quotes\" `ticks`\nline 2"}}
-	if err := writeHintTemplate(dir, hints); err != nil {
+	if err := writeHintTemplate(dir, hints, ""); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, hintTemplate+".tmpl"))
@@ -62,5 +62,32 @@ func TestHintTemplate(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), hints[0].Text) || !strings.Contains(out.String(), "### Hint: pseudocode") {
 		t.Errorf("rendered:\n%s", out.String())
+	}
+}
+
+// For a log-contract track, the evolve scaffold's template says how the
+// script runs in place of the engine's harness contract and answer
+// format, with or without hints.
+func TestHintTemplateLogContract(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeHintTemplate(dir, nil, "LOG CONTRACT {{.X}}"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, hintTemplate+".tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := template.New("x").Parse(`{{define "contract"}}HARNESS{{end}}{{define "parent"}}P{{end}}{{define "others"}}O{{end}}{{define "sibling"}}S{{end}}{{define "format"}}FH-FORMAT{{end}}` + string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tm.ExecuteTemplate(&out, "user", nil); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "LOG CONTRACT {{.X}}") || strings.Contains(got, "HARNESS") || strings.Contains(got, "FH-FORMAT") ||
+		!strings.Contains(got, "under torchrun") || strings.Contains(got, "What the next record changed") {
+		t.Errorf("rendered:\n%s", got)
 	}
 }

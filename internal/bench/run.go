@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/bench/scaffold"
@@ -60,6 +61,9 @@ type Env struct {
 	Log    *slog.Logger
 	// Progress, when set, gets a line for each node and attempt.
 	Progress func(line string)
+	// LoadAvg, when set, reads the load average (1, 5 and 15 minutes);
+	// nil reads /proc/loadavg.
+	LoadAvg func() []float64
 }
 
 // Stop reasons of a bench run.
@@ -356,7 +360,7 @@ func (b *Bench) attempt(ctx context.Context, a *store.BenchAttempt, all []*store
 		}
 		return "", err
 	}
-	return "", b.finish(ctx, a, all, res, rootMs)
+	return b.finish(ctx, a, all, res, rootMs)
 }
 
 // trackOf is the track a task runs on: its start record's.
@@ -453,9 +457,14 @@ func (b *Bench) begin(ctx context.Context, a *store.BenchAttempt, task *Task, al
 
 // result is what a scaffold found in one attempt.
 type result struct {
-	stopped    string
-	bestMs     float64 // 0: nothing acceptable beat the start
-	bestNode   int64
+	stopped  string
+	bestMs   float64 // 0: nothing acceptable beat the start
+	bestNode int64
+	bestHash string // the best program, "" when the start stayed the best
+	// fastestMs is the fastest acceptable node's time, faster than the
+	// start or not, of timed acceptable nodes.
+	fastestMs  float64
+	timed      int
 	nodes      int
 	acceptable int
 	buggy      int
@@ -467,6 +476,13 @@ type result struct {
 }
 
 func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *track.Spec, start []byte, rootMs float64, hints []Hint) (*result, error) {
+	// While the search runs, the acceptable nodes so far: when the first
+	// few are all far slower than the start, it says so at once.
+	var slow struct {
+		timed   int
+		fastest float64
+		warned  bool
+	}
 	var sh []scaffold.Hint
 	for _, h := range hints {
 		sh = append(sh, scaffold.Hint{Level: h.Level, Name: h.Name, Text: h.Text})
@@ -477,11 +493,25 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 	}
 	s := &scaffold.Search{
 		Store: b.env.Store, Evaluator: b.env.Evaluator, Model: m, Policy: *b.cfg.Policy, Budget: b.cfg.Nodes,
-		Track: spec, ProgramName: programName(spec), Hints: sh, Seed: b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15,
+		Track: spec, Hardware: b.suite.Hardware, ProgramName: programName(spec), Hints: sh, Seed: b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15,
 		EvalSeed: a.Seed, ApplyFixes: b.cfg.ApplyFixes, Prompt: b.cfg.Prompt, Redact: b.env.Redact, Log: b.env.Log,
 		Stop: func() string { r, d := b.stopReason(ctx); return joinReason(r, d) },
 		OnNode: func(n *store.BenchNode) {
 			b.progress("  node %d (%s): %s", n.Seq, n.Kind, nodeText(n))
+			if runs.Verdict(n.Verdict) != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
+				return
+			}
+			slow.timed++
+			if slow.fastest == 0 || n.TrainTimeMs < slow.fastest {
+				slow.fastest = n.TrainTimeMs
+			}
+			if slow.timed == slowAfter && !slow.warned {
+				if note := slowNote(b.suite.Name, b.startTimes(ctx, a), rootMs, slow.fastest, slow.timed, b.env.loadAvg()); note != "" {
+					slow.warned = true
+					b.progress("  warning: %s", note)
+					b.env.Log.Warn("bench: " + note)
+				}
+			}
 		},
 	}
 	out, err := s.Run(ctx, a.ID, start, rootMs)
@@ -494,6 +524,12 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 		switch runs.ClassOf(runs.Verdict(n.Verdict)) {
 		case runs.ClassAcceptable:
 			res.acceptable++
+			if n.TrainTimeMs > 0 {
+				res.timed++
+				if res.fastestMs == 0 || n.TrainTimeMs < res.fastestMs {
+					res.fastestMs = n.TrainTimeMs
+				}
+			}
 		case runs.Buggy:
 			res.buggy++
 		}
@@ -504,13 +540,29 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 		}
 	}
 	if out.Best != nil && out.Best.Seq != 0 {
-		res.bestMs, res.bestNode = out.Best.TrainTimeMs, out.Best.ID
+		res.bestMs, res.bestNode, res.bestHash = out.Best.TrainTimeMs, out.Best.ID, out.Best.ProgramHash
 	}
 	return res, nil
 }
 
-// finish scores an attempt and records it as done.
-func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.BenchAttempt, res *result, rootMs float64) error {
+// startTimes are the times attempt a is scored with, as they stand (for a
+// warning while its search runs; errors leave them empty).
+func (b *Bench) startTimes(ctx context.Context, a *store.BenchAttempt) taskTimes {
+	all, err := b.env.Store.BenchAttempts(ctx, b.run.ID)
+	if err != nil {
+		return taskTimes{source: a.TimeSource}
+	}
+	tm, err := b.scoreTimes(ctx, a, all, "")
+	if err != nil {
+		return taskTimes{source: a.TimeSource}
+	}
+	return tm
+}
+
+// finish scores an attempt and records it as done; it returns a reason
+// when the run must stop before (a budget or a drain during a re-timing):
+// the attempt then resumes where it stood.
+func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.BenchAttempt, res *result, rootMs float64) (string, error) {
 	st := b.env.Store
 	// The times of this machine's class, now that the attempt's own
 	// evaluations say what it is.
@@ -521,7 +573,7 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 		}
 		tm, err := b.scoreTimes(ctx, a, all, ev.FingerprintClass)
 		if err != nil {
-			return err
+			return "", err
 		}
 		a.StartMs, a.GoalMs, a.TimeSource = tm.start, tm.goal, tm.source
 		break
@@ -537,14 +589,49 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 	}
 	a.FSR = FSR(a.StartMs, a.GoalMs, best)
 	a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens = res.nodes, res.acceptable, res.buggy, res.costUSD, res.tokens
-	a.State, a.FinishedAt = store.AttemptDone, time.Now()
+	var notes []string
 	bestText := seconds(best)
-	if a.BestNodeID != 0 {
+	if best < rootMs {
 		bestText += ", a single timing"
 	}
+	if tm, err := b.scoreTimes(ctx, a, all, classOf(ctx, st, res.evaluations)); err == nil {
+		if note := slowNote(b.suite.Name, tm, rootMs, res.fastestMs, res.timed, b.env.loadAvg()); note != "" {
+			notes = append(notes, note)
+			b.progress("  warning: %s", note)
+			b.env.Log.Warn("bench: " + note)
+		}
+	}
+	if b.cfg.Retime > 0 && res.bestHash != "" && best < rootMs {
+		rt, err := b.retime(ctx, a, res.bestHash, rootMs)
+		if err != nil || rt.stopped != "" {
+			return rt.stopped, err
+		}
+		a.SingleFSR = a.FSR
+		if rt.note != "" {
+			notes = append(notes, rt.note)
+		}
+		if rt.ok {
+			a.BestMs = rt.bestMs
+			a.FSR = FSR(a.StartMs, a.GoalMs, rt.bestMs)
+			bestText = fmt.Sprintf("%s from %d runs of each in alternation with the start (%s once)", seconds(rt.bestMs), a.RetimeN, seconds(best))
+		}
+	}
+	a.Notes = strings.Join(notes, "\n")
+	a.State, a.FinishedAt = store.AttemptDone, time.Now()
 	b.progress("task %s seed %d: FSR %.3f (best %s, start %s, goal %s, %s times)", a.Task, a.Seed, a.FSR, bestText,
 		seconds(a.StartMs), seconds(a.GoalMs), a.TimeSource)
-	return st.UpdateBenchAttempt(ctx, a)
+	return "", st.UpdateBenchAttempt(ctx, a)
+}
+
+// classOf is the machine class of the first of evaluations that has one;
+// "" when none does.
+func classOf(ctx context.Context, st Store, evaluations []int64) string {
+	for _, id := range evaluations {
+		if ev, err := st.Evaluation(ctx, id); err == nil && ev.FingerprintClass != "" {
+			return ev.FingerprintClass
+		}
+	}
+	return ""
 }
 
 func (b *Bench) progress(format string, args ...any) {

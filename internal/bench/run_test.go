@@ -291,19 +291,11 @@ func TestLearnable(t *testing.T) {
 // TestEvolveScaffold: the evolve scaffold runs frontier's engine from the
 // start program, with the hints in its prompts.
 func TestEvolveScaffold(t *testing.T) {
-	ctx := context.Background()
 	fx := newFixture(t, "")
 	m, client := coder(&benchtest.Coder{Speedup: 0.8})
 	cfg := Config{Scaffold: Evolve, Model: modelRecord(m), Hints: "2", Nodes: 4, Tasks: []string{"r1-r2"},
 		Evolve: &evolve.Config{Islands: 1, BranchingFactor: 2, Slots: 1, LLMConcurrency: 1}}
-	b, err := New(ctx, fx.env, fx.suite, cfg, "evo", m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := b.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := runNew(t, fx.env, fx.suite, cfg, "evo", m)
 	a := sum.Attempts[0]
 	if sum.StopReason != StopDone || a.State != store.AttemptDone || a.EvolveRun != "evo-a1" || a.Nodes < 4 || a.FSR < 1 {
 		t.Fatalf("stopped %s; attempt %+v", sum.StopReason, a)
@@ -325,4 +317,18 @@ func TestEvolveScaffold(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(fx.env.WorkDir, "evo", "a1", "track", "track.yaml")); err != nil {
 		t.Error(err)
 	}
+}
+
+// runNew records a new bench run and runs it to its end.
+func runNew(t *testing.T, env Env, s *Suite, cfg Config, name string, m evolve.Model) *Summary {
+	t.Helper()
+	b, err := New(context.Background(), env, s, cfg, name, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }

@@ -33,6 +33,10 @@ type Suite struct {
 	Track string `yaml:"track"`
 	// Times says where the records' published times were measured.
 	Times string `yaml:"times,omitempty"`
+	// Hardware names what the records are meant to run on, as prompts
+	// of log-contract tracks say it ("one node of 8 x H100 GPUs");
+	// empty: the track's device and GPUs.
+	Hardware string `yaml:"hardware,omitempty"`
 	// Contract notes a weaker verification than the harness's: "log" for
 	// imported speedrun scripts whose logs are parsed.
 	Contract string   `yaml:"contract,omitempty"`

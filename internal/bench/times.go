@@ -19,10 +19,12 @@ const (
 	TimesPublished = "published"
 )
 
-// taskTimes are the times that score a task.
+// taskTimes are the times that score a task; startCal is the start's
+// calibration when they are calibrated.
 type taskTimes struct {
 	start, goal float64
 	source      string
+	startCal    *store.Calibration
 }
 
 // times returns the start's and the goal's train times for task on
@@ -72,7 +74,7 @@ func taskTimesFor(ctx context.Context, st Store, tracks Tracks, s *Suite, task *
 	if err != nil || goal == nil {
 		return published, err
 	}
-	return taskTimes{start: start.MeanMs, goal: goal.MeanMs, source: TimesCalibrated}, nil
+	return taskTimes{start: start.MeanMs, goal: goal.MeanMs, source: TimesCalibrated, startCal: start}, nil
 }
 
 // calibrated returns the calibration of record r that still applies: the
@@ -86,13 +88,9 @@ func calibrated(s *Suite, tracks Tracks, cals []*store.Calibration, r *Record) (
 	if err != nil {
 		return nil, fmt.Errorf("the track of record %s: %w", r.ID, err)
 	}
-	th, err := eval.SpecHash(spec)
-	if err != nil {
-		return nil, err
-	}
 	h := store.Hash(src)
 	for _, c := range cals {
-		if c.Record == r.ID && c.ProgramHash == h && c.TrackHash == th {
+		if c.Record == r.ID && c.ProgramHash == h && eval.SpecMatches(spec, c.TrackHash, spec.Dir) {
 			return c, nil
 		}
 	}

@@ -114,9 +114,37 @@ func (e *Evaluator) progress(format string, args ...any) {
 }
 
 // SpecHash identifies a track version: the SHA-256 of its spec as decoded
-// (so comments and formatting do not matter).
+// (so comments and formatting do not matter), without the folder it was
+// read from: a track folder that only moved is the same track.
 func SpecHash(spec *track.Spec) (string, error) {
-	b, err := json.Marshal(spec)
+	return specHashIn(spec, "")
+}
+
+// SpecMatches reports whether hash, stored with a run, an evaluation or a
+// calibration, names spec's version. Hashes stored before SpecHash left
+// the folder out held the folder's path; such a hash matches when one of
+// dirs is the folder it was read from then (its folder now, and the one
+// recorded with a run).
+func SpecMatches(spec *track.Spec, hash string, dirs ...string) bool {
+	if h, err := SpecHash(spec); err == nil && h == hash {
+		return true
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if h, err := specHashIn(spec, d); err == nil && h == hash {
+			return true
+		}
+	}
+	return false
+}
+
+// specHashIn hashes spec as if it had been read from dir.
+func specHashIn(spec *track.Spec, dir string) (string, error) {
+	c := *spec
+	c.Dir = dir
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return "", fmt.Errorf("hash track spec: %w", err)
 	}

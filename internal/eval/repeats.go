@@ -2,7 +2,10 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -73,6 +76,52 @@ type RepeatRequest struct {
 	// compared with those runs only: stored runs measured under other
 	// conditions do not count. BaselineHash is then its hash.
 	Baseline []byte
+	// Prior are runs of this interleaved series that finished before it
+	// was cut off (a resumed series): a run of the same program and seed
+	// is taken from here instead of being run again.
+	Prior []*Result
+}
+
+// FinishedPairs reads back, from stored evaluations evs, the runs of an
+// interleaved series of programs (the program's hash and the baseline's)
+// with seeds seed..seed+n-1 that finished at or after since: what a series
+// cut off by a kill had done, for RepeatRequest.Prior. A seed counts only
+// when both programs finished it: a pair cut in the middle runs again
+// whole, so that its two runs are taken together.
+func FinishedPairs(evs []*store.Evaluation, programs [2]string, seed, n int, since time.Time) []*Result {
+	found := map[[2]int]*Result{} // (program 0 or 1, seed) -> its run
+	for _, ev := range evs {
+		k := slices.Index(programs[:], ev.ProgramHash)
+		if k < 0 || ev.FastOnly || ev.State != store.StateDone || ev.Seed < seed || ev.Seed >= seed+n || ev.StartedAt.Before(since) {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal(ev.Result, &r); err != nil || r.Verdict == "" {
+			continue // an unreadable result: run it again
+		}
+		r.EvaluationID, r.Seed, r.Program.Hash = ev.ID, ev.Seed, ev.ProgramHash
+		if old := found[[2]int{k, ev.Seed}]; old == nil || old.EvaluationID < r.EvaluationID {
+			found[[2]int{k, ev.Seed}] = &r
+		}
+	}
+	var out []*Result
+	for i := seed; i < seed+n; i++ {
+		a, b := found[[2]int{0, i}], found[[2]int{1, i}]
+		if a != nil && b != nil {
+			out = append(out, a, b)
+		}
+	}
+	return out
+}
+
+// prior returns the run of program hash with seed among rr.Prior, or nil.
+func (rr RepeatRequest) prior(hash string, seed int) *Result {
+	for _, r := range rr.Prior {
+		if r != nil && r.Program.Hash == hash && r.Seed == seed {
+			return r
+		}
+	}
+	return nil
 }
 
 // EvaluateRepeats runs the fast check once, then n full runs with
@@ -142,16 +191,21 @@ func (e *Evaluator) interleaved(ctx context.Context, rr RepeatRequest) (*Result,
 			if i > 0 {
 				req.SkipFast, req.Keep = true, ""
 			}
-			if e.Progress != nil {
-				who := "baseline"
-				if program {
-					who = "program"
-				}
-				e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d)", i+1, rr.N, who, req.Seed))
+			who := "baseline"
+			if program {
+				who = "program"
 			}
-			r, err := e.Evaluate(ctx, req)
-			if err != nil {
-				return nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
+			r := rr.prior(store.Hash(req.Program), req.Seed)
+			if r == nil {
+				if e.Progress != nil {
+					e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d)", i+1, rr.N, who, req.Seed))
+				}
+				var err error
+				if r, err = e.Evaluate(ctx, req); err != nil {
+					return nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
+				}
+			} else if e.Progress != nil {
+				e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d) finished before the series was cut off", i+1, rr.N, who, req.Seed))
 			}
 			if !program {
 				if r.Verdict != Acceptable {
@@ -289,17 +343,19 @@ func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, ba
 // track version and machine class and runs Welch's test.
 // Runs of this series (mine) are not part of the baseline.
 func (e *Evaluator) compareBaseline(ctx context.Context, rr RepeatRequest, class string, times []float64, mine map[int64]bool) (*BaselineComparison, error) {
-	hash, err := SpecHash(rr.Track)
-	if err != nil {
-		return nil, err
-	}
 	evs, err := e.Store.Evaluations(ctx, store.Filter{Track: rr.Track.Name, ProgramHash: rr.BaselineHash, Verdict: string(Acceptable), Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
 	var base []float64
+	version := map[string]bool{} // stored hash -> names this version
 	for _, ev := range evs {
-		if ev.TrackHash == hash && ev.FingerprintClass == class && !ev.FastOnly && ev.TrainTimeMs > 0 && !mine[ev.ID] {
+		same, ok := version[ev.TrackHash]
+		if !ok {
+			same = SpecMatches(rr.Track, ev.TrackHash, rr.Track.Dir)
+			version[ev.TrackHash] = same
+		}
+		if same && ev.FingerprintClass == class && !ev.FastOnly && ev.TrainTimeMs > 0 && !mine[ev.ID] {
 			base = append(base, ev.TrainTimeMs)
 		}
 	}

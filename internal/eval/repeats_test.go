@@ -2,10 +2,13 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -73,5 +76,48 @@ func TestAggregateInterleaved(t *testing.T) {
 	}
 	if out.Repeats.Record || !strings.Contains(out.Repeats.RecordReason, "not significantly under the baseline") {
 		t.Fatalf("record %v (%s)", out.Repeats.Record, out.Repeats.RecordReason)
+	}
+}
+
+// A series cut off by a kill resumes with the pairs it finished: their
+// runs are read back and not run again; a pair cut in the middle, a run
+// before the series started, a fast check and a run still going are not
+// taken.
+func TestFinishedPairs(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ev := func(id int64, h string, seed int, at time.Time, state string, fast bool) *store.Evaluation {
+		return &store.Evaluation{ID: id, ProgramHash: h, Seed: seed, StartedAt: at, State: state, FastOnly: fast,
+			Result: json.RawMessage(`{"verdict":"acceptable","metrics":{"val_loss":3.2,"train_time_ms":900}}`)}
+	}
+	later := start.Add(time.Minute)
+	evs := []*store.Evaluation{
+		ev(1, "b", 1, later, store.StateDone, false), ev(2, "p", 1, later, store.StateDone, false), // pair 1
+		ev(3, "b", 2, later, store.StateDone, false), // pair 2 cut in the middle
+		ev(4, "p", 2, later, store.StateRunning, false),
+		ev(5, "b", 3, start.Add(-time.Hour), store.StateDone, false), ev(6, "p", 3, later, store.StateDone, false), // b's run is older
+		ev(7, "b", 4, later, store.StateDone, true), ev(8, "p", 4, later, store.StateDone, false), // a fast check
+		ev(9, "b", 9, later, store.StateDone, false), ev(10, "p", 9, later, store.StateDone, false), // outside the seeds
+	}
+	got := FinishedPairs(evs, [2]string{"p", "b"}, 1, 5, start)
+	if len(got) != 2 || got[0].EvaluationID != 2 || got[1].EvaluationID != 1 || got[0].Seed != 1 || got[0].Program.Hash != "p" {
+		t.Fatalf("finished pairs %+v, want seed 1's two runs", got)
+	}
+	// A series whose every pair finished runs nothing again.
+	spec := &track.Spec{Name: "t", TargetValLoss: 3.28, Verification: track.Verification{Alpha: 0.01}}
+	var prior []*Result
+	for i := range 3 {
+		for k, h := range []string{"prog", "base"} {
+			prior = append(prior, &Result{Verdict: Acceptable, Seed: 5 + i, EvaluationID: int64(10*i + k), Program: ProgramInfo{Hash: store.Hash([]byte(h))},
+				Metrics: Metrics{ValLoss: 3.2 + 0.001*float64(i), TrainTimeMs: 900 + 100*float64(k) + float64(i)}})
+		}
+	}
+	e := &Evaluator{} // it has no runner: evaluating anything would fail
+	out, err := e.EvaluateRepeats(context.Background(), RepeatRequest{Request: Request{Track: spec, Program: []byte("prog"), Seed: 5},
+		N: 3, Baseline: []byte("base"), Prior: prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Repeats == nil || len(out.Repeats.Runs) != 3 || out.Repeats.Baseline == nil || len(out.Repeats.Baseline.Runs) != 3 {
+		t.Fatalf("series from finished runs: %+v", out.Repeats)
 	}
 }

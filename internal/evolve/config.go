@@ -204,7 +204,7 @@ type BudgetConfig struct {
 	// MaxIterations is the total number of iterations sampled. Default 100;
 	// negative means no limit.
 	MaxIterations int `yaml:"max_iterations" json:"max_iterations"`
-	// MaxEvaluations is the total number of full evaluations started
+	// MaxEvaluations is the total number of full evaluations and confirmation series runs started
 	// (fast checks are not counted).
 	MaxEvaluations int `yaml:"max_evaluations" json:"max_evaluations"`
 	// MaxDuration is the run's total active time, summed over sessions.

@@ -52,7 +52,12 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.fastestOpen() != c || e.claimOf(c.ID) != nil {
 		return nil
 	}
-	base, baseMs, baseN := e.standing()
+	// A single timing is compared with the record's own single timing,
+	// taken the same way: the mean of a series ran under that series'
+	// load, and a timing taken at a quieter moment would beat it without
+	// being faster.
+	base, rec := e.standing()
+	baseMs := rec.SingleMs
 	if base == nil || !(c.TrainTimeMs < baseMs) {
 		return nil
 	}
@@ -69,7 +74,7 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	}
 	nz := noiseOf(e.claims)
 	if need := e.cfg.Confirm.NoiseDF; need >= 0 && nz.known(need) {
-		se := nz.cv * baseMs * math.Sqrt(1+1/float64(baseN))
+		se := nz.cv * baseMs * math.Sqrt2 // the difference of two single timings
 		margin := baseMs - c.TrainTimeMs
 		p := stats.Upper(margin/se, float64(nz.df))
 		lossP := stats.Upper((e.spec.TargetValLoss-c.ValLoss)/nz.lossSD, float64(nz.lossDF))
@@ -167,14 +172,14 @@ func (e *Engine) openNext(ctx context.Context) {
 }
 
 // standing returns the run's record (see standingOf).
-func (e *Engine) standing() (*store.Child, float64, int) {
+func (e *Engine) standing() (*store.Child, runs.Record) {
 	return standingOf(e.claims, e.pop.members, e.reference)
 }
 
-// standingOf is a run's record (runs.RecordOf) as a member, with the
-// best estimate of its time and the number of timings behind it; nil
-// before the reference has a time.
-func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, float64, int) {
+// standingOf is a run's record (runs.RecordOf) as a member, with its
+// times: the best estimate, the timings behind it and its own single
+// timing; nil before the reference has a time.
+func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, runs.Record) {
 	var refOut runs.Outcome
 	if ref != nil && ref.State == runs.Done {
 		refOut = ref.Outcome()
@@ -182,9 +187,9 @@ func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, re
 	rec := runs.RecordOf(claimsOf(claims), refOut)
 	c := members[rec.ID]
 	if c == nil {
-		return nil, 0, 0
+		return nil, runs.Record{}
 	}
-	return c, rec.Ms, rec.N
+	return c, rec
 }
 
 func claimsOf(cs []*store.Confirmation) []runs.Claim {
@@ -266,20 +271,21 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 		cl := e.confirmQ[0]
 		e.confirmQ = e.confirmQ[1:]
 		cand := e.pop.members[cl.ChildID]
-		base, baseMs, _ := e.standing()
+		base, rec := e.standing()
+		baseMs := rec.SingleMs
 		switch max := e.cfg.Budget.MaxEvaluations; {
 		case cand == nil || base == nil:
 			e.settleClaim(ctx, cl, runs.ClaimFailed, "the candidate or the record is not a member of the run")
 			continue
 		case !(cand.TrainTimeMs < baseMs) || base.ID == cand.ID:
-			e.settleClaim(ctx, cl, runs.ClaimSuperseded, fmt.Sprintf("#%d became the record at %s first", base.ID, fmtMs(baseMs)))
+			e.settleClaim(ctx, cl, runs.ClaimSuperseded, fmt.Sprintf("#%d became the record first (its single timing %s)", base.ID, fmtMs(baseMs)))
 			continue
 		case base.ProgramHash == cand.ProgramHash:
 			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("the candidate's program is #%d's", base.ID))
 			continue
-		case max > 0 && e.fullStarted+2*cl.Pairs > max:
-			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_evaluations = %d leaves %d full evaluations; a series of %d pairs needs %d",
-				max, max-e.fullStarted, cl.Pairs, 2*cl.Pairs))
+		case max > 0 && e.fullStarted+e.seriesRuns+2*cl.Pairs > max:
+			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_evaluations = %d leaves %d runs (it counts full evaluations and series runs); a series of %d pairs needs %d",
+				max, max-e.fullStarted-e.seriesRuns, cl.Pairs, 2*cl.Pairs))
 			continue
 		case !e.seriesFits(cl.Pairs):
 			d := e.cfg.Budget.MaxDuration.D()
@@ -287,19 +293,25 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 				d, (d-e.elapsed()).Round(time.Second), cl.Pairs, e.seriesEstimate(cl.Pairs).Round(time.Second)))
 			continue
 		}
+		if cl.StartedAt.IsZero() || cl.BaselineID != base.ID {
+			// A series cut off earlier against this same record keeps its
+			// start, so that it resumes with the pairs it finished.
+			cl.StartedAt = time.Now()
+		}
 		cl.BaselineID, cl.BaselineMs, cl.State = base.ID, baseMs, runs.ClaimRunning
 		cl.Speedup = runs.Speedup(baseMs, cand.TrainTimeMs)
 		if err := e.j.claimsChanged(ctx, cl); err != nil {
 			e.fail(err)
 			return false
 		}
-		e.fullStarted += 2 * cl.Pairs
+		e.seriesRuns += 2 * cl.Pairs
 		e.evaluating++
 		e.confirming = cl
 		e.confirmStarted = time.Now()
 		e.log.Info("evolve: confirming a candidate record", "candidate", cand.ID, "time", fmtMs(cand.TrainTimeMs),
 			"record", base.ID, "record_time", fmtMs(baseMs), "pairs", cl.Pairs)
 		r := &confirmResult{claim: cl, started: time.Now(), hashes: [2]string{cand.ProgramHash, base.ProgramHash}}
+		pairs, startedAt := cl.Pairs, cl.StartedAt
 		go func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -307,7 +319,7 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 				}
 				e.confirmDone <- r
 			}()
-			r.res, r.err = e.runSeries(ctx, r.hashes, cl)
+			r.res, r.err = e.runSeries(ctx, r.hashes, pairs, startedAt)
 		}()
 		return true
 	}
@@ -332,8 +344,10 @@ func (e *Engine) seriesFits(pairs int) bool {
 }
 
 // runSeries runs in an evaluation worker: the candidate and the record in
-// alternation, with seeds other than the search's.
-func (e *Engine) runSeries(ctx context.Context, hashes [2]string, cl *store.Confirmation) (*eval.Result, error) {
+// alternation, with seeds other than the search's. The pairs of this
+// series that finished before a kill (evaluations since its start) are
+// taken as they are, not run again.
+func (e *Engine) runSeries(ctx context.Context, hashes [2]string, pairs int, startedAt time.Time) (*eval.Result, error) {
 	cand, err := e.st.Program(ctx, hashes[0])
 	if err != nil {
 		return nil, err
@@ -342,10 +356,23 @@ func (e *Engine) runSeries(ctx context.Context, hashes [2]string, cl *store.Conf
 	if err != nil {
 		return nil, err
 	}
+	seed := e.cfg.EvalSeed + 1
+	var evs []*store.Evaluation
+	for _, h := range hashes {
+		got, err := e.st.Evaluations(ctx, store.Filter{Track: e.spec.Name, ProgramHash: h, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, got...)
+	}
+	prior := eval.FinishedPairs(evs, hashes, seed, pairs, startedAt)
+	if len(prior) > 0 {
+		e.log.Info("evolve: resuming a confirmation series with the pairs it finished", "pairs_done", len(prior)/2, "pairs", pairs)
+	}
 	se := e.opts.Evaluator.(SeriesEvaluator)
 	return se.EvaluateRepeats(ctx, eval.RepeatRequest{
-		Request: eval.Request{Track: e.spec, Program: cand, Name: e.name, Seed: e.cfg.EvalSeed + 1},
-		N:       cl.Pairs, Baseline: base,
+		Request: eval.Request{Track: e.spec, Program: cand, Name: e.name, Seed: seed},
+		N:       pairs, Baseline: base, Prior: prior,
 	})
 }
 
@@ -384,9 +411,9 @@ func (e *Engine) settleClaim(ctx context.Context, cl *store.Confirmation, state 
 	cl.State, cl.Reason, cl.FinishedAt = state, reason, time.Now()
 	changed := []*store.Confirmation{cl}
 	if state == runs.ClaimConfirmed {
-		_, ms, _ := e.standing()
+		_, rec := e.standing()
 		e.confirmQ = slices.DeleteFunc(e.confirmQ, func(q *store.Confirmation) bool {
-			if c := e.pop.members[q.ChildID]; c != nil && c.TrainTimeMs < ms {
+			if c := e.pop.members[q.ChildID]; c != nil && c.TrainTimeMs < rec.SingleMs {
 				return false
 			}
 			q.State, q.FinishedAt = runs.ClaimSuperseded, time.Now()
@@ -468,18 +495,19 @@ func cmpFloat(a, b float64) int {
 // recordText is the run's record for a prompt, with its evidence; and the
 // candidate being confirmed, if any.
 func (e *Engine) recordText() string {
-	base, ms, _ := e.standing()
+	base, rec := e.standing()
 	if base == nil {
 		return ""
 	}
 	var s string
 	if base.Origin == runs.OriginReference {
-		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(ms))
+		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(rec.SingleMs))
 	} else {
-		rec, _ := runs.Standing(claimsOf(e.claims))
-		s = fmt.Sprintf("#%d trains to the target in %s (%s)", base.ID, fmtMs(ms), rec.Evidence())
+		sp, basis := rec.VsReference(claimsOf(e.claims), e.reference.ID)
+		s = fmt.Sprintf("#%d trains to the target in %s (one timing in the search), %s vs the reference (%s; evidence: %s)",
+			base.ID, fmtMs(rec.SingleMs), runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 	}
-	if f := e.children.Fastest; f.ID != 0 && f.ID != base.ID && f.TrainTimeMs < ms {
+	if f := e.children.Fastest; f.ID != 0 && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
 		for _, cl := range slices.Backward(e.claims) {
 			if cl.ChildID == f.ID {
 				s += fmt.Sprintf("; #%d measured %s once, %s", f.ID, fmtMs(f.TrainTimeMs), claimWord(cl.State))
@@ -488,6 +516,42 @@ func (e *Engine) recordText() string {
 		}
 	}
 	return s
+}
+
+// maxRefuted bounds the refuted claims a prompt lists.
+const maxRefuted = 3
+
+// refutedText describes the newest claims (at most n) that a series
+// refuted, with the series' figures, for the prompts: a model told only
+// that a child measured fast once would build on noise.
+func refutedText(claims []*store.Confirmation, n int) []string {
+	var out []string
+	for _, cl := range slices.Backward(claims) {
+		if len(out) == n {
+			break
+		}
+		if cl.State != runs.ClaimRejected && cl.State != runs.ClaimFailed {
+			continue
+		}
+		once := ":"
+		if runs.Measured(cl.SingleMs) {
+			once = fmt.Sprintf(" measured %s once, but", fmtMs(cl.SingleMs))
+		}
+		switch {
+		case cl.State == runs.ClaimRejected && cl.Basis() == "series":
+			t := fmt.Sprintf("#%d%s its series of %d runs each in alternation with #%d measured %s against %s (%s, Welch p = %.2g",
+				cl.ChildID, once, cl.Pairs, cl.BaselineID, fmtMs(cl.TimeMs), fmtMs(cl.BaselineMs), runs.FormatSpeedup(cl.Speedup), cl.TimeP)
+			if !math.IsNaN(cl.LossP) {
+				t += fmt.Sprintf("; mean loss %.4f, p = %.2g that it is under the target", cl.LossMean, cl.LossP)
+			}
+			out = append(out, t+"): refuted")
+		case cl.State == runs.ClaimRejected:
+			out = append(out, fmt.Sprintf("#%d%s its claim was rejected: %s", cl.ChildID, once, clip(cl.Reason, 200)))
+		default:
+			out = append(out, fmt.Sprintf("#%d%s a run of its series failed: %s", cl.ChildID, once, clip(cl.Reason, 200)))
+		}
+	}
+	return out
 }
 
 // claimWord says where a candidate's claim stands, for people.

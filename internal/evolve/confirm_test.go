@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -28,6 +29,8 @@ type seriesFake struct {
 	luckFn func(h string) float64
 	ref    string // the reference's hash: its single timing is true
 	series atomic.Int64
+	// prior records, per series, how many runs it was given as finished.
+	prior []int
 }
 
 func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
@@ -51,13 +54,19 @@ func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 // interleaved series would, and decides with the same tests.
 func (f *seriesFake) EvaluateRepeats(ctx context.Context, rr eval.RepeatRequest) (*eval.Result, error) {
 	f.series.Add(1)
+	f.prior = append(f.prior, len(rr.Prior))
 	alpha := rr.Track.Verification.Alpha
 	measure := func(src []byte) ([]float64, []float64, []eval.RepeatRun) {
 		h := store.Hash(src)
 		var ts, ls []float64
 		var rs []eval.RepeatRun
 		for i := range rr.N {
-			jitter := float64((int(h[i%len(h)])+7*i)%5-2) / 200
+			// Over 5 runs the jitter takes each of -1%..+1% once, so that
+			// two programs of the same true time have the same mean: a
+			// jitter drawn from the hash's characters made one of them
+			// 1% faster with a small spread, now and then a confirmed
+			// claim.
+			jitter := float64((int(h[0])+7*i)%5-2) / 200
 			ts = append(ts, f.trueMs(h)*(1+jitter))
 			ls = append(ls, 3.9+float64(int(h[1])%20)/100+jitter/10)
 			rs = append(rs, eval.RepeatRun{Seed: rr.Seed + i, EvaluationID: int64(1000 + i), Verdict: eval.Acceptable, ValLoss: ls[i], TrainTimeMs: ts[i]})
@@ -147,6 +156,12 @@ func TestCandidateRecordRejected(t *testing.T) {
 	if txt := e.recordText(); !strings.Contains(txt, "reference") || !strings.Contains(txt, "did not confirm") {
 		t.Errorf("the prompt's record line %q", txt)
 	}
+	// "Full evaluations" is one number wherever it is read: the search's
+	// own, the reference's included; the series' runs are counted apart.
+	if st.Evaluations != s.Evaluations || st.SeriesRuns != s.SeriesRuns || s.SeriesRuns != 10*rejected {
+		t.Errorf("full evaluations: status %d, summary %d; series runs: status %d, summary %d, want %d",
+			st.Evaluations, s.Evaluations, st.SeriesRuns, s.SeriesRuns, 10*rejected)
+	}
 }
 
 // A child that is truly faster is confirmed by its series and becomes the
@@ -184,16 +199,23 @@ func countMethod(cs []*store.Confirmation, m runs.Method) int {
 	return n
 }
 
-// Beyond the measured noise a single timing is enough: a claim judged
-// against two series' noise, with its p-value and interval.
-func TestClaimBeyondNoise(t *testing.T) {
-	st := openStore(t, "")
-	e, err := New(context.Background(), fakeOptions(t, st), smallConfig(), "")
+// measuredEngine is a new engine whose reference measured 1000 ms at
+// loss 3.9, and that reference.
+func measuredEngine(t *testing.T) (*Engine, *store.Child) {
+	t.Helper()
+	e, err := New(context.Background(), fakeOptions(t, openStore(t, "")), smallConfig(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := e.reference
 	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
+	return e, ref
+}
+
+// Beyond the measured noise a single timing is enough: a claim judged
+// against two series' noise, with its p-value and interval.
+func TestClaimBeyondNoise(t *testing.T) {
+	e, ref := measuredEngine(t)
 	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
 		Pairs: 5, TimeMs: 990, TimeSD: 10, BaselineMs: 1000, BaselineSD: 12, LossSD: 0.002}}}
 	fast := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 400, ValLoss: 3.9}
@@ -285,5 +307,161 @@ func TestRefutedCandidateOpensNext(t *testing.T) {
 	}
 	if !rejected || !confirmed || s.RecordClaim == nil || s.Record.ID == s.Fastest.ID {
 		t.Errorf("fastest #%d rejected %v; another confirmed %v; record %v", s.Fastest.ID, rejected, confirmed, s.Record)
+	}
+}
+
+// A claim compares timings taken together. The issue's run: the record's
+// time became the mean of a series taken under heavy load, and a child
+// 12% slower than the reference, timed once at a quieter moment, was
+// faster than that mean and became a candidate. A single timing is
+// compared with the record's own single timing.
+func TestCandidateAgainstSingleTiming(t *testing.T) {
+	e, ref := measuredEngine(t)
+	// A series under load measured the reference at 1500 ms on average.
+	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
+		Pairs: 5, SingleMs: 900, TimeMs: 1490, TimeSD: 40, BaselineMs: 1500, BaselineSD: 45, LossSD: 0.002, TimeP: 0.4}}}
+	if _, rec := e.standing(); rec.Ms != 1500 || rec.SingleMs != 1000 {
+		t.Fatalf("record %+v: want the series' 1500 ms and the single timing 1000 ms", rec)
+	}
+	slower := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 1120, ValLoss: 3.9, ProgramHash: "s"}
+	e.admit(slower)
+	if cl := e.newClaim(slower); cl != nil {
+		t.Errorf("a child 12%% slower than the reference's single timing became a candidate: %+v", cl.Claim)
+	}
+	e.publish()
+	if st := e.Status(); st.FastestID != 0 || st.RecordSingleMs != 1000 || st.BestTimeMs != 1500 {
+		t.Errorf("the status shows #%d as a candidate against %g ms (record %g ms)", st.FastestID, st.RecordSingleMs, st.BestTimeMs)
+	}
+	faster := &store.Child{ID: 61, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 950, ValLoss: 3.9, ProgramHash: "f"}
+	e.admit(faster)
+	cl := e.newClaim(faster)
+	if cl == nil || cl.BaselineMs != 1000 || runs.FormatSpeedup(cl.Speedup) != "+5.0%" || cl.Basis() != "single timings" {
+		t.Fatalf("a child faster than the reference's single timing: %+v", cl)
+	}
+}
+
+// A refuted claim is in the prompts: the model is told that a candidate's
+// single timing did not hold up, with its series' figures, so that it
+// does not build on noise.
+func TestRefutedClaimInPrompts(t *testing.T) {
+	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	st := openStore(t, "")
+	f.st = st
+	opts := fakeOptions(t, st, Model{Name: "fake", Kind: propose.KindLLM, Client: fakeModel(0)})
+	opts.Evaluator = f
+	src, err := opts.Track.ReferenceSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ref = store.Hash(src)
+	cfg := smallConfig()
+	cfg.Confirm.Pairs = 5
+	cfg.Budget.MaxIterations = 6
+	cfg.MaxOpenIterations = 1
+	e, _ := runEngine(t, opts, cfg)
+	ctx := context.Background()
+	claims, _ := st.Confirmations(ctx, e.RunID())
+	// A prompt lists the newest refuted claims, so any of them may be
+	// the one it names.
+	var wants []string
+	var first time.Time
+	for _, c := range claims {
+		if c.State == runs.ClaimRejected {
+			wants = append(wants, fmt.Sprintf("#%d measured %s once, but its series of 5 runs each in alternation with #%d measured", c.ChildID, fmtMs(c.SingleMs), c.BaselineID))
+			if first.IsZero() || c.FinishedAt.Before(first) {
+				first = c.FinishedAt
+			}
+		}
+	}
+	if len(wants) == 0 {
+		t.Fatal("no claim was refuted")
+	}
+	calls, err := st.LLMCalls(ctx, e.RunID(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, after := 0, 0
+	for _, c := range calls {
+		if !c.CreatedAt.After(first) {
+			continue
+		}
+		after++
+		if !strings.Contains(c.Request, "refuted") || !strings.Contains(c.Request, "Welch p") {
+			continue
+		}
+		for _, w := range wants {
+			if strings.Contains(c.Request, w) {
+				seen++
+				break
+			}
+		}
+	}
+	if after == 0 {
+		t.Fatal("no prompt was made after the first refutation")
+	}
+	// Prompts built before the refutation (and fix prompts, which show no
+	// record) may be sent after it: at least one must name it.
+	if seen == 0 {
+		t.Errorf("none of %d prompts after the first refutation names a refuted claim with its series' figures (%q...)", after, wants[0])
+	}
+}
+
+// A confirmation series cut off by a kill resumes with the pairs it
+// finished: they are not run again. A pair cut in the middle runs again
+// whole, so that its two runs are taken together.
+func TestSeriesResumesWithFinishedPairs(t *testing.T) {
+	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	cfg := smallConfig()
+	cfg.Confirm.Pairs = 5
+	e, s := confirmRun(t, f, cfg)
+	ctx := context.Background()
+	st := f.st
+	var cl *store.Confirmation
+	for _, c := range s.Claims {
+		if c.State == runs.ClaimRejected && c.Method == runs.MethodSeries {
+			cl = c
+			break
+		}
+	}
+	if cl == nil {
+		t.Fatal("no series ran")
+	}
+	// The last series is cut off: its claim is left running, two pairs and
+	// half of a third finished since it started.
+	cand, base := e.pop.members[cl.ChildID], e.pop.members[cl.BaselineID]
+	cl.State, cl.StartedAt, cl.FinishedAt = runs.ClaimRunning, time.Now().Add(-time.Minute), time.Time{}
+	if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateConfirmation(cl) }); err != nil {
+		t.Fatal(err)
+	}
+	seed := cfg.EvalSeed + 1
+	finish := func(h string, seed int) {
+		ev := &store.Evaluation{ProgramHash: h, Track: "quick", TrackHash: "t", Seed: seed}
+		if err := st.CreateEvaluation(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Verdict, ev.TrainTimeMs, ev.ValLoss = "acceptable", 1000, 3.9
+		ev.Result = []byte(`{"verdict":"acceptable","metrics":{"val_loss":3.9,"train_time_ms":1000}}`)
+		if err := st.FinishEvaluation(ctx, ev, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sd := range []int{seed, seed + 1} {
+		finish(base.ProgramHash, sd)
+		finish(cand.ProgramHash, sd)
+	}
+	finish(base.ProgramHash, seed+2)
+	run, _ := st.Run(ctx, e.RunName())
+	opts := fakeOptions(t, st)
+	opts.Evaluator = f
+	f.prior = nil
+	r, err := Resume(ctx, opts, run, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.prior) == 0 || f.prior[0] != 4 {
+		t.Errorf("the resumed series was given %v finished runs, want the 4 runs of its 2 finished pairs", f.prior)
 	}
 }

@@ -107,6 +107,30 @@ func TestOutcomeByAttempts(t *testing.T) {
 			t.Errorf("the resumed run forgot a program that crashed in its fast check")
 		}
 	}
+	// Shown among the diverse programs of a prompt, such a child shows
+	// the change that crashed, not the empty change of its last program
+	// (its parent's) next to its crash.
+	var kid *store.Child
+	for _, c := range e2.pop.members {
+		if c.ParentID == s.Reference.ID && c.Verdict == runs.Error {
+			kid = c
+			break
+		}
+	}
+	if kid == nil {
+		t.Fatal("no crashed child of the reference")
+	}
+	w := &proposalWork{child: store.Child{ID: 999}, kind: kindPropose, model: &Model{Name: "fake"}, name: "train.py",
+		parent: s.Reference, baseHash: s.Reference.ProgramHash, diverse: []store.Child{e2.shownAs(kid)},
+		parents: map[int64]store.Child{s.Reference.ID: *s.Reference}}
+	ref, _ := st.Program(ctx, s.Reference.ProgramHash)
+	d, err := e2.promptData(ctx, w, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := d.Diverse[0].Diff; strings.Contains(diff, "(no difference)") || !strings.Contains(diff, "+# CRASH") {
+		t.Errorf("a crashed child is shown with an empty change:\n%s", diff)
+	}
 }
 
 // A resumed run removes the folder an evaluation killed with the last

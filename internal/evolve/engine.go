@@ -99,21 +99,32 @@ type Status struct {
 	SlotsBusy, Slots  int
 	ProposalsInFlight int
 	Queued            int // children waiting for a proposal, a fix or an evaluation
-	Evaluations       int // full evaluations started
-	Acceptable        int
-	LossTooHigh       int
-	Buggy             int
-	Duplicates        int
-	NoProposal        int
+	// Evaluations counts the search's full evaluations started (the
+	// reference's included); SeriesRuns the runs of confirmation series,
+	// apart. budget.max_evaluations counts both.
+	Evaluations int
+	SeriesRuns  int
+	Acceptable  int
+	LossTooHigh int
+	Buggy       int
+	Duplicates  int
+	NoProposal  int
 	// ReferenceTimeMs and ReferenceLoss are the reference's measurements.
 	ReferenceTimeMs float64
 	ReferenceLoss   float64
 	// BestTimeMs and BestTimeID are the run's record (the reference until
 	// a claim is confirmed; see docs/evolve.md, "The record rule"): its
-	// best time estimate, and RecordEvidence what it rests on. BestLoss is
-	// the lowest validation loss of any valid program.
+	// best time estimate (a series' mean when one measured it), and
+	// RecordEvidence what it rests on. RecordSingleMs is its single timing
+	// in the search, which candidates are compared with. RecordSpeedup is
+	// its speedup over the reference from its claims (NaN for the
+	// reference), RecordBasis what that rests on. BestLoss is the lowest
+	// validation loss of any valid program.
 	BestTimeMs     float64
 	BestTimeID     int64
+	RecordSingleMs float64
+	RecordSpeedup  float64
+	RecordBasis    string
 	RecordEvidence string
 	// RecordBrief is the evidence in a few words ("confirmed n=5
 	// p=0.002"), "reference" for the reference.
@@ -185,7 +196,8 @@ type Engine struct {
 	fastQ, fullQ    []*job
 	proposing       int
 	evaluating      int
-	fullStarted     int
+	fullStarted     int // the search's full evaluations
+	seriesRuns      int // runs of confirmation series, counted apart
 	budget          *llm.Budget
 	spentUSD        float64 // for the status; budget decides
 	spentTokens     int64

@@ -36,6 +36,7 @@ type Store interface {
 	RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*store.Evaluation, error)
 	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 	LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*store.Evaluation, error)
+	Evaluations(ctx context.Context, f store.Filter) ([]*store.Evaluation, error)
 }
 
 var _ Store = (*store.Store)(nil)

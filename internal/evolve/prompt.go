@@ -223,6 +223,9 @@ type promptData struct {
 	Parent    programView
 	Reference programView
 	Record    string
+	// Refuted are the newest claims a series did not confirm, with its
+	// figures: speeds the model must not build on.
+	Refuted   []string
 	Top       []programView
 	Diverse   []programView
 	LastError string

@@ -75,7 +75,9 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if opts.Track.Name != run.Track {
 		return nil, fmt.Errorf("run %s is on track %s, not %s", run.Name, run.Track, opts.Track.Name)
 	}
-	if specHash != run.TrackHash {
+	// A run started before the hash left the track's folder out stored a
+	// hash of the spec read from run.TrackDir.
+	if !eval.SpecMatches(opts.Track, run.TrackHash, run.TrackDir, opts.Track.Dir) {
 		return nil, fmt.Errorf("track %s changed since run %s started (its spec hash was %.12s, now %.12s): programs measured under the old spec would be compared with new ones; start a new run instead",
 			run.Track, run.Name, run.TrackHash, specHash)
 	}
@@ -334,7 +336,7 @@ func (e *Engine) restoreClaims(ctx context.Context) error {
 		case cl.State == runs.ClaimQueued:
 			e.confirmQ = append(e.confirmQ, cl)
 		case cl.Method == runs.MethodSeries:
-			e.fullStarted += len(cl.Evaluations)
+			e.seriesRuns += len(cl.Evaluations)
 		}
 	}
 	if len(requeued) > 0 {

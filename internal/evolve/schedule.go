@@ -53,8 +53,8 @@ func (e *Engine) schedule(ctx context.Context) {
 			if len(e.fullQ) == 0 {
 				break
 			}
-			if max := e.cfg.Budget.MaxEvaluations; max > 0 && e.fullStarted >= max {
-				e.stop(StopEvaluations, fmt.Sprintf("%d full evaluations were started (budget.max_evaluations = %d)", e.fullStarted, max))
+			if max := e.cfg.Budget.MaxEvaluations; max > 0 && e.fullStarted+e.seriesRuns >= max {
+				e.stop(StopEvaluations, fmt.Sprintf("%d full evaluations and %d confirmation series runs were started (budget.max_evaluations = %d counts both)", e.fullStarted, e.seriesRuns, max))
 				break
 			}
 			e.startEval(ctx, pop(&e.fullQ))
@@ -235,7 +235,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 			out *[]store.Child
 		}{{it.top, &w.top}, {it.diverse, &w.diverse}} {
 			for _, c := range group.in {
-				*group.out = append(*group.out, *c)
+				*group.out = append(*group.out, e.shownAs(c))
 				if p := e.pop.members[c.ParentID]; p != nil {
 					w.parents[p.ID] = *p
 				}
@@ -252,6 +252,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		w.reference = snapshot(e.reference)
 	}
 	w.record = e.recordText()
+	w.refuted = refutedText(e.claims, maxRefuted)
 	w.lastError = e.lastFailure(w.parent.ID)
 	switch j.kind {
 	case kindFixRun:
@@ -337,4 +338,19 @@ func (e *Engine) fixInsertPos() int {
 		i++
 	}
 	return i
+}
+
+// shownAs is the copy of c that a prompt shows among the top or diverse
+// programs: a child whose own program failed its fast check and whose fix
+// then came back to a known program (its parent's, often) is shown with
+// the program that failed, what it tried; its last program would show an
+// empty change next to its failure.
+func (e *Engine) shownAs(c *store.Child) store.Child {
+	v := *c
+	if c.SourceID != 0 && c.Verdict != runs.Duplicate && !c.Origin.IsCopy() {
+		if a := e.lastChecked[c.ID]; a != nil && a.ProgramHash != "" {
+			v.ProgramHash = a.ProgramHash
+		}
+	}
+	return v
 }

@@ -32,7 +32,7 @@ func (e *Engine) publish() {
 	s := Status{
 		RunID: e.run.ID, RunName: e.run.Name, Iteration: e.run.Iterations, MaxIterations: max(0, e.cfg.Budget.MaxIterations),
 		IterationsDone: e.completed, SlotsBusy: e.evaluating, Slots: e.slots, ProposalsInFlight: e.proposing,
-		Queued: len(e.proposalQ) + len(e.fastQ) + len(e.fullQ), Evaluations: e.fullStarted,
+		Queued: len(e.proposalQ) + len(e.fastQ) + len(e.fullQ), Evaluations: e.fullStarted, SeriesRuns: e.seriesRuns,
 		Acceptable: e.children.Classes[runs.ClassAcceptable], LossTooHigh: e.children.Classes[runs.TooHigh],
 		Buggy: e.children.Classes[runs.Buggy], Duplicates: e.children.Classes[runs.ClassDuplicate],
 		NoProposal: e.children.Classes[runs.ClassNone], BestLoss: e.bestLoss(),
@@ -41,13 +41,14 @@ func (e *Engine) publish() {
 	if e.reference != nil && e.reference.Verdict.Valid() {
 		s.ReferenceTimeMs, s.ReferenceLoss = e.reference.TrainTimeMs, e.reference.ValLoss
 	}
-	if rec, ms, _ := e.standing(); rec != nil {
-		s.BestTimeMs, s.BestTimeID = ms, rec.ID
+	if base, rec := e.standing(); base != nil {
+		s.BestTimeMs, s.BestTimeID, s.RecordSingleMs = rec.Ms, base.ID, rec.SingleMs
 		s.RecordEvidence, s.RecordBrief = "single timing (the reference)", "reference"
-		if r, ok := runs.Standing(claimsOf(e.claims)); ok && r.ChildID == rec.ID {
-			s.RecordEvidence, s.RecordBrief = r.Evidence(), r.Brief()
+		if rec.Claim != nil {
+			s.RecordEvidence, s.RecordBrief = rec.Claim.Evidence(), rec.Claim.Brief()
+			s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(e.claims), e.reference.ID)
 		}
-		if f := e.fastestOpen(); f != nil && f.ID != rec.ID && f.TrainTimeMs < ms {
+		if f := e.fastestOpen(); f != nil && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
 			s.FastestID, s.FastestMs = f.ID, f.TrainTimeMs
 			for _, cl := range e.claims {
 				if cl.ChildID == f.ID {

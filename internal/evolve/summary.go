@@ -29,20 +29,28 @@ type RunSummary struct {
 	// failed its fast check: they count by that failure in Settled, and
 	// are shown apart from the duplicates.
 	EndedOnDuplicate int
-	// Evaluations is the number of full evaluations (the reference's
-	// included); FastChecks the number of fast checks.
+	// Evaluations is the number of the search's full evaluations (the
+	// reference's included), SeriesRuns the runs of its confirmation
+	// series, counted apart; FastChecks the number of fast checks.
 	Evaluations int
+	SeriesRuns  int
 	FastChecks  int
 	Reference   *store.Child
 	// Record is the run's record (docs/evolve.md, "The record rule"): the
 	// program of the confirmed claim with the shortest mean time, else the
 	// reference; nil before the reference has a time. RecordMs is its best
 	// time estimate and RecordClaim the claim it rests on (nil for the
-	// reference).
-	Record      *store.Child
-	RecordMs    float64
-	RecordN     int // the timings behind RecordMs: 1, or a series' runs
-	RecordClaim *runs.Claim
+	// reference). RecordSingleMs is its single timing in the search, what
+	// a candidate is compared with; RecordSpeedup its speedup over the
+	// reference from its claims, RecordBasis what that rests on (both zero
+	// while the reference is the record).
+	Record         *store.Child
+	RecordMs       float64
+	RecordN        int // the timings behind RecordMs: 1, or a series' runs
+	RecordSingleMs float64
+	RecordSpeedup  float64
+	RecordBasis    string
+	RecordClaim    *runs.Claim
 	// Fastest is the acceptable child with the shortest single timing,
 	// nil when none. Candidate is the candidate record: the fastest single
 	// timing whose claim was not refuted, when it is faster than the
@@ -190,14 +198,25 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	if s.Claims, err = st.Confirmations(ctx, run.ID); err != nil {
 		return nil, err
 	}
-	s.Record, s.RecordMs, s.RecordN = standingOf(s.Claims, byID, s.Reference)
-	if rec, ok := runs.Standing(claimsOf(s.Claims)); ok && s.Record != nil && rec.ChildID == s.Record.ID {
-		s.RecordClaim = &rec
+	var rec runs.Record
+	s.Record, rec = standingOf(s.Claims, byID, s.Reference)
+	s.RecordMs, s.RecordN, s.RecordSingleMs, s.RecordClaim = rec.Ms, rec.N, rec.SingleMs, rec.Claim
+	if rec.Claim != nil && s.Reference != nil {
+		s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(s.Claims), s.Reference.ID)
+	}
+	for _, c := range s.Claims {
+		switch {
+		case c.Method != runs.MethodSeries:
+		case c.State == runs.ClaimRunning:
+			s.SeriesRuns += 2 * c.Pairs
+		case c.State.Done():
+			s.SeriesRuns += len(c.Evaluations)
+		}
 	}
 	if f := s.Settled.Fastest; f.ID != 0 {
 		s.Fastest = byID[f.ID]
 	}
-	if c := fastestOpenOf(s.Claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordMs {
+	if c := fastestOpenOf(s.Claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordSingleMs {
 		s.Candidate = c
 	}
 	sort.Slice(valids, func(i, j int) bool {

@@ -34,6 +34,7 @@ type proposalWork struct {
 	parents   map[int64]store.Child
 	reference *store.Child
 	record    string
+	refuted   []string
 	lastError string
 	// baseHash is the program the edit applies to: the parent for a first
 	// proposal, the child's current candidate for a fix (when it has one).
@@ -254,7 +255,7 @@ func (e *Engine) promptData(ctx context.Context, w *proposalWork, base []byte) (
 			CompileBudget: s.Limits.CompileBudget.D().String(), Target: s.TargetValLoss, Floor: e.lossFloor(),
 			Threads: s.Hardware.Threads},
 		Objective: objectiveText(e.cfg.Objective), ProgramName: w.name, Program: string(base),
-		Parent: e.view(w.parent), Record: w.record, LastError: w.lastError,
+		Parent: e.view(w.parent), Record: w.record, Refuted: w.refuted, LastError: w.lastError,
 		Attempt: w.child.Slot + 1, Branching: e.cfg.BranchingFactor, Iteration: w.iteration,
 		Error: w.fixError, Description: w.child.Description, Idea: clip(w.child.Idea, 8000),
 	}

@@ -77,17 +77,31 @@ func Inject(src []byte, v Values) ([]byte, error) {
 	for _, role := range Roles {
 		fields[role] = s.Field(role)
 	}
-	repl[fields[RoleTrainFiles].start] = pyString(v.TrainFiles)
-	repl[fields[RoleValFiles].start] = pyString(v.ValFiles)
-	repl[fields[RoleValTokens].start] = strconv.FormatInt(v.ValTokens, 10)
+	// set gives field name value in every assignment of the block: the one
+	// Python keeps and those it overrides.
+	set := func(name, value string) {
+		for _, f := range s.Fields {
+			if f.Name == name {
+				repl[f.start] = value
+			}
+		}
+		for _, f := range s.Shadowed {
+			if f.Name == name {
+				repl[f.start] = value
+			}
+		}
+	}
+	set(fields[RoleTrainFiles].Name, pyString(v.TrainFiles))
+	set(fields[RoleValFiles].Name, pyString(v.ValFiles))
+	set(fields[RoleValTokens].Name, strconv.FormatInt(v.ValTokens, 10))
 	if v.Iterations > 0 {
 		switch {
 		case s.FieldNamed(fieldIterations) != nil:
-			repl[s.FieldNamed(fieldIterations).start] = strconv.Itoa(v.Iterations)
+			set(fieldIterations, strconv.Itoa(v.Iterations))
 		case s.FieldNamed(fieldScheduled) != nil:
-			repl[s.FieldNamed(fieldScheduled).start] = strconv.Itoa(v.Iterations)
-			if f := s.FieldNamed(fieldExtension); f != nil {
-				repl[f.start] = "0"
+			set(fieldScheduled, strconv.Itoa(v.Iterations))
+			if s.FieldNamed(fieldExtension) != nil {
+				set(fieldExtension, "0")
 			}
 		default:
 			return nil, ErrNoIterations
@@ -125,6 +139,11 @@ func (s *Script) fieldAt(line int) *Field {
 	for i := range s.Fields {
 		if s.Fields[i].start == line {
 			return &s.Fields[i]
+		}
+	}
+	for i := range s.Shadowed {
+		if s.Shadowed[i].start == line {
+			return &s.Shadowed[i]
 		}
 	}
 	return nil

@@ -55,6 +55,14 @@ func Prepare(src []byte) ([]byte, []Protected, error) {
 	for _, role := range Roles {
 		f := s.Field(role)
 		marks = append(marks, mark{Span{f.start + 1, f.end}, roleRegion[role], "the injected " + string(role) + " field (" + f.Name + ")"})
+		k := 1
+		for _, o := range s.Shadowed {
+			if o.Name == f.Name {
+				k++
+				marks = append(marks, mark{Span{o.start + 1, o.end}, fmt.Sprintf("%s-%d", roleRegion[role], k),
+					"an earlier assignment of the injected " + string(role) + " field (" + f.Name + "), which the last one overrides"})
+			}
+		}
 	}
 	for i, sp := range sortedSpans(s.ValLog) {
 		name := RegionValLog

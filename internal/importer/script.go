@@ -70,6 +70,11 @@ type Script struct {
 	// Timing are the statements that stop, start and accumulate the train
 	// clock (training_time_ms and t0), each with the synchronize before it.
 	Timing []Span
+	// Shadowed are assignments of the block that a later assignment of the
+	// same field overrides, in order; Repeated says so, per injected or
+	// step-count field, for people.
+	Shadowed []Field
+	Repeated []string
 
 	lines []line
 	nl    string
@@ -220,16 +225,19 @@ func (s *Script) readFields(k int) []string {
 			}
 		}
 		if first, dup := seen[name]; dup {
-			if f.Role != "" || isIterations(name) {
-				problems = append(problems, fmt.Sprintf("line %d: Hyperparameters sets %s twice (first on line %d)", f.Line, name, first))
-				continue
-			}
-			// Another field set twice: the last assignment is the one
-			// Python keeps.
+			// A field set twice: the last assignment is the one Python
+			// keeps (record 17 of the speedrun sets val_tokens twice, and
+			// the published benchmark runs it as it is). The earlier ones
+			// are kept aside: an injected value goes into every one.
 			for i := range s.Fields {
 				if s.Fields[i].Name == name {
+					s.Shadowed = append(s.Shadowed, s.Fields[i])
 					s.Fields[i] = f
 				}
+			}
+			if f.Role != "" || isIterations(name) {
+				s.Repeated = append(s.Repeated, fmt.Sprintf("line %d: Hyperparameters sets %s again (first on line %d); Python keeps the last value, and frontier writes its own into both",
+					f.Line, name, first))
 			}
 			continue
 		}

@@ -105,6 +105,7 @@ func Import(o Options) (*Imported, error) {
 			im.Record = lg.Final()
 		}
 	}
+	im.Notes = append(im.Notes, s.Repeated...)
 	if f := s.Field(RoleValTokens); f != nil {
 		if v, ok := evalInt(f.Expr); ok && v != o.ValTokens {
 			im.Notes = append(im.Notes, fmt.Sprintf("the record evaluates %d validation tokens; the track injects %d", v, o.ValTokens))

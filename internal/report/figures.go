@@ -383,12 +383,28 @@ func (a *analysis) metaNote() string {
 	return ""
 }
 
+// The line patterns the captions name: "dashed" and "dotted" must look
+// so (a dash of 3 with a gap of 2 reads as dashes, not dots).
+var (
+	dashed = []vg.Length{6, 3}
+	dotted = []vg.Length{1, 2.5}
+)
+
+// trendStyle draws a trend line: solid, dashed when too thin to read.
+func trendStyle(weak bool) draw.LineStyle {
+	st := draw.LineStyle{Color: colTrend, Width: 1.4}
+	if weak {
+		st.Dashes = dashed
+	}
+	return st
+}
+
 func metaLine(at int) vline {
-	return vline{x: float64(at) - 0.5, style: draw.LineStyle{Color: colMeta, Width: 1.2, Dashes: []vg.Length{3, 2}}}
+	return vline{x: float64(at) - 0.5, style: draw.LineStyle{Color: colMeta, Width: 1.4, Dashes: dotted}}
 }
 
 func refLine(y float64) hline {
-	return hline{y: y, style: draw.LineStyle{Color: colRef, Width: 1, Dashes: []vg.Length{6, 3}}}
+	return hline{y: y, style: draw.LineStyle{Color: colRef, Width: 1, Dashes: dashed}}
 }
 
 // figures builds every figure of the report from the analysis.
@@ -448,10 +464,9 @@ func (a *analysis) timeFigure() *figure {
 		}
 		line, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: t.at(xs[0]) / 1000}, {X: xs[1], Y: t.at(xs[1]) / 1000}})
 		if err == nil {
-			line.LineStyle = draw.LineStyle{Color: colTrend, Width: 1.4}
+			line.LineStyle = trendStyle(t.weak())
 			label := fmt.Sprintf("trend %+.3g s/iter", t.b/1000)
 			if t.weak() {
-				line.LineStyle.Dashes = []vg.Length{2, 2}
 				label = fmt.Sprintf("trend %+.3g s/iter (%d pts)", t.b/1000, t.n)
 			}
 			p.Add(line)
@@ -474,7 +489,7 @@ func (a *analysis) timeCaption() string {
 	b.WriteString(". ")
 	switch {
 	case a.trend.ok && a.trend.weak():
-		fmt.Fprintf(&b, "The least-squares line (dashed) has a slope of %+.3g s per iteration, but it rests on %s: do not read it as a trend. ", a.trend.b/1000, a.trend.caveat())
+		fmt.Fprintf(&b, "The least-squares line (dashed black) has a slope of %+.3g s per iteration, but it rests on %s: do not read it as a trend. ", a.trend.b/1000, a.trend.caveat())
 	case a.trend.ok:
 		fmt.Fprintf(&b, "The least-squares trend is %+.3g s per iteration; negative means later acceptable programs are faster. ", a.trend.b/1000)
 	default:
@@ -524,15 +539,48 @@ func (a *analysis) breakdownFigure() *figure {
 	return f
 }
 
+// frontier is a staircase of the best value after each iteration,
+// starting from the reference's (start, 0 when unmeasured) one iteration
+// before the first: the search starts from the reference, so its best so
+// far is never worse than it.
+func (a *analysis) frontier(start float64, best func(iterStats) float64) plotter.XYs {
+	if !slices.ContainsFunc(a.perIter, func(it iterStats) bool { return measured(best(it)) }) {
+		return nil // no program of the search has one: the figure says so
+	}
+	var xys plotter.XYs
+	if measured(start) && len(a.perIter) > 0 {
+		xys = append(xys, plotter.XY{X: float64(a.minIter - 1), Y: start})
+	}
+	for _, it := range a.perIter {
+		y := best(it)
+		if measured(start) && (!measured(y) || start < y) {
+			y = start
+		}
+		if measured(y) {
+			xys = append(xys, plotter.XY{X: float64(it.iter), Y: y})
+		}
+	}
+	return xys
+}
+
+// timeFrontier is the time frontier in seconds.
+func (a *analysis) timeFrontier() plotter.XYs {
+	var ref float64 // the reference's time counts when it reached the target
+	if r := a.d.Reference; !measured(a.d.Run.TargetValLoss) || r.ValLoss <= a.d.Run.TargetValLoss {
+		ref = r.TrainTimeMs / 1000
+	}
+	return a.frontier(ref, func(it iterStats) float64 { return it.bestTimeMs / 1000 })
+}
+
+// lossFrontier is the loss frontier.
+func (a *analysis) lossFrontier() plotter.XYs {
+	return a.frontier(a.d.Reference.ValLoss, func(it iterStats) float64 { return it.bestLoss })
+}
+
 // frontierTimeFigure draws the best acceptable time after each iteration.
 func (a *analysis) frontierTimeFigure() *figure {
 	f := &figure{Name: "frontier_time", Title: "Best acceptable train time so far", width: halfWidth}
-	var xys plotter.XYs
-	for _, it := range a.perIter {
-		if it.bestTimeMs > 0 {
-			xys = append(xys, plotter.XY{X: float64(it.iter), Y: it.bestTimeMs / 1000})
-		}
-	}
+	xys := a.timeFrontier()
 	if len(xys) == 0 {
 		f.Note = "No acceptable program with a train time yet: the time frontier is empty."
 		return f
@@ -551,19 +599,14 @@ func (a *analysis) frontierTimeFigure() *figure {
 	padY(p, 0.04)
 	a.runAxis(p)
 	f.plot, f.legend = p, l
-	f.Caption = "After each iteration, the fastest acceptable single timing so far; dots mark the iterations that lowered it. A lower timing is a candidate record until a claim confirms it."
+	f.Caption = "After each iteration, the fastest acceptable single timing so far, starting from the reference's (the point before the first iteration); dots mark the iterations that lowered it. A lower timing is a candidate record until a claim confirms it."
 	return f
 }
 
 // frontierLossFigure draws the lowest valid loss after each iteration.
 func (a *analysis) frontierLossFigure() *figure {
 	f := &figure{Name: "frontier_loss", Title: "Best validation loss so far", width: halfWidth}
-	var xys plotter.XYs
-	for _, it := range a.perIter {
-		if it.bestLoss > 0 {
-			xys = append(xys, plotter.XY{X: float64(it.iter), Y: it.bestLoss})
-		}
-	}
+	xys := a.lossFrontier()
 	if len(xys) == 0 {
 		f.Note = "No program ran to a validation loss yet: the loss frontier is empty."
 		return f
@@ -588,7 +631,7 @@ func (a *analysis) frontierLossFigure() *figure {
 	padY(p, 0.04)
 	a.runAxis(p)
 	f.plot, f.legend = p, l
-	f.Caption = "After each iteration, the lowest validation loss of any program that ran correctly, acceptable or not."
+	f.Caption = "After each iteration, the lowest validation loss of any program that ran correctly, acceptable or not, starting from the reference's."
 	return f
 }
 

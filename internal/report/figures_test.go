@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // figureRun is the run the issue saw: eight iterations, acceptable
@@ -101,5 +103,56 @@ func TestLongReasonNotCut(t *testing.T) {
 	css, _ := os.ReadFile(filepath.Join("report.tmpl"))
 	if strings.Contains(string(css), "text-overflow: ellipsis") {
 		t.Error("a cell still hides overflow behind an ellipsis")
+	}
+}
+
+// The frontier starts at the reference, one iteration before the first,
+// and never rises above it: the search starts from the reference. Here
+// iteration 1's acceptable program (25 s) is slower than the reference
+// (20 s), so the time frontier stays at 20 s until iteration 2's 18 s.
+func TestFrontierStartsAtReference(t *testing.T) {
+	d := figureRun()
+	d.Programs[0].TrainTimeMs = 25_000
+	a := analyze(d)
+	xys := a.timeFrontier()
+	if len(xys) == 0 || xys[0].X != 0 || xys[0].Y != 20 {
+		t.Fatalf("the time frontier starts at %v, want the reference's 20 s before iteration 1", xys)
+	}
+	for _, p := range xys {
+		if p.Y > 20 {
+			t.Errorf("the time frontier rises above the reference: %v", xys)
+		}
+	}
+	if xys[1].Y != 20 || xys[2].Y != 18 {
+		t.Errorf("time frontier %v, want 20 s after iteration 1 and 18 s after iteration 2", xys)
+	}
+	if l := a.lossFrontier(); len(l) == 0 || l[0].Y != 3.99 || l[1].Y != 3.9 {
+		t.Errorf("loss frontier %v, want the reference's 3.99 first", l)
+	}
+	if f := a.frontierTimeFigure(); f.plot == nil || f.plot.X.Min > 0 {
+		t.Errorf("the time frontier's axis does not show the reference's point: %+v", f.plot)
+	}
+}
+
+// What the captions call dashed is drawn with dashes, what they call
+// dotted with dots: the meta-prompting line is dotted red, the reference
+// dashed grey, a weak trend dashed black.
+func TestCaptionLineStyles(t *testing.T) {
+	isDotted := func(d []vg.Length) bool { return len(d) == 2 && d[0] <= 1.5 && d[1] >= 2*d[0] }
+	isDashed := func(d []vg.Length) bool { return len(d) == 2 && d[0] >= 1.5*d[1] }
+	a := analyze(figureRun())
+	f := a.timeFigure()
+	if !strings.Contains(f.Caption, "dotted red line marks iteration 3") || !strings.Contains(f.Caption, "dashed grey line is the reference") ||
+		!strings.Contains(f.Caption, "least-squares line (dashed black)") {
+		t.Fatalf("caption %q", f.Caption)
+	}
+	if m := metaLine(3); !isDotted(m.style.Dashes) || m.style.Color != colMeta {
+		t.Errorf("the meta-prompting line is %v %v, captioned dotted red", m.style.Dashes, m.style.Color)
+	}
+	if r := refLine(1); !isDashed(r.style.Dashes) || r.style.Color != colRef {
+		t.Errorf("the reference line is %v, captioned dashed grey", r.style.Dashes)
+	}
+	if !a.trend.weak() || !isDashed(trendStyle(true).Dashes) || len(trendStyle(false).Dashes) != 0 {
+		t.Errorf("a weak trend is drawn %v, a strong one %v: want dashed and solid", trendStyle(true).Dashes, trendStyle(false).Dashes)
 	}
 }

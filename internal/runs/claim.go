@@ -189,11 +189,18 @@ func (c Claim) Brief() string {
 // shortest mean time (Claim set), else the reference (Claim nil); with the
 // best estimate of its time and the number of timings behind it. ID is 0
 // when there is none (the reference has no time yet).
+//
+// Ms is a series' mean when one measured the record, taken under the
+// load of that series; SingleMs is the record's own single timing in the
+// search. A child's single timing is compared with SingleMs, never with
+// Ms: a mean taken under one load and a timing taken at a quieter moment
+// are not measurements taken together.
 type Record struct {
-	ID    int64
-	Ms    float64
-	N     int
-	Claim *Claim
+	ID       int64
+	Ms       float64
+	N        int
+	SingleMs float64
+	Claim    *Claim
 }
 
 // RecordOf is the record of a run whose claims are claims (in the order
@@ -202,13 +209,82 @@ type Record struct {
 func RecordOf(claims []Claim, ref Outcome) Record {
 	if c, ok := Standing(claims); ok {
 		ms, n := EstimateOf(claims, c.ChildID, c.TimeMs)
-		return Record{ID: c.ChildID, Ms: ms, N: n, Claim: &c}
+		single := c.SingleMs
+		if !Measured(single) {
+			single = c.TimeMs
+		}
+		return Record{ID: c.ChildID, Ms: ms, N: n, SingleMs: single, Claim: &c}
 	}
 	if ref.ID == 0 || !ref.Timed() {
 		return Record{}
 	}
 	ms, n := EstimateOf(claims, ref.ID, ref.TrainTimeMs)
-	return Record{ID: ref.ID, Ms: ms, N: n}
+	return Record{ID: ref.ID, Ms: ms, N: n, SingleMs: ref.TrainTimeMs}
+}
+
+// Basis says what a claim's speedup compares: "series" when it is the
+// means of its interleaved series (both programs measured together), or
+// "single timings" (the candidate's and its baseline's single timings in
+// the search: a claim that was judged against the measured noise, or
+// whose series has not run).
+func (c Claim) Basis() string {
+	if c.Method == MethodSeries && (c.State == ClaimConfirmed || c.State == ClaimRejected || c.State == ClaimFailed && !math.IsNaN(c.TimeP)) {
+		return "series"
+	}
+	return "single timings"
+}
+
+// VsReference is the record's speedup over the reference (refID) and what
+// it rests on, from the claims that made it, never from two figures
+// measured apart: a record confirmed against the reference has its
+// series' speedup; one confirmed against an earlier record chains the
+// time ratios of the claims back to the reference, each measured
+// together (1 - the product of t/t_baseline). NaN when the record is the
+// reference or the chain is broken.
+func (r Record) VsReference(claims []Claim, refID int64) (float64, string) {
+	if r.Claim == nil {
+		return math.NaN(), "the reference is the record"
+	}
+	ratio := 1.0
+	var links []string
+	cur := *r.Claim
+	for range len(claims) + 1 {
+		if !Measured(cur.TimeMs) || !Measured(cur.BaselineMs) {
+			return math.NaN(), fmt.Sprintf("claim %d has no times", cur.ID)
+		}
+		ratio *= cur.TimeMs / cur.BaselineMs
+		against := fmt.Sprintf("#%d", cur.BaselineID)
+		if cur.BaselineID == refID {
+			against = "the reference"
+		}
+		link := fmt.Sprintf("#%d vs %s, %s", cur.ChildID, against, cur.Basis())
+		if cur.Basis() == "series" {
+			link += fmt.Sprintf(" n = %d", cur.Pairs)
+		}
+		links = append(links, link)
+		if cur.BaselineID == refID {
+			if len(links) == 1 {
+				return 1 - ratio, "from its claim: " + link
+			}
+			return 1 - ratio, "chained over its claims, each measured together: " + strings.Join(links, "; ")
+		}
+		next, ok := confirmedOf(claims, cur.BaselineID)
+		if !ok {
+			return math.NaN(), fmt.Sprintf("#%d, its baseline, has no confirmed claim against the reference", cur.BaselineID)
+		}
+		cur = next
+	}
+	return math.NaN(), "the claims form a loop"
+}
+
+// confirmedOf is the newest confirmed claim of member id.
+func confirmedOf(claims []Claim, id int64) (Claim, bool) {
+	for i := len(claims) - 1; i >= 0; i-- {
+		if c := claims[i]; c.ChildID == id && c.State == ClaimConfirmed {
+			return c, true
+		}
+	}
+	return Claim{}, false
 }
 
 // EstimateOf is the best estimate of the train time of member id: the mean

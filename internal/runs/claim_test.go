@@ -61,3 +61,46 @@ func TestStanding(t *testing.T) {
 		t.Errorf("standing %+v, want #5", rec)
 	}
 }
+
+// The record's speedup over the reference comes from the claims that made
+// it, never from a series' mean against a single timing taken at another
+// moment: the issue's run showed one program at -12.2% (its series' mean
+// under load against the reference's quiet single timing) and +28.9% (its
+// series) on two lines.
+func TestRecordVsReference(t *testing.T) {
+	nan := math.NaN()
+	// The reference (#1) timed 107 s once, quietly; under load, the series
+	// measured #5 at 120 s against the reference's 168.8 s.
+	c5 := Claim{ID: 1, ChildID: 5, BaselineID: 1, Method: MethodSeries, State: ClaimConfirmed, Pairs: 5, SingleMs: 100_000,
+		TimeMs: 120_000, BaselineMs: 168_800, TimeSD: 2000, TimeP: 0.001, LossP: 0.001, SpeedupLo: nan, SpeedupHi: nan}
+	c5.Speedup = Speedup(c5.BaselineMs, c5.TimeMs)
+	rec := RecordOf([]Claim{c5}, Outcome{ID: 1, Verdict: Acceptable, TrainTimeMs: 107_000})
+	if rec.ID != 5 || rec.Ms != 120_000 || rec.SingleMs != 100_000 {
+		t.Fatalf("record %+v: want #5, its series' mean 120 s and its single timing 100 s", rec)
+	}
+	s, basis := rec.VsReference([]Claim{c5}, 1)
+	if FormatSpeedup(s) != "+28.9%" || !strings.Contains(basis, "#5 vs the reference, series n = 5") {
+		t.Errorf("vs the reference %s (%s), want the series' +28.9%%", FormatSpeedup(s), basis)
+	}
+	if old := Speedup(107_000, rec.Ms); FormatSpeedup(old) != "-12.1%" {
+		t.Fatalf("the figure the issue saw: %s", FormatSpeedup(old))
+	}
+	// A later record confirmed against #5 chains the two series' ratios.
+	c9 := Claim{ID: 2, ChildID: 9, BaselineID: 5, Method: MethodSeries, State: ClaimConfirmed, Pairs: 5, SingleMs: 90_000,
+		TimeMs: 100_000, BaselineMs: 125_000, TimeSD: 1000, TimeP: 0.001}
+	claims := []Claim{c5, c9}
+	rec = RecordOf(claims, Outcome{ID: 1, Verdict: Acceptable, TrainTimeMs: 107_000})
+	s, basis = rec.VsReference(claims, 1)
+	want := 1 - (120_000.0/168_800)*(100_000.0/125_000)
+	if rec.ID != 9 || math.Abs(s-want) > 1e-12 || !strings.Contains(basis, "chained") || !strings.Contains(basis, "#9 vs #5") {
+		t.Errorf("chained: record #%d, %s (%s), want %s", rec.ID, FormatSpeedup(s), basis, FormatSpeedup(want))
+	}
+	// The reference as the record, and the record's single timing.
+	rec = RecordOf(nil, Outcome{ID: 1, Verdict: Acceptable, TrainTimeMs: 107_000})
+	if s, _ := rec.VsReference(nil, 1); !math.IsNaN(s) || rec.SingleMs != 107_000 {
+		t.Errorf("the reference: %g, single %g", s, rec.SingleMs)
+	}
+	if b := (Claim{Method: MethodSeries, State: ClaimQueued}).Basis(); b != "single timings" {
+		t.Errorf("a queued claim's basis %q", b)
+	}
+}

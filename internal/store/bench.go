@@ -64,17 +64,31 @@ type BenchAttempt struct {
 	EvolveRun string `json:"evolve_run"`
 	// StartMs and GoalMs are t_i and t_{i+1}, the times the score uses;
 	// TimeSource says whether they were calibrated here or published.
-	StartMs    float64   `json:"start_ms"`
-	GoalMs     float64   `json:"goal_ms"`
-	TimeSource string    `json:"time_source"`
-	BestNodeID int64     `json:"best_node_id"`
-	BestMs     float64   `json:"best_ms"`
-	FSR        float64   `json:"fsr"`
-	Nodes      int       `json:"nodes"`
-	Acceptable int       `json:"acceptable"`
-	Buggy      int       `json:"buggy"`
-	CostUSD    float64   `json:"cost_usd"`
-	Tokens     int64     `json:"tokens"`
+	StartMs    float64 `json:"start_ms"`
+	GoalMs     float64 `json:"goal_ms"`
+	TimeSource string  `json:"time_source"`
+	BestNodeID int64   `json:"best_node_id"`
+	BestMs     float64 `json:"best_ms"`
+	FSR        float64 `json:"fsr"`
+	Nodes      int     `json:"nodes"`
+	Acceptable int     `json:"acceptable"`
+	Buggy      int     `json:"buggy"`
+	CostUSD    float64 `json:"cost_usd"`
+	Tokens     int64   `json:"tokens"`
+	// Retime is the best node re-timed in alternation with the start
+	// (bench run --retime K): RetimeN runs of each, their mean train
+	// times, Welch's one-sided p that the best is faster, and the
+	// evaluations (0 and empty when not re-timed). SingleFSR is the FSR of
+	// the search's single timing, kept beside FSR, which is then scored
+	// from the series.
+	RetimeN           int     `json:"retime_n,omitempty"`
+	RetimeStartMs     float64 `json:"retime_start_ms,omitempty"`
+	RetimeBestMs      float64 `json:"retime_best_ms,omitempty"`
+	RetimeP           float64 `json:"retime_p,omitempty"`
+	RetimeEvaluations []int64 `json:"retime_evaluations,omitempty"`
+	SingleFSR         float64 `json:"single_fsr,omitempty"`
+	// Notes are warnings about the attempt's times, one a line.
+	Notes      string    `json:"notes,omitempty"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
@@ -109,21 +123,33 @@ type BenchNode struct {
 
 // Calibration is a record of a suite re-timed on one machine class.
 type Calibration struct {
-	ID               int64     `json:"id"`
-	Suite            string    `json:"suite"`
-	Record           string    `json:"record"`
-	ProgramHash      string    `json:"program_hash"`
-	Track            string    `json:"track"`
-	TrackHash        string    `json:"track_hash"`
-	FingerprintClass string    `json:"fingerprint_class"`
-	N                int       `json:"n"`
-	MeanMs           float64   `json:"mean_ms"`
-	SDMs             float64   `json:"sd_ms"`
-	LoMs             float64   `json:"lo_ms"` // the 95% interval of the mean
-	HiMs             float64   `json:"hi_ms"`
-	ValLoss          float64   `json:"val_loss"` // mean
-	EvaluationIDs    []int64   `json:"evaluation_ids"`
-	CreatedAt        time.Time `json:"created_at,omitzero"`
+	ID               int64   `json:"id"`
+	Suite            string  `json:"suite"`
+	Record           string  `json:"record"`
+	ProgramHash      string  `json:"program_hash"`
+	Track            string  `json:"track"`
+	TrackHash        string  `json:"track_hash"`
+	FingerprintClass string  `json:"fingerprint_class"`
+	N                int     `json:"n"`
+	MeanMs           float64 `json:"mean_ms"`
+	SDMs             float64 `json:"sd_ms"`
+	LoMs             float64 `json:"lo_ms"` // the 95% interval of the mean
+	HiMs             float64 `json:"hi_ms"`
+	ValLoss          float64 `json:"val_loss"` // mean
+	EvaluationIDs    []int64 `json:"evaluation_ids"`
+	// Conditions are the machine's state while it was taken; CreatedAt
+	// is when it ended.
+	Conditions Conditions `json:"conditions"`
+	CreatedAt  time.Time  `json:"created_at,omitzero"`
+}
+
+// Conditions are what is known of a machine's state while something was
+// measured. They are stored as JSON, so that what is recorded can grow.
+type Conditions struct {
+	// LoadAvg is the load average over 1, 5 and 15 minutes when the
+	// measurement began, LoadAvgEnd when it ended; empty when unknown.
+	LoadAvg    []float64 `json:"load_avg,omitempty"`
+	LoadAvgEnd []float64 `json:"load_avg_end,omitempty"`
 }
 
 // CreateBenchRun inserts r and sets r.ID. An empty name becomes
@@ -298,12 +324,15 @@ func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) err
 // and seed.
 func (s *Store) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
 	var n int64
+	revs, _ := json.Marshal(nonNil(a.RetimeEvaluations))
 	err := s.write(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, `UPDATE bench_attempts SET state = $1, start_hash = $2, evolve_run = $3, start_ms = $4,
 			goal_ms = $5, time_source = $6, best_node_id = $7, best_ms = $8, fsr = $9, nodes = $10, acceptable = $11, buggy = $12,
-			cost_usd = $13, tokens = $14, started_at = $15, finished_at = $16 WHERE id = $17`,
+			cost_usd = $13, tokens = $14, started_at = $15, finished_at = $16, retime_n = $18, retime_start_ms = $19,
+			retime_best_ms = $20, retime_p = $21, retime_evaluations = $22, single_fsr = $23, notes = $24 WHERE id = $17`,
 			a.State, nullText(a.StartHash), a.EvolveRun, a.StartMs, a.GoalMs, a.TimeSource, nullID(a.BestNodeID), a.BestMs, a.FSR,
-			a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens, nullTime(a.StartedAt), nullTime(a.FinishedAt), a.ID)
+			a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens, nullTime(a.StartedAt), nullTime(a.FinishedAt), a.ID,
+			a.RetimeN, nullZero(a.RetimeStartMs), nullZero(a.RetimeBestMs), nullZero(a.RetimeP), string(revs), nullZero(a.SingleFSR), a.Notes)
 		if err == nil {
 			n, _ = res.RowsAffected()
 		}
@@ -322,7 +351,8 @@ func (s *Store) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
 func (s *Store) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, position, task, seed, state, COALESCE(start_hash, ''), evolve_run,
 		start_ms, goal_ms, time_source, COALESCE(best_node_id, 0), best_ms, fsr, nodes, acceptable, buggy, cost_usd, tokens,
-		started_at, finished_at FROM bench_attempts WHERE run_id = $1 ORDER BY position`, runID)
+		started_at, finished_at, retime_n, COALESCE(retime_start_ms, 0), COALESCE(retime_best_ms, 0), COALESCE(retime_p, 0),
+		retime_evaluations, COALESCE(single_fsr, 0), notes FROM bench_attempts WHERE run_id = $1 ORDER BY position`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts of bench run %d: %w", runID, err)
 	}
@@ -331,10 +361,14 @@ func (s *Store) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt
 	for rows.Next() {
 		var a BenchAttempt
 		var started, finished sql.NullInt64
+		var revs string
 		if err := rows.Scan(&a.ID, &a.RunID, &a.Position, &a.Task, &a.Seed, &a.State, &a.StartHash, &a.EvolveRun, &a.StartMs,
 			&a.GoalMs, &a.TimeSource, &a.BestNodeID, &a.BestMs, &a.FSR, &a.Nodes, &a.Acceptable, &a.Buggy, &a.CostUSD, &a.Tokens,
-			&started, &finished); err != nil {
+			&started, &finished, &a.RetimeN, &a.RetimeStartMs, &a.RetimeBestMs, &a.RetimeP, &revs, &a.SingleFSR, &a.Notes); err != nil {
 			return nil, fmt.Errorf("list attempts of bench run %d: %w", runID, err)
+		}
+		if err := json.Unmarshal([]byte(revs), &a.RetimeEvaluations); err != nil {
+			return nil, fmt.Errorf("bench attempt %d: its re-timing evaluations are unreadable: %w", a.ID, err)
 		}
 		a.StartedAt, a.FinishedAt = timeOf(started), timeOf(finished)
 		out = append(out, &a)
@@ -508,12 +542,16 @@ func (s *Store) PutCalibration(ctx context.Context, c *Calibration) error {
 		c.CreatedAt = time.Now()
 	}
 	ids, _ := json.Marshal(nonNil(c.EvaluationIDs))
-	err := s.write(ctx, func() error {
+	cond, err := json.Marshal(c.Conditions)
+	if err != nil {
+		return fmt.Errorf("record calibration of %s/%s: %w", c.Suite, c.Record, err)
+	}
+	err = s.write(ctx, func() error {
 		return s.db.QueryRowContext(ctx, `INSERT INTO bench_calibrations (suite, record, program_hash, track, track_hash,
-			fingerprint_class, n, mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+			fingerprint_class, n, mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at, conditions)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 			c.Suite, c.Record, c.ProgramHash, c.Track, c.TrackHash, c.FingerprintClass, c.N, c.MeanMs, c.SDMs, c.LoMs, c.HiMs,
-			c.ValLoss, string(ids), c.CreatedAt.UnixMilli()).Scan(&c.ID)
+			c.ValLoss, string(ids), c.CreatedAt.UnixMilli(), string(cond)).Scan(&c.ID)
 	})
 	if err != nil {
 		return fmt.Errorf("record calibration of %s/%s: %w", c.Suite, c.Record, err)
@@ -525,7 +563,7 @@ func (s *Store) PutCalibration(ctx context.Context, c *Calibration) error {
 // on a machine class (every class when class is ""), by record.
 func (s *Store) Calibrations(ctx context.Context, suite, class string) ([]*Calibration, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, suite, record, program_hash, track, track_hash, fingerprint_class, n,
-		mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at FROM bench_calibrations c
+		mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at, conditions FROM bench_calibrations c
 		WHERE suite = $1 AND ($2 = '' OR fingerprint_class = $2) AND id = (SELECT MAX(id) FROM bench_calibrations d
 		WHERE d.suite = c.suite AND d.record = c.record AND d.program_hash = c.program_hash AND d.track_hash = c.track_hash
 		AND d.fingerprint_class = c.fingerprint_class) ORDER BY record, id`, suite, class)
@@ -536,14 +574,17 @@ func (s *Store) Calibrations(ctx context.Context, suite, class string) ([]*Calib
 	var out []*Calibration
 	for rows.Next() {
 		var c Calibration
-		var ids string
+		var ids, cond string
 		var created int64
 		if err := rows.Scan(&c.ID, &c.Suite, &c.Record, &c.ProgramHash, &c.Track, &c.TrackHash, &c.FingerprintClass, &c.N,
-			&c.MeanMs, &c.SDMs, &c.LoMs, &c.HiMs, &c.ValLoss, &ids, &created); err != nil {
+			&c.MeanMs, &c.SDMs, &c.LoMs, &c.HiMs, &c.ValLoss, &ids, &created, &cond); err != nil {
 			return nil, fmt.Errorf("list calibrations of suite %s: %w", suite, err)
 		}
 		if err := json.Unmarshal([]byte(ids), &c.EvaluationIDs); err != nil {
 			return nil, fmt.Errorf("calibration %d: its evaluation ids are unreadable: %w", c.ID, err)
+		}
+		if err := json.Unmarshal([]byte(cond), &c.Conditions); err != nil {
+			return nil, fmt.Errorf("calibration %d: its conditions are unreadable: %w", c.ID, err)
 		}
 		c.CreatedAt = time.UnixMilli(created)
 		out = append(out, &c)

@@ -24,7 +24,10 @@ type Confirmation struct {
 	// they ran.
 	Evaluations []int64
 	CreatedAt   time.Time
-	FinishedAt  time.Time // zero until the claim has its outcome
+	// StartedAt is when its series started (zero before): a series cut
+	// off by a kill resumes with the runs it finished since.
+	StartedAt  time.Time
+	FinishedAt time.Time // zero until the claim has its outcome
 }
 
 // InsertConfirmation records a claim and sets c.ID.
@@ -47,19 +50,22 @@ func (t *RunTx) InsertConfirmation(c *Confirmation) error {
 // UpdateConfirmation writes every mutable field of a claim: its state,
 // its numbers and its evaluations.
 func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
-	var finished any
+	var finished, started any
 	if !c.FinishedAt.IsZero() {
 		finished = c.FinishedAt.UnixMilli()
+	}
+	if !c.StartedAt.IsZero() {
+		started = c.StartedAt.UnixMilli()
 	}
 	evs, _ := json.Marshal(nonNil(c.Evaluations))
 	_, err := t.tx.Exec(`UPDATE run_confirmations SET baseline_id = $1, method = $2, state = $3, pairs = $4, alpha = $5,
 		time_ms = $6, baseline_ms = $7, time_sd = $8, baseline_sd = $9, loss_mean = $10, loss_sd = $11, speedup = $12,
 		speedup_lo = $13, speedup_hi = $14, time_p = $15, loss_p = $16, noise_cv = $17, noise_df = $18, reason = $19,
-		evaluations = $20, finished_at = $21, single_ms = $22 WHERE id = $23`,
+		evaluations = $20, finished_at = $21, single_ms = $22, started_at = $24 WHERE id = $23`,
 		c.BaselineID, c.Method, c.State, c.Pairs, c.Alpha, number(c.TimeMs), number(c.BaselineMs), number(c.TimeSD),
 		number(c.BaselineSD), number(c.LossMean), number(c.LossSD), number(c.Speedup), number(c.SpeedupLo),
 		number(c.SpeedupHi), number(c.TimeP), number(c.LossP), number(c.NoiseCV), c.NoiseDF, c.Reason, string(evs), finished,
-		number(c.SingleMs), c.ID)
+		number(c.SingleMs), c.ID, started)
 	if err != nil {
 		return fmt.Errorf("update claim %d: %w", c.ID, err)
 	}
@@ -70,7 +76,7 @@ func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
 func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, child_id, baseline_id, method, state, source, pairs, alpha, time_ms,
 		baseline_ms, time_sd, baseline_sd, loss_mean, loss_sd, speedup, speedup_lo, speedup_hi, time_p, loss_p, noise_cv,
-		noise_df, reason, evaluations, created_at, finished_at, single_ms FROM run_confirmations WHERE run_id = $1 ORDER BY id`, runID)
+		noise_df, reason, evaluations, created_at, finished_at, single_ms, started_at FROM run_confirmations WHERE run_id = $1 ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list claims of run %d: %w", runID, err)
 	}
@@ -81,10 +87,10 @@ func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation
 		var nums [13]sql.NullFloat64
 		var evs string
 		var created int64
-		var finished sql.NullInt64
+		var finished, started sql.NullInt64
 		err := rows.Scan(&c.ID, &c.ChildID, &c.BaselineID, &c.Method, &c.State, &c.Source, &c.Pairs, &c.Alpha,
 			&nums[0], &nums[1], &nums[2], &nums[3], &nums[4], &nums[5], &nums[6], &nums[7], &nums[8], &nums[9], &nums[10],
-			&nums[11], &c.NoiseDF, &c.Reason, &evs, &created, &finished, &nums[12])
+			&nums[11], &c.NoiseDF, &c.Reason, &evs, &created, &finished, &nums[12], &started)
 		if err != nil {
 			return nil, fmt.Errorf("list claims of run %d: %w", runID, err)
 		}
@@ -101,6 +107,9 @@ func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation
 		c.CreatedAt = time.UnixMilli(created)
 		if finished.Valid {
 			c.FinishedAt = time.UnixMilli(finished.Int64)
+		}
+		if started.Valid {
+			c.StartedAt = time.UnixMilli(started.Int64)
 		}
 		out = append(out, c)
 	}

@@ -28,13 +28,16 @@ var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#
 // figures are the report's charts: FSR by hint setting, by scaffold, and
 // per task.
 func (r *Report) figures() []Figure {
+	// A series names everything of its configuration but the category,
+	// so that no two configurations share a bar (one would hide the
+	// other).
 	var byHint, byScaffold, perTask []bar
 	for _, c := range r.Configs {
-		byHint = append(byHint, bar{c.Hints, c.Scaffold + " / " + c.Model, c.Mean})
-		byScaffold = append(byScaffold, bar{c.Scaffold, c.Model + " / hints " + c.Hints, c.Mean})
+		byHint = append(byHint, bar{c.Hints, r.label(c.Key, "hints"), c.Mean})
+		byScaffold = append(byScaffold, bar{c.Scaffold, r.label(c.Key, "scaffold"), c.Mean})
 	}
 	for _, t := range r.Tasks {
-		perTask = append(perTask, bar{t.Task, t.Key.String(), t.FSR})
+		perTask = append(perTask, bar{t.Task, r.label(t.Key, ""), t.FSR})
 	}
 	var out []Figure
 	for _, f := range []struct {
@@ -50,6 +53,29 @@ func (r *Report) figures() []Figure {
 		}
 	}
 	return out
+}
+
+// label names configuration k for a legend, leaving out omit ("hints",
+// "scaffold" or ""); the suite's version is named when the report holds
+// several versions of the suite.
+func (r *Report) label(k Key, omit string) string {
+	var parts []string
+	if omit != "scaffold" {
+		parts = append(parts, k.Scaffold)
+	}
+	parts = append(parts, k.Model)
+	if omit != "hints" {
+		parts = append(parts, "hints "+k.Hints)
+	}
+	parts = append(parts, fmt.Sprintf("%d nodes", k.Nodes), k.Mode)
+	suite := k.Suite
+	for _, c := range r.Configs {
+		if c.Suite == k.Suite && c.SuiteHash != k.SuiteHash {
+			suite += "@" + k.SuiteHash[:min(8, len(k.SuiteHash))]
+			break
+		}
+	}
+	return strings.Join(append(parts, suite), " / ")
 }
 
 // barChart draws grouped bars with their intervals as whiskers, categories

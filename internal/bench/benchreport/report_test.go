@@ -84,12 +84,12 @@ func TestReport(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, TasksFile))
 	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil || len(rows) != 9 || rows[0][6] != "fsr_mean" || rows[1][6] != "0.3000" {
+	if err != nil || len(rows) != 9 || rows[0][9] != "fsr_mean" || rows[1][9] != "0.3000" {
 		t.Errorf("tasks.csv: %v %v", rows, err)
 	}
 	b, _ = os.ReadFile(filepath.Join(dir, ConfigsFile))
 	rows, err = csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil || len(rows) != 3 || rows[1][6] != "0.4750" || rows[1][9] != "0.4500" {
+	if err != nil || len(rows) != 3 || rows[1][9] != "0.4750" || rows[1][12] != "0.4500" {
 		t.Errorf("configs.csv: %v %v", rows, err)
 	}
 	var back Report
@@ -100,5 +100,121 @@ func TestReport(t *testing.T) {
 	// One run by name.
 	if one, err := Load(ctx, st, []string{"flat-none"}); err != nil || len(one.Configs) != 1 || one.Configs[0].Mean.Value != 0.025 {
 		t.Errorf("Load(flat-none) = %+v, %v", one, err)
+	}
+}
+
+// run is a bench run for TestNeverPooled: its settings, and per task the
+// FSR and time source of each attempt.
+type run struct {
+	name, suiteHash, config, scaffold, model, hints string
+	fsr                                             map[string][]float64
+	sources                                         map[string][]string
+}
+
+func addRunOf(t *testing.T, st *store.Store, r run) {
+	t.Helper()
+	ctx := context.Background()
+	br := &store.BenchRun{Name: r.name, Suite: "mini", SuiteHash: r.suiteHash, Scaffold: r.scaffold, Model: r.model, Hints: r.hints, Config: []byte(r.config)}
+	if err := st.CreateBenchRun(ctx, br); err != nil {
+		t.Fatal(err)
+	}
+	var as []*store.BenchAttempt
+	for _, task := range []string{"a", "b"} {
+		for seed := range r.fsr[task] {
+			as = append(as, &store.BenchAttempt{RunID: br.ID, Position: len(as), Task: task, Seed: seed})
+		}
+	}
+	if err := st.InsertBenchAttempts(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		a.State, a.FSR, a.Nodes = store.AttemptDone, r.fsr[a.Task][a.Seed], 3
+		a.StartMs, a.GoalMs, a.BestMs, a.TimeSource = 1000, 800, 1000-200*a.FSR, "published"
+		if src := r.sources[a.Task]; src != nil {
+			a.TimeSource = src[a.Seed]
+			if a.TimeSource == "calibrated" {
+				a.StartMs, a.GoalMs = 2000, 1500
+			}
+		}
+		if err := st.UpdateBenchAttempt(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The report never pools runs with different node budgets, modes or suite
+// versions; a task's row takes every figure from the same attempts; the
+// figures keep every configuration; and the paper's main table (model x
+// hint setting) is there.
+func TestNeverPooled(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t, "")
+	one := map[string][]float64{"a": {0.5}, "b": {0.1}}
+	for _, r := range []run{
+		{name: "n20", suiteHash: "v1", config: `{"nodes":20}`, scaffold: "flat", model: "m", hints: "1", fsr: one},
+		{name: "n3", suiteHash: "v1", config: `{"nodes":3}`, scaffold: "flat", model: "m", hints: "1", fsr: map[string][]float64{"a": {0}, "b": {0}}},
+		{name: "chain", suiteHash: "v1", config: `{"nodes":20,"cumulative":true}`, scaffold: "flat", model: "m", hints: "1", fsr: one},
+		{name: "retimed", suiteHash: "v1", config: `{"nodes":20,"retime":5}`, scaffold: "flat", model: "m", hints: "1", fsr: one},
+		{name: "v2", suiteHash: "v2", config: `{"nodes":20}`, scaffold: "flat", model: "m", hints: "1", fsr: one},
+		{name: "mixed", suiteHash: "v1", config: `{"nodes":20}`, scaffold: "flat", model: "m", hints: "none",
+			fsr: map[string][]float64{"a": {0.2, 0.4}, "b": {0, 0}}, sources: map[string][]string{"a": {"published", "calibrated"}}},
+		{name: "other-model", suiteHash: "v1", config: `{"nodes":20}`, scaffold: "flat", model: "m2", hints: "1", fsr: one},
+	} {
+		addRunOf(t, st, r)
+	}
+	rep, err := Load(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Configs) != 7 {
+		for _, c := range rep.Configs {
+			t.Logf("%+v", c.Key)
+		}
+		t.Fatalf("%d configurations, want 7: runs that differ in node budget, mode or suite version were pooled", len(rep.Configs))
+	}
+	for _, c := range rep.Configs {
+		if c.Attempts != 2 && c.Attempts != 4 {
+			t.Errorf("%s: %d attempts", c.Key, c.Attempts)
+		}
+	}
+	// The row of a task whose attempts were scored with different times
+	// says so, and its start and goal are those of its own attempts.
+	for _, row := range rep.Tasks {
+		if row.Hints == "none" && row.Task == "a" {
+			if row.TimeSource != "calibrated+published" || row.StartMs != 1500 || row.GoalMs != 1150 || row.FSR.N != 2 {
+				t.Errorf("mixed row %+v", row)
+			}
+		}
+	}
+	// Every configuration has its own bar in the figures.
+	for _, f := range rep.figures() {
+		if f.Title == "Mean FSR over tasks, by hint setting" {
+			if n := strings.Count(f.SVG, "<title>"); n != 7 { // each bar has its title
+				t.Errorf("%d bars in %q, want one per configuration (7)", n, f.Title)
+			}
+		}
+	}
+	// The paper's main table: models by hint setting, per block.
+	var found bool
+	for _, m := range rep.Main {
+		if m.Key.Nodes == 20 && m.Key.Mode == "tasks" && m.Key.SuiteHash == "v1" {
+			found = true
+			if strings.Join(m.Hints, ",") != "none,1" || len(m.Rows) != 2 || m.Rows[1].Model != "m2" || m.Rows[1].Cells[0] != nil ||
+				m.Rows[0].Cells[1] == nil || m.Rows[0].Cells[1].Value != 0.3 {
+				t.Errorf("main table %+v", m)
+			}
+		}
+	}
+	if !found || len(rep.Main) != 5 {
+		t.Errorf("%d main tables: %+v", len(rep.Main), rep.Main)
+	}
+	dir := t.TempDir()
+	page, err := Write(dir, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(page)
+	if !strings.Contains(string(html), "Mean FSR by model and hint setting") || !strings.Contains(string(html), "mini@v1") {
+		t.Error("the page lacks the main table or the suite's version")
 	}
 }

@@ -64,10 +64,10 @@ func usd(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 // WriteTasksCSV writes one row per task and configuration.
 func (r *Report) WriteTasksCSV(w io.Writer) error {
 	c := csv.NewWriter(w)
-	c.Write([]string{"suite", "task", "hints", "scaffold", "model", "seeds", "fsr_mean", "fsr_lo", "fsr_hi", "nodes",
+	c.Write([]string{"suite", "suite_hash", "node_budget", "mode", "task", "hints", "scaffold", "model", "seeds", "fsr_mean", "fsr_lo", "fsr_hi", "nodes",
 		"acceptable_rate", "buggy_rate", "best_ms", "start_ms", "goal_ms", "time_source", "cost_usd", "tokens"})
 	for _, t := range r.Tasks {
-		c.Write([]string{t.Suite, t.Task, t.Hints, t.Scaffold, t.Model, strconv.Itoa(t.FSR.N), f3(t.FSR.Value), f3(t.FSR.Lo),
+		c.Write([]string{t.Suite, t.SuiteHash, strconv.Itoa(t.Key.Nodes), t.Mode, t.Task, t.Hints, t.Scaffold, t.Model, strconv.Itoa(t.FSR.N), f3(t.FSR.Value), f3(t.FSR.Lo),
 			f3(t.FSR.Hi), strconv.Itoa(t.Rates.Nodes), f3(t.Rates.Acceptable), f3(t.Rates.Buggy), f0(t.BestMs), f0(t.StartMs),
 			f0(t.GoalMs), t.TimeSource, usd(t.CostUSD), strconv.FormatInt(t.Tokens, 10)})
 	}
@@ -78,10 +78,10 @@ func (r *Report) WriteTasksCSV(w io.Writer) error {
 // WriteConfigsCSV writes one row per configuration.
 func (r *Report) WriteConfigsCSV(w io.Writer) error {
 	c := csv.NewWriter(w)
-	c.Write([]string{"suite", "hints", "scaffold", "model", "tasks", "attempts", "mean_fsr", "mean_lo", "mean_hi", "iqm_fsr",
+	c.Write([]string{"suite", "suite_hash", "node_budget", "mode", "hints", "scaffold", "model", "tasks", "attempts", "mean_fsr", "mean_lo", "mean_hi", "iqm_fsr",
 		"iqm_lo", "iqm_hi", "nodes", "acceptable_rate", "buggy_rate", "cost_usd", "tokens", "time_sources"})
 	for _, x := range r.Configs {
-		c.Write([]string{x.Suite, x.Hints, x.Scaffold, x.Model, strconv.Itoa(x.Tasks), strconv.Itoa(x.Attempts), f3(x.Mean.Value),
+		c.Write([]string{x.Suite, x.SuiteHash, strconv.Itoa(x.Key.Nodes), x.Mode, x.Hints, x.Scaffold, x.Model, strconv.Itoa(x.Tasks), strconv.Itoa(x.Attempts), f3(x.Mean.Value),
 			f3(x.Mean.Lo), f3(x.Mean.Hi), f3(x.IQM.Value), f3(x.IQM.Lo), f3(x.IQM.Hi), strconv.Itoa(x.Rates.Nodes),
 			f3(x.Rates.Acceptable), f3(x.Rates.Buggy), usd(x.CostUSD), strconv.FormatInt(x.Tokens, 10), strings.Join(x.TimeSources, "+")})
 	}
@@ -117,6 +117,13 @@ var funcs = template.FuncMap{
 	},
 	"dur":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Second).String() },
 	"join": strings.Join,
+	// suite names a suite with its version (the start of its hash).
+	"suite": func(k Key) string {
+		if k.SuiteHash == "" {
+			return k.Suite
+		}
+		return k.Suite + "@" + k.SuiteHash[:min(8, len(k.SuiteHash))]
+	},
 }
 
 var pageTemplate = template.Must(template.New("page").Funcs(funcs).Parse(`<!doctype html>
@@ -139,27 +146,37 @@ time is a single timing of its fastest acceptable program (one run each, as in t
 the records' times are means of repeated runs: an FSR from one seed carries that run's noise.</p>
 
 <h2>Configurations</h2>
-<table><tr><th>suite</th><th>scaffold</th><th>model</th><th>hints</th><th>tasks</th><th>attempts</th><th>mean FSR [95%]</th>
+<p class="note">A configuration is a suite version, a node budget, a mode (tasks scored from their start records, or a
+cumulative chain; re-timed best nodes or single timings), a scaffold, a model and a hint setting. Runs that differ in any
+of them are never pooled.</p>
+<table><tr><th>suite</th><th>node budget</th><th>mode</th><th>scaffold</th><th>model</th><th>hints</th><th>tasks</th><th>attempts</th><th>mean FSR [95%]</th>
 <th>IQM FSR [95%]</th><th>nodes</th><th>acceptable</th><th>buggy</th><th>cost</th><th>times</th></tr>
-{{range .Configs}}<tr><td>{{.Suite}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.Tasks}}</td>
+{{range .Configs}}<tr><td>{{suite .Key}}</td><td>{{.Key.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.Tasks}}</td>
 <td>{{.Attempts}}</td><td>{{f3 .Mean.Value}} [{{f3 .Mean.Lo}}, {{f3 .Mean.Hi}}]</td><td>{{f3 .IQM.Value}} [{{f3 .IQM.Lo}}, {{f3 .IQM.Hi}}]</td>
 <td>{{.Rates.Nodes}}</td><td>{{pct .Rates.Acceptable}}</td><td>{{pct .Rates.Buggy}}</td><td>{{usd .CostUSD}}</td><td>{{join .TimeSources "+"}}</td></tr>
-{{else}}<tr><td colspan="13">No finished attempt yet.</td></tr>{{end}}</table>
+{{else}}<tr><td colspan="15">No finished attempt yet.</td></tr>{{end}}</table>
+
+{{range .Main}}<h3>Mean FSR by model and hint setting: {{suite .Key}}, {{.Key.Scaffold}}, {{.Key.Nodes}} nodes, {{.Key.Mode}}</h3>
+<table><tr><th>model</th>{{range .Hints}}<th>hints {{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="l">{{.Model}}</td>{{range .Cells}}<td>{{if .}}{{f3 .Value}} [{{f3 .Lo}}, {{f3 .Hi}}] (n={{.N}}){{else}}-{{end}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{if .Main}}<p class="note">The paper's main table: the mean over tasks of the per-task FSR, with its 95% bootstrap interval over
+tasks and the number of tasks (n), per model and hint setting, one table per suite version, scaffold, node budget and mode.</p>{{end}}
 
 {{range .Figures}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>
 {{end}}
 
 <h2>Tasks</h2>
-<table><tr><th>task</th><th>scaffold</th><th>model</th><th>hints</th><th>seeds</th><th>FSR [95%]</th><th>best</th><th>start</th><th>goal</th>
+<table><tr><th>task</th><th>suite</th><th>node budget</th><th>mode</th><th>scaffold</th><th>model</th><th>hints</th><th>seeds</th><th>FSR [95%]</th><th>best</th><th>start</th><th>goal</th>
 <th>times</th><th>nodes</th><th>acceptable</th><th>buggy</th><th>cost</th></tr>
-{{range .Tasks}}<tr><td>{{.Task}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.FSR.N}}</td>
+{{range .Tasks}}<tr><td>{{.Task}}</td><td>{{suite .Key}}</td><td>{{.Key.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.FSR.N}}</td>
 <td>{{f3 .FSR.Value}} [{{f3 .FSR.Lo}}, {{f3 .FSR.Hi}}]</td><td>{{secs .BestMs}}</td><td>{{secs .StartMs}}</td><td>{{secs .GoalMs}}</td>
 <td>{{.TimeSource}}</td><td>{{.Rates.Nodes}}</td><td>{{pct .Rates.Acceptable}}</td><td>{{pct .Rates.Buggy}}</td><td>{{usd .CostUSD}}</td></tr>
 {{end}}</table>
 
 <h2>Runs</h2>
-<table><tr><th>run</th><th>suite</th><th>scaffold</th><th>model</th><th>hints</th><th>state</th><th>attempts done</th><th>active</th><th>cost</th></tr>
-{{range .Runs}}<tr><td>{{.Name}}</td><td class="l">{{.Suite}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td>
+<table><tr><th>run</th><th>suite</th><th>node budget</th><th>mode</th><th>scaffold</th><th>model</th><th>hints</th><th>state</th><th>attempts done</th><th>active</th><th>cost</th></tr>
+{{range .Runs}}<tr><td>{{.Name}}</td><td class="l">{{.Suite}}</td><td>{{.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td>
 <td class="l">{{.State}}{{if .StopReason}} ({{.StopReason}}){{end}}</td><td>{{.Done}} / {{.Attempts}}</td><td>{{dur .ActiveMs}}</td><td>{{usd .CostUSD}}</td></tr>
 {{end}}</table>
 <p class="note">Data: {{"tasks.csv"}}, {{"configs.csv"}}, {{"report.json"}} beside this page.</p>

@@ -19,6 +19,7 @@ package published
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,7 +119,8 @@ func Import(o Options) (*Imported, error) {
 	suite := bench.Suite{Name: o.Name, Contract: "log",
 		Description: "The Automated LLM Speedrunning Benchmark (facebookresearch/llm-speedrunner), imported from " +
 			filepath.Base(filepath.Clean(o.From)) + ": task i starts from NanoGPT speedrun record i and reproduces record i+1.",
-		Times: "the benchmark's results.json (re-measured by its authors on 8xH100)"}
+		Times:    "the benchmark's results.json (re-measured by its authors on 8xH100)",
+		Hardware: fmt.Sprintf("one node of %d x H100 GPUs (80 GB each), as the published benchmark runs them", cmp.Or(o.GPUs, importer.DefaultGPUs))}
 	programs := map[int]bool{}
 	for _, n := range nums {
 		rec, ok, err := importRecord(o, n, im)
@@ -183,7 +185,7 @@ func importRecord(o Options, n int, im *Imported) (*bench.Record, bool, error) {
 		return rec, false, nil
 	}
 	track := "tracks/" + id
-	_, err = importer.Import(importer.Options{From: filepath.Join(dir, scriptFile), Source: src,
+	res2, err := importer.Import(importer.Options{From: filepath.Join(dir, scriptFile), Source: src,
 		Name: strings.ReplaceAll(o.Name+"-"+id, "_", "-"), Out: filepath.Join(o.Out, filepath.FromSlash(track)),
 		Target: o.Target, GPUs: o.GPUs, DataDir: o.DataDir})
 	var shape *importer.ShapeError
@@ -194,6 +196,9 @@ func importRecord(o Options, n int, im *Imported) (*bench.Record, bool, error) {
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	for _, n := range res2.Notes {
+		im.Notes = append(im.Notes, id+": "+n)
 	}
 	rec.Track, rec.Program = track, track+"/"+importer.ProgramFile
 	return rec, true, nil
@@ -210,6 +215,25 @@ func importTask(o Options, n int, programs map[int]bool, s *bench.Suite, im *Imp
 		return nil, nil // a record at the end of the history, or one without a time
 	case !okStart:
 		im.Skipped = append(im.Skipped, fmt.Sprintf("task %s: its start program cannot run here", id))
+		return nil, nil
+	}
+	// The paper's 19 tasks leave record 6's out: its script is record 7's,
+	// the record came from outside the program (a PyTorch upgrade), and its
+	// published gap is negative. A task whose goal runs the start's very
+	// script, or is not faster, has nothing to reproduce: FSR would be 0
+	// whatever a search did.
+	start, _ := s.Record(id)
+	goal, _ := s.Record(next)
+	tdir := filepath.Join(o.From, filepath.FromSlash(TemplatesDir))
+	a, errA := os.ReadFile(filepath.Join(tdir, id, scriptFile))
+	b, errB := os.ReadFile(filepath.Join(tdir, next, scriptFile))
+	switch {
+	case errA == nil && errB == nil && bytes.Equal(a, b):
+		im.Skipped = append(im.Skipped, fmt.Sprintf("task %s: record %d runs the same script as record %d (its gain came from outside the program); there is nothing to reproduce (the paper leaves it out)", id, n+1, n))
+		return nil, nil
+	case start != nil && goal != nil && goal.TimeMs >= start.TimeMs:
+		im.Skipped = append(im.Skipped, fmt.Sprintf("task %s: record %d is not faster than record %d (%.0f ms vs %.0f ms): its FSR would be 0 whatever a search did (the paper leaves such a task out)",
+			id, n+1, n, goal.TimeMs, start.TimeMs))
 		return nil, nil
 	}
 	t := &bench.Task{Name: id, Start: id, Goal: next}
@@ -243,12 +267,6 @@ func importTask(o Options, n int, programs map[int]bool, s *bench.Suite, im *Imp
 	}
 	if len(t.Hints.Levels()) < 3 {
 		im.Notes = append(im.Notes, fmt.Sprintf("task %s has hints at levels %v only", id, t.Hints.Levels()))
-	}
-	start, _ := s.Record(id)
-	goal, _ := s.Record(next)
-	if start != nil && goal != nil && goal.TimeMs >= start.TimeMs {
-		im.Notes = append(im.Notes, fmt.Sprintf("task %s: record %d is not faster than record %d (%.0f ms vs %.0f ms): its FSR is 0 whatever a search does (the paper leaves record 6's task out for this reason)",
-			id, n+1, n, goal.TimeMs, start.TimeMs))
 	}
 	return t, nil
 }

@@ -112,8 +112,9 @@ func (p Policy) next(nodes []*store.BenchNode, budget int, seed uint64) (plan, b
 }
 
 // debuggable returns the nodes a debug step may pick: buggy programs
-// (they ran and failed) that no node was made from yet, at a debug depth
-// under the limit.
+// (they ran and failed, or ran and missed the target loss, as the
+// published benchmark counts a run whose metrics miss its threshold) that
+// no node was made from yet, at a debug depth under the limit.
 func (p Policy) debuggable(nodes []*store.BenchNode) []*store.BenchNode {
 	parents := map[int64]bool{}
 	for _, n := range nodes {
@@ -121,17 +122,18 @@ func (p Policy) debuggable(nodes []*store.BenchNode) []*store.BenchNode {
 	}
 	var out []*store.BenchNode
 	for _, n := range nodes[1:] {
-		if n.ProgramHash != "" && buggy(runs.Verdict(n.Verdict)) && !parents[n.ID] && n.DebugDepth < p.MaxDebugDepth {
+		if n.ProgramHash != "" && toDebug(runs.Verdict(n.Verdict)) && !parents[n.ID] && n.DebugDepth < p.MaxDebugDepth {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// buggy reports whether a node's program ran and failed.
-func buggy(v runs.Verdict) bool {
+// toDebug reports whether a node's program ran and needs a fix: it
+// failed, or its loss missed the target.
+func toDebug(v runs.Verdict) bool {
 	switch v {
-	case runs.Error, runs.Timeout, runs.Invalid, runs.NoResult:
+	case runs.Error, runs.Timeout, runs.Invalid, runs.NoResult, runs.LossTooHigh:
 		return true
 	}
 	return false

@@ -157,3 +157,23 @@ func TestBest(t *testing.T) {
 		t.Errorf("Best without a faster acceptable node = %d, want the start", b.Seq)
 	}
 }
+
+// TestAIDEDebugsLossMisses: a program that runs but misses the target loss
+// is debugged like one that fails, as the published benchmark's AIDE does
+// (a run whose val_loss misses the threshold is a buggy node there).
+func TestAIDEDebugsLossMisses(t *testing.T) {
+	missing := func(int) (runs.Verdict, float64) { return runs.LossTooHigh, 80 }
+	nodes := grow(t, pol(t, AIDE), 40, 7, missing)
+	debugs := 0
+	for _, n := range nodes[1:] {
+		if n.Kind == KindDebug {
+			debugs++
+			if p := nodes[n.ParentID-1]; p.Verdict != string(runs.LossTooHigh) {
+				t.Errorf("node %d debugs node %d (%s)", n.Seq, p.Seq, p.Verdict)
+			}
+		}
+	}
+	if debugs < 8 {
+		t.Errorf("%d debug steps of 37 with every program missing the target: want about half (%s)", debugs, shape(nodes))
+	}
+}

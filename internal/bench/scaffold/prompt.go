@@ -71,13 +71,19 @@ type promptData struct {
 	Hints       []Hint
 	History     []historyLine
 	Error       string
-	Previous    string
+	// Missed says how a debugged program that ran missed the target loss
+	// ("" when it failed instead).
+	Missed   string
+	Previous string
 }
 
 type trackView struct {
 	Name, Device, FullRun, CompileBudget string
 	Target                               float64
 	Threads                              int
+	// LogContract, for a track under the legacy log contract, says how
+	// its programs run and are judged, in place of the harness's rules.
+	LogContract string
 }
 
 type historyLine struct {
@@ -86,9 +92,49 @@ type historyLine struct {
 	Description   string
 }
 
-func viewOf(spec *track.Spec) trackView {
-	return trackView{Name: spec.Name, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads,
+func viewOf(spec *track.Spec, hardware string) trackView {
+	v := trackView{Name: spec.Name, Device: spec.Hardware.Device, Threads: spec.Hardware.Threads,
 		Target: spec.TargetValLoss, FullRun: spec.Limits.FullRun.D().String(), CompileBudget: spec.Limits.CompileBudget.D().String()}
+	if spec.Contract == "log" {
+		v.LogContract = LogContract(spec, hardware)
+	}
+	return v
+}
+
+// LogContract says, for a prompt, how a program of a track under the
+// legacy log contract (an imported speedrun script) is run and judged:
+// the script as its authors wrote it, under torchrun on the hardware the
+// records were timed on (hardware; empty: the track's device and GPUs),
+// with the data paths and val_tokens injected and the validation loss and
+// train time read from what it prints. It takes the place of the harness
+// contract of frontier's own tracks, whose API these scripts do not use.
+func LogContract(spec *track.Spec, hardware string) string {
+	if hardware == "" {
+		hardware = fmt.Sprintf("%d x %s", max(spec.Hardware.GPUs, spec.Launcher.NProcPerNode, 1), spec.Hardware.Device)
+	}
+	name := spec.Reference
+	if name == "" {
+		name = "train_gpt.py"
+	}
+	var b strings.Builder
+	b.WriteString("## How programs are run and judged (the speedrun's log contract)\n\n")
+	b.WriteString("- The program is a NanoGPT speedrun training script, run as it is written with\n")
+	fmt.Fprintf(&b, "  `torchrun --nproc_per_node=%d %s` on %s. It must stay runnable that way.\n", max(spec.Launcher.NProcPerNode, 1), name, hardware)
+	b.WriteString("- The data paths (the train and validation files of the `Hyperparameters` block) and\n" +
+		"  `val_tokens` are set by the environment: do not change their values or set them anywhere\n" +
+		"  else; the script's log shows what it used, and a run that used other values is invalid.\n")
+	b.WriteString("- The validation loss and the train time are read from the lines the script prints\n" +
+		"  (`step:N/M val_loss:... train_time:...ms step_avg:...ms`): keep those prints as they are.\n" +
+		"  The train time is the script's own clock (`training_time_ms`, with its\n" +
+		"  `torch.cuda.synchronize()` calls around validation).\n")
+	b.WriteString("- Lines between `# frontier:protected begin NAME` and `# frontier:protected end NAME`\n" +
+		"  (the injected settings, the validation code, the clock) must stay exactly as they are.\n")
+	fmt.Fprintf(&b, "- A run is acceptable when its final validation loss is at or under %.4g; among\n", spec.TargetValLoss)
+	b.WriteString("  acceptable runs the shortest train time wins. A run that misses the target, crashes or\n" +
+		"  times out counts for nothing.\n")
+	fmt.Fprintf(&b, "- A run is stopped after %s. The environment's Python packages (PyTorch and what the\n", spec.Limits.FullRun.D())
+	b.WriteString("  script imports) are installed; nothing can be downloaded.")
+	return b.String()
 }
 
 // request renders a prompt into a model request.

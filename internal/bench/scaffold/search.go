@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
@@ -71,6 +72,10 @@ type Search struct {
 	// not counted (the published benchmark's max_n_nodes, 20).
 	Budget int
 	Track  *track.Spec
+	// Hardware names what the programs are meant to run on, for the
+	// prompts of a log-contract track ("8 x H100"); empty: the track's
+	// device and GPUs.
+	Hardware string
 	// ProgramName is the programs' file name (train.py).
 	ProgramName string
 	// Hints are shown in every prompt.
@@ -344,14 +349,17 @@ func budgetStop(err error) error {
 // promptData is what the prompt of node n shows.
 func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData {
 	s := w.s
-	d := &promptData{Track: viewOf(s.Track), Kind: n.Kind, Seq: parent.Seq, ProgramName: s.ProgramName, Program: string(src),
+	d := &promptData{Track: viewOf(s.Track, s.Hardware), Kind: n.Kind, Seq: parent.Seq, ProgramName: s.ProgramName, Program: string(src),
 		Hints: s.Hints, Metrics: metricsText(parent.Verdict, parent.ValLoss, parent.TrainTimeMs, parent.Seq == 0)}
 	if n.Kind == KindDebug {
 		max := s.Prompt.MaxErrorChars
 		if max == 0 {
 			max = 3000
 		}
-		d.Error = clipTail(parent.Reason+"\n"+parent.Error, max)
+		d.Error = clipTail(strings.TrimSpace(parent.Reason+"\n"+parent.Error), max)
+		if runs.Verdict(parent.Verdict) == runs.LossTooHigh {
+			d.Missed = fmt.Sprintf("its validation loss is %.4f, above the target %.4g (train time %s)", parent.ValLoss, s.Track.TargetValLoss, seconds(parent.TrainTimeMs))
+		}
 	}
 	const keep = 10
 	for _, o := range w.nodes[1:] {

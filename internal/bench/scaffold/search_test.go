@@ -164,3 +164,84 @@ func TestSearchFlatMutate(t *testing.T) {
 		t.Errorf("%d nodes evaluated, %d evaluations", evaluated, len(ev.Requests()))
 	}
 }
+
+// TestSearchDebugsLossMiss: a node that runs but misses the target is
+// debugged with a prompt that says so, with its loss and the target.
+func TestSearchDebugsLossMiss(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t, "")
+	coder := &benchtest.Coder{}
+	client := coderClient(coder)
+	s := &Search{Store: st, Evaluator: &benchtest.Evaluator{Store: st}, Model: Model{Name: "fake-coder", Client: client},
+		Policy: pol(t, AIDE), Budget: 10, Track: fakeTrack(t), ProgramName: "train.py", Seed: 5}
+	// The start program misses the target (3.2 > 3.1), and so does every
+	// change the fake model makes to it.
+	out, err := s.Run(ctx, newAttempt(t, st), benchtest.Program("start", 1000, 3.2), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debugs := 0
+	for _, n := range out.Nodes[1:] {
+		if n.Kind == KindDebug {
+			debugs++
+		}
+	}
+	if debugs == 0 {
+		t.Fatal("no node that missed the target was debugged")
+	}
+	seen := false
+	for _, r := range client.Requests() {
+		text := r.Messages[0].Content
+		if strings.Contains(text, "This program runs, but its validation loss is 3.2000, above the target 3.1") {
+			seen = true
+			if strings.Contains(text, "This program fails") {
+				t.Errorf("a loss miss is described as a failure:\n%s", text)
+			}
+		}
+	}
+	if !seen {
+		t.Error("no debug prompt said the loss missed the target")
+	}
+}
+
+// The prompts of a log-contract track (an imported speedrun script)
+// describe that contract and the hardware the records ran on, not the
+// harness API of frontier's own tracks, which such a script does not use.
+func TestLogContractPrompts(t *testing.T) {
+	spec, err := track.Parse("track.yaml", []byte(`name: speedrun-record-1
+reference: train_gpt.py
+contract: log
+launcher: {kind: torchrun, nproc_per_node: 8}
+data: {train: "fineweb_train_*.bin", val: fineweb_val_000000.bin, vocab_size: 50257, bos_id: 50256, val_tokens: 10485760, val_seq_len: 1024}
+target_val_loss: 3.28
+limits: {full_run: 1h}
+hardware: {device: cuda, gpus: 8}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := storetest.SQLite(t, "")
+	client := coderClient(&benchtest.Coder{})
+	s := &Search{Store: st, Evaluator: &benchtest.Evaluator{Store: st}, Model: Model{Name: "fake-coder", Client: client},
+		Policy: pol(t, Flat), Budget: 2, Track: spec, Hardware: "one node of 8 x H100 GPUs", ProgramName: "train_gpt.py", Seed: 5}
+	if _, err := s.Run(ctx, newAttempt(t, st), benchtest.Program("start", 1000, 3.2), 1000); err != nil {
+		t.Fatal(err)
+	}
+	reqs := client.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no prompt")
+	}
+	text, _, _ := strings.Cut(reqs[0].Messages[0].Content, "## The program") // the fake program imports the harness
+	for _, want := range []string{"log contract", "`torchrun --nproc_per_node=8 train_gpt.py` on one node of 8 x H100 GPUs",
+		"`val_tokens` are set by the environment", "keep those prints as they are", "at or under 3.28"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, text)
+		}
+	}
+	for _, not := range []string{"frontier_harness", "fh.config", "fh.train_begin", "fh.steps"} {
+		if strings.Contains(text, not) {
+			t.Errorf("the prompt of a log-contract track names the harness API (%s):\n%s", not, text)
+		}
+	}
+}

@@ -123,7 +123,8 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 		d.Record = &report.Record{ID: rec.ID, Reference: rec.Claim == nil, TrainTimeMs: rec.Ms,
 			Evidence: "the reference: no claim to beat it was confirmed"}
 		if rec.Claim != nil {
-			d.Record.Evidence = rec.Claim.Evidence()
+			sp, basis := rec.VsReference(claims, ref0.ID)
+			d.Record.Evidence = fmt.Sprintf("%s vs the reference %s; %s", runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 		}
 	}
 

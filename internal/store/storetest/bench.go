@@ -123,6 +123,8 @@ func testBench(t *testing.T, s Store) {
 
 	a.State, a.BestNodeID, a.BestMs, a.FSR, a.Nodes, a.Acceptable, a.Buggy = store.AttemptDone, child.ID, 42000, 0.8, 1, 1, 0
 	a.CostUSD, a.Tokens, a.FinishedAt = 0.5, 120, r.StartedAt
+	a.RetimeN, a.RetimeStartMs, a.RetimeBestMs, a.RetimeP, a.RetimeEvaluations = 3, 50500, 43000, 0.002, []int64{ev.ID}
+	a.SingleFSR, a.Notes = 0.8, "a warning"
 	must(t, s.UpdateBenchAttempt(ctx, a))
 	got, err := s.BenchAttempts(ctx, r.ID)
 	if err != nil || len(got) != 2 || got[0].ID != a.ID || got[1].Task != "t2" {
@@ -131,6 +133,10 @@ func testBench(t *testing.T, s Store) {
 	if g := got[0]; g.State != store.AttemptDone || g.StartHash != start || g.BestNodeID != child.ID || g.FSR != 0.8 ||
 		g.StartMs != 50000 || g.GoalMs != 40000 || g.TimeSource != "published" || g.FinishedAt.IsZero() || g.Tokens != 120 {
 		t.Errorf("attempt read back as %+v", g)
+	}
+	if g := got[0]; g.RetimeN != 3 || g.RetimeStartMs != 50500 || g.RetimeBestMs != 43000 || g.RetimeP != 0.002 ||
+		len(g.RetimeEvaluations) != 1 || g.SingleFSR != 0.8 || g.Notes != "a warning" {
+		t.Errorf("the attempt's re-timing read back as %+v", g)
 	}
 	if g := got[1]; g.State != store.AttemptPending || g.StartHash != "" || !g.StartedAt.IsZero() {
 		t.Errorf("a pending attempt read back as %+v", g)
@@ -146,7 +152,8 @@ func testCalibrations(t *testing.T, s Store) {
 	put := func(record, class string, mean float64) {
 		t.Helper()
 		c := &store.Calibration{Suite: "s", Record: record, ProgramHash: h, Track: "tiny", TrackHash: "th",
-			FingerprintClass: class, N: 3, MeanMs: mean, SDMs: 1, LoMs: mean - 2, HiMs: mean + 2, ValLoss: 3, EvaluationIDs: []int64{1, 2, 3}}
+			FingerprintClass: class, N: 3, MeanMs: mean, SDMs: 1, LoMs: mean - 2, HiMs: mean + 2, ValLoss: 3, EvaluationIDs: []int64{1, 2, 3},
+			Conditions: store.Conditions{LoadAvg: []float64{mean / 100, 1, 0.5}, LoadAvgEnd: []float64{2, 1.5, 0.75}}}
 		must(t, s.PutCalibration(ctx, c))
 	}
 	put("r0", "cpu-a", 100)
@@ -157,6 +164,11 @@ func testCalibrations(t *testing.T, s Store) {
 	if err != nil || len(got) != 2 || got[0].Record != "r0" || got[0].MeanMs != 110 || got[1].MeanMs != 80 ||
 		len(got[0].EvaluationIDs) != 3 {
 		t.Errorf("Calibrations(cpu-a) = %+v, %v; want r0 at 110 (the newest) and r1 at 80", got, err)
+	}
+	// When and under what load each was taken reads back.
+	if len(got) > 0 && (got[0].CreatedAt.IsZero() || len(got[0].Conditions.LoadAvg) != 3 || got[0].Conditions.LoadAvg[0] != 1.1 ||
+		len(got[0].Conditions.LoadAvgEnd) != 3) {
+		t.Errorf("calibration conditions %+v at %v: want the load averages it was stored with", got[0].Conditions, got[0].CreatedAt)
 	}
 	if all, _ := s.Calibrations(ctx, "s", ""); len(all) != 3 {
 		t.Errorf("Calibrations of every class: %d, want 3", len(all))
