@@ -293,7 +293,7 @@ func TestTorchMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(py, []byte("#!/bin/sh\nexec "+real+" -S \"$@\"\n"), 0o755)
-	ev.Python = py
+	ev.Executor = NewNode(&Local{Runner: runner.NewLocal(nil), Python: py})
 	// The judge runs on the same interpreter and finds no NumPy: the run
 	// cannot be judged, and the reason says what is missing.
 	res := evaluate(t, ev, testTrack(t, bigramTarget), program(t, 5, "pass"))
