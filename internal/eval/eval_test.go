@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -52,6 +53,11 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary serves as the sandbox's helper, as the frontier
+	// binary does (the executor contract runs sandboxed).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.Helper(os.Args[2:], os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "evaltest-data-")
 	if err != nil {
 		panic(err)

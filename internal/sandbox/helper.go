@@ -74,18 +74,7 @@ func Helper(args []string, stderr io.Writer) int {
 		}
 	}
 	if p.Reap {
-		var after func()
-		if len(p.Disk) > 0 && p.StatusFD > 0 {
-			after = func() {
-				for _, d := range p.Disk {
-					if full(d) {
-						_ = report(statusDiskPrefix + d)
-						return
-					}
-				}
-			}
-		}
-		code, err := reap(argv, p.Files, after)
+		code, err := reap(argv, p.Files)
 		if err != nil {
 			return fail(code, err)
 		}
@@ -120,14 +109,3 @@ func parseHelperArgs(args []string) (policy, []string, error) {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
-// full reports whether the file system holding dir has no room left (under
-// 1% of its blocks, since a writer stopped by ENOSPC leaves a partial
-// block at most).
-func full(dir string) bool {
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) != nil || st.Blocks == 0 {
-		return false
-	}
-	return st.Bavail == 0 || st.Bavail*100 < st.Blocks
-}

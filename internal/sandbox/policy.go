@@ -44,13 +44,6 @@ type policy struct {
 	// the program inherits (the job's ExtraFiles).
 	Reap  bool `json:"reap,omitempty"`
 	Files int  `json:"files,omitempty"`
-
-	// Disk, with Reap, lists folders whose file system (a sandbox's tmpfs
-	// of the job's disk limit) the helper looks at once the program and
-	// what it left behind have ended: a full one is reported on the status
-	// descriptor ("disk full: PATH"), since the tmpfs is gone when the
-	// sandbox ends and the runner's own look comes at intervals.
-	Disk []string `json:"disk,omitempty"`
 }
 
 // landlockPolicy is the file and network policy applied with Landlock.

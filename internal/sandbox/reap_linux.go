@@ -19,7 +19,7 @@ import (
 // program has exited. It returns the exit code to use, or, for a program
 // killed by a signal, kills this process with the same signal so that the
 // runner sees what the program did.
-func reap(argv []string, files int, after func()) (int, error) {
+func reap(argv []string, files int) (int, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return exitSetup, fmt.Errorf("become a child subreaper: %w", err)
 	}
@@ -47,9 +47,6 @@ func reap(argv []string, files int, after func()) (int, error) {
 	}
 	err := cmd.Wait()
 	killOrphans()
-	if after != nil {
-		after()
-	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -10,7 +10,7 @@ import (
 
 // reap executes the program in place where there are no child subreapers:
 // the runner's own scan is all there is.
-func reap(argv []string, _ int, _ func()) (int, error) {
+func reap(argv []string, _ int) (int, error) {
 	err := syscall.Exec(argv[0], argv, os.Environ())
 	if errors.Is(err, syscall.ENOENT) {
 		return exitNotFound, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -238,10 +239,10 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	case ModeBwrap:
 		inside, err := r.withSIGTERM("default", argv, 0)
 		if pol.disk > 0 && err == nil {
-			// The helper runs the program and, once it ended, says on a
-			// pipe of its own whether its tmpfs was full: the tmpfs goes
-			// with the sandbox. (bwrap keeps its status descriptor from
-			// what it runs.)
+			// A shell runs the program and, once it ended, says on a pipe
+			// of its own whether its tmpfs was full: the tmpfs goes with
+			// the sandbox. (bwrap keeps its status descriptor from what it
+			// runs.)
 			var diskW *os.File
 			if diskR, diskW, err = os.Pipe(); err != nil {
 				statusW.Close()
@@ -250,8 +251,7 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 			defer diskR.Close()
 			defer diskW.Close()
 			wrapped.ExtraFiles = append(wrapped.ExtraFiles, diskW)
-			inside, err = helperArgs(r.helper, policy{SIGTERM: "default", StatusFD: statusFD + 1, Reap: true,
-				Files: len(job.ExtraFiles), Disk: wrapped.DiskFull}, argv)
+			inside = diskReport(statusFD+1, wrapped.DiskFull, inside)
 		}
 		if err != nil {
 			statusW.Close()
@@ -308,6 +308,28 @@ func (r *Runner) Run(ctx context.Context, job runner.Job) (runner.Result, error)
 	}
 	res.Sandbox = string(r.mode)
 	return res, nil
+}
+
+// diskScript runs the program ("$@" after the descriptor, the folders and
+// "--"), then writes "disk full: DIR" on the descriptor for each folder
+// whose file system has less than 1% of its blocks free, and exits as the
+// program did.
+const diskScript = `fd=$1; shift; dirs=""
+while [ "$1" != "--" ]; do dirs="$dirs $1"; shift; done; shift
+"$@"; rc=$?
+for d in $dirs; do
+	set -- $(stat -f -c '%a %b' "$d" 2>/dev/null)
+	if [ -n "$2" ] && [ "$1" -lt $(($2 / 100 + 1)) ]; then echo "` + statusDiskPrefix + `$d" >/proc/self/fd/$fd; fi
+done
+exit $rc`
+
+// diskReport wraps argv in a shell that reports, on descriptor fd, which
+// of dirs (the job's tmpfs folders) were full when the program ended.
+func diskReport(fd int, dirs, argv []string) []string {
+	out := []string{"/bin/sh", "-c", diskScript, "sh", strconv.Itoa(fd)}
+	out = append(out, dirs...)
+	out = append(out, "--")
+	return append(out, argv...)
 }
 
 // withSIGTERM prefixes argv with a command that sets SIGTERM to "ignore"

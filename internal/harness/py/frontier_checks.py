@@ -193,13 +193,14 @@ def nondeterministic(what, noise, row, pos, limit):
 class Twin:
     """The scorer's copy of one scored row (window w of the slice)."""
 
-    __slots__ = ("w", "kind", "tokens", "d", "b", "pos", "idx", "a", "first")
+    __slots__ = ("w", "kind", "tokens", "d", "b", "pos", "idx", "a", "first", "whole")
 
     def __init__(self, w, kind, tokens, d, b, pos, idx):
         self.w, self.kind, self.tokens, self.d, self.b = w, kind, tokens, d, b
         self.pos, self.idx = pos, idx  # compared positions [P], classes [P, C] or None
         self.a = None  # the training process's statistics at pos
-        self.first = None  # index in pos of the first changed position (must move), or -1
+        self.first = -1  # index in pos of the first changed position (must move), or -1
+        self.whole = False  # sent unchanged, in its own batch, in order
 
 
 class ScorerPlan:
@@ -210,12 +211,13 @@ class ScorerPlan:
         T, V, B = judge.T, judge.V, judge.B
         lo, hi = share
         windows = list(range(lo, hi))
-        self.twins = {}
+        self.by_w = {}  # window -> its twins
         doc = bool(probe.get("doc_isolated"))
         bos = judge.bos
         nb = -(-len(windows) // B)
-        # Whole batches sent again, unchanged and in order: the last (where
-        # a drift has gone furthest) and one at random.
+        # Whole batches sent again, unchanged and in order: where only state
+        # can make the answers differ. The last (where a drift has gone
+        # furthest) and one at random.
         whole = []
         if nb >= 2:
             whole = [nb - 1]
@@ -223,24 +225,41 @@ class ScorerPlan:
             whole = sorted({nb - 1, _RNG.randrange(nb - 1)})
         self.whole = [list(range(lo + k * B, min(lo + (k + 1) * B, hi))) for k in whole]
         in_whole = {w for batch in self.whole for w in batch}
-        for w in windows:
+        single = nb == 1 and len(windows) >= 2
+        if single:
+            # A pass of one batch (a fast check) has no other batch to hold
+            # the twins: the batch comes whole, and its rows' twins after it.
+            # The scorer then holds each row twice, so the causality check of
+            # a fast check is weaker against a program built to exploit it;
+            # the full run's is not.
+            self.whole = [windows]
+        for batch in self.whole:
+            for w in batch:
+                t = self.exact(w, data[w * T:(w + 1) * T])
+                t.whole = True
+                self.by_w.setdefault(w, []).append(t)
+        rest = [w for w in windows if w not in in_whole]
+        for w in rest:
             row = data[w * T:(w + 1) * T]
-            if w in in_whole or not probe.get("enabled", True) or _RNG.randrange(EXACT_SHARE) == 0:
-                self.twins[w] = self.exact(w, row)
-                continue
             starts = np.nonzero(row[1:] == bos)[0] + 1 if doc else ()
-            if len(starts) and int(starts[0]) >= 2 and _RNG.randrange(4) == 0:
-                self.twins[w] = self.document(w, row, int(starts[0]), practice)
+            if not probe.get("enabled", True) or _RNG.randrange(EXACT_SHARE) == 0:
+                t = self.exact(w, row)
+            elif len(starts) and int(starts[0]) >= 2 and _RNG.randrange(4) == 0:
+                t = self.document(w, row, int(starts[0]), practice)
             else:
-                self.twins[w] = self.future(w, row, practice)
+                t = self.future(w, row, practice)
+            self.by_w.setdefault(w, []).append(t)
         self.idx_all = V <= FULL_V
         # The scorer's calls: the whole batches, the other twins in random
         # batches, one call again (noise).
-        rest = [w for w in windows if w not in in_whole]
-        _RNG.shuffle(rest)
-        calls = [("twins", [self.twins[w] for w in batch]) for batch in self.whole]
-        calls += [("twins", [self.twins[w] for w in rest[i:i + B]]) for i in range(0, len(rest), B)]
-        _RNG.shuffle(calls)
+        lone = [t for w in rest for t in self.by_w[w] if not t.whole]
+        _RNG.shuffle(lone)
+        calls = [("twins", [t for w in batch for t in self.by_w[w] if t.whole]) for batch in self.whole]
+        calls += [("twins", lone[i:i + B]) for i in range(0, len(lone), B)]
+        if single:
+            calls = calls[:1] + calls[1:]  # the whole batch first: its rows' twins come after
+        else:
+            _RNG.shuffle(calls)
         if calls:
             calls.append(("noise", calls[0][1]))
         self.calls = calls
@@ -283,9 +302,7 @@ class ScorerPlan:
     def exact(self, w, row):
         T = self.j.T
         pos = self._positions([T - 1, 0], range(T), T)
-        t = Twin(w, "exact", row.copy(), T, -1, pos, self._classes(row, row, pos))
-        t.first = -1
-        return t
+        return Twin(w, "exact", row.copy(), T, -1, pos, self._classes(row, row, pos))
 
     def future(self, w, row, practice):
         T = self.j.T
@@ -310,7 +327,7 @@ class ScorerPlan:
     # -- answers --------------------------------------------------------------
 
     def stats(self, x, twins):
-        """The statistics of logits x for twins (one row each), [n, P, C]
+        """The statistics of logits x for twins (one row of x each), [n, P, C]
         (P varies: padded by repeating a row's first position)."""
         P = max(len(t.pos) for t in twins)
         pos = np.stack([np.pad(t.pos, (0, P - len(t.pos)), mode="edge") for t in twins])
@@ -320,14 +337,16 @@ class ScorerPlan:
         return log_probs(x, pos, idx)
 
     def scored(self, windows, x):
-        """The training process's answer to scored windows (rows of x in order)."""
-        twins = [self.twins[w] for w in windows]
-        st = self.stats(x, twins)
-        for t, s in zip(twins, st):
-            t.a = s[:len(t.pos)]
-
-    def rows(self, call):
-        return np.stack([t.tokens for t in call[1]])
+        """The training process's answer to scored windows (rows of x in
+        order): its statistics at each twin's positions."""
+        for i, w in enumerate(windows):
+            twins = self.by_w.get(w) or []
+            if not twins:
+                continue
+            st = self.stats(x[i:i + 1].repeat(len(twins), 0) if isinstance(x, np.ndarray) else
+                            x[i:i + 1].expand(len(twins), -1, -1), twins)
+            for t, s in zip(twins, st):
+                t.a = s[:len(t.pos)]
 
     def answered(self, call, x, result):
         """The scorer's answer to one of its calls; compared at once."""
@@ -341,7 +360,6 @@ class ScorerPlan:
             return
         if self.noise_stats is None and self.calls and twins is self.calls[0][1]:
             self.noise_stats = st
-        whole = len(self.whole) and any(len(twins) == len(b) and [t.w for t in twins] == b for b in self.whole)
         for i, (t, s) in enumerate(zip(twins, st)):
             if t.a is None:
                 continue
@@ -352,7 +370,7 @@ class ScorerPlan:
                 moved = float(d[t.first])
                 d[t.first] = 0.0
                 result.total += 1
-            result.add(t, i, d, moved, bool(whole))
+            result.add(t, i, d, moved, t.whole)
 
 
 class ScorerResult:

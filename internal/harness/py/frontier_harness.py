@@ -297,7 +297,7 @@ class _Client:
                 self.ipc[:n].view(rows, T, V).copy_(lg[..., :V])
                 torch.cuda.synchronize()
             else:
-                out = torch.empty((rows, T, V), dtype=torch.float32)
+                out = torch.zeros((rows, T, V), dtype=torch.float32)
                 out.copy_(lg[..., :V])
                 fds = [_sealed_logits(out.numpy())]
         try:

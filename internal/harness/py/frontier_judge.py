@@ -798,6 +798,14 @@ class Judge:
         at the last, and before a validation) says how far the program got
         and how many tokens it used since the last one."""
         step = f_int(msg, "step", 0, MAX_INT)
+        tokens = f_num(msg, "tokens", 0.0, 1e15, default=0.0)
+        if not math.isfinite(tokens):
+            raise Fault("protocol", "%s reported %s training tokens: the harness client counts them as integers"
+                        % (c.name(), tokens))
+        loss = msg.get("loss")
+        if loss is not None:
+            loss = f_num(msg, "loss")
+        flush = f_bool(msg, "flush")
         if step < c.steps:
             raise Fault("protocol", "%s reported step %d after %d steps: the harness client counts steps itself"
                         % (c.name(), step, c.steps))
@@ -808,17 +816,9 @@ class Judge:
             raise Fault("contract", "the fast check runs %d steps but the program reached step %d: iterate "
                         "`for step in fh.steps(n)` so the harness can shorten the loop" % (self.fast_steps, step))
         c.steps = step + 1
-        tokens = f_num(msg, "tokens", 0.0, 1e15, default=0.0)
-        if not math.isfinite(tokens):
-            raise Fault("protocol", "%s reported %s training tokens: the harness client counts them as integers"
-                        % (c.name(), tokens))
         c.tokens += int(tokens)
-        loss = msg.get("loss")
-        if loss is not None:
-            loss = f_num(msg, "loss")
-            if not math.isfinite(loss):
-                raise Fault("nan_loss", "train loss is %s at step %d" % (loss, step))
-        flush = f_bool(msg, "flush")
+        if loss is not None and not math.isfinite(loss):
+            raise Fault("nan_loss", "train loss is %s at step %d" % (loss, step))
         if c.rank == 0 and not flush:
             self.step_event(step, t, loss)
 
@@ -849,8 +849,15 @@ class Judge:
 
     def on_error(self, c, msg, fds, t):
         """The program's own failure, as its boot script saw it: the fact is
-        the runner's (the exit status), the text is the program's."""
+        the runner's (the exit status), the text is the program's. After its
+        final validation the program has nothing left to fail: what it says
+        then (a stop at the end of its grace, above all) is a warning."""
         close_all(fds)
+        if c.role == "program" and c.state == "done":
+            self.tel.program("warning", {"code": "after_finish", "message": "after its final validation the program "
+                                         "said: %s: %s" % (str(msg.get("kind") or "Exception")[:200],
+                                                           str(msg.get("message") or "")[:MAX_TEXT])})
+            return
         if self.reported_error and self.failure is not None:
             return
         self.reported_error = True

@@ -50,6 +50,26 @@ class StateError(Exception):
     code = "state"
 
 
+MAX_PLAIN = 1_000_000  # elements of a container carried whole
+
+
+def _plain(v, depth, budget=None):
+    """v holds only data: numbers, text, tensors, arrays, and containers of
+    those (at most MAX_PLAIN elements in all)."""
+    if budget is None:
+        budget = [MAX_PLAIN]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 16:
+        return False
+    if isinstance(v, (torch.Tensor, np.ndarray) + SCALARS):
+        return True
+    if isinstance(v, dict):
+        return all(isinstance(k, SCALARS) and _plain(x, depth + 1, budget) for k, x in v.items())
+    if isinstance(v, (list, tuple, set, frozenset, collections.deque)):
+        return all(_plain(x, depth + 1, budget) for x in v)
+    return False
+
+
 def _program_function(fn, main):
     """fn is a plain function of the program (its code, not a library's)."""
     return isinstance(fn, types.FunctionType) and fn.__globals__ is main
@@ -156,7 +176,12 @@ class Walk:
             return
         # Containers of the language (dict and list and their subclasses:
         # OrderedDict, defaultdict, Counter, deque), not other libraries'
-        # mappings (os.environ is one).
+        # mappings (os.environ is one). One that holds only data (numbers,
+        # text, tensors, arrays) is carried whole: its length may change.
+        if isinstance(v, (list, tuple, dict, set, collections.deque)) and container is not None and _plain(v, 0):
+            if self._once(v, path):
+                self._leaf(path, v, container, how, key)
+            return
         if isinstance(v, (list, collections.deque)):
             if self._once(v, path):
                 self.objects[path] = v

@@ -5,9 +5,9 @@
 // rejected with the right verdict and rule, and that honest speedups are
 // not.
 //
-// The package has no code of its own: the programs are in testdata, one file
-// per attack with a comment saying what it does and what verdict it must
-// get, and the table of cases is in redteam_test.go. The test prints the
+// The programs are in testdata, one file per attack with a comment saying
+// what it does and what verdict it must get (Programs embeds them for other
+// suites), and the table of cases is in redteam_test.go. The test prints the
 // table (attack, expected verdict, verdict got, reason); docs/threat-model.md
 // carries the same table. It runs by default and is skipped with -short:
 //

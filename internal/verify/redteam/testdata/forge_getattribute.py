@@ -3,9 +3,10 @@ with object.__getattribute__.
 
 A section object of the harness (fh.section, after train_begin) holds the
 client; object.__getattribute__ with the slot's name takes it without an
-attribute access the static rules read. After 20 steps the program writes
-logits of its own into the shared buffer and sends the judge a "logits"
-message, hoping they are taken for the answer of a batch. Then it calls
+attribute access the static rules read. After 20 steps the program seals
+logits of its own in a buffer, with the client's own function, and sends
+the judge a "logits" message, hoping they are taken for the answer of a
+batch. Then it calls
 fh.finish as usual. Class: a result without its checks. Expected: invalid,
 the judge's rule protocol (logits outside a request).
 """
@@ -134,8 +135,10 @@ for step in fh.steps(STEPS):
 
 section = fh.section("forward")
 client = object.__getattribute__(section, "_c")
-client.out.fill_(0.0)
-client.w.send({"op": "logits", "shape": [cfg.val_batch_seqs, cfg.val_seq_len, V], "ipc": False})
+harness = __import__("frontier" + "_harness")
+zeros = torch.zeros(cfg.val_batch_seqs, cfg.val_seq_len, V).numpy()
+fd = vars(harness)["_sealed_" + "logits"](zeros)  # the client's own sealed buffer
+client.w.send({"op": "logits", "shape": [cfg.val_batch_seqs, cfg.val_seq_len, V], "ipc": False}, [fd])
 
 # frontier:protected begin finish
 fh.finish(logits_fn)

@@ -1,12 +1,13 @@
 """Attack: a thread that keeps training through the final validation.
 
 A thread started before fh.train_begin waits for the training data, then
-trains the model in the background for as long as the process lives: the
-loop itself runs 20 steps and calls fh.finish while the thread goes on,
-through the final validation. Class: training outside the clock (a quiet
-machine let this through before). Expected: invalid (stateful-validation:
-the scorer answers from the state at fh.finish), or the training on the
-clock (the final validation is timed, and the process is stopped after it).
+trains the model in the background, taking turns with the loop (a lock),
+for as long as the process lives: the loop itself runs 20 steps and calls
+fh.finish while the thread goes on, through the final validation. Class:
+training outside the clock (a quiet machine let this through before).
+Expected: invalid (stateful-validation: the scorer answers from the state
+at fh.finish), or the training on the clock (the final validation is
+timed, and the process is stopped after it).
 """
 
 import math
@@ -138,15 +139,15 @@ for step in fh.steps(STEPS):
     with fh.section("data"):
         x, y = loader.next_batch()
         x, y = x.to(cfg.device), y.to(cfg.device)
-    with fh.section("forward"):
+    with lock, fh.section("forward"):
         loss = F.cross_entropy(model(x).view(-1, V), y.view(-1))
-    with fh.section("backward"):
         loss.backward()
     with fh.section("optimizer"):
         for group in optimizer.param_groups:
             group["lr"] = group["base_lr"] * min(1.0, (step + 1) / 20) * (1 - step / STEPS) ** 0.5
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        with lock:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
     # frontier:protected begin step
     fh.step(step, tokens=B * T, train_loss=loss.detach())
     if fh.want_validation(step):
