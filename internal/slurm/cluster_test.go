@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
@@ -482,6 +483,17 @@ func restartController(dir string, down chan<- struct{}, pause time.Duration) er
 const firstProcessEnv = "FRONTIER_SLURM_TEST_FIRST_PROCESS"
 
 func TestMain(m *testing.M) {
+	// The test binary is the frontier the nodes run: its phase-exec and
+	// the sandbox's helper (see executor_test.go).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.Helper(os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "phase-exec" {
+		os.Exit(servePhase(os.Args[2]))
+	}
+	if phase := os.Getenv(firstExecutorEnv); phase != "" {
+		os.Exit(firstExecutor(phase))
+	}
 	if spec := os.Getenv(firstProcessEnv); spec != "" {
 		var s Spec
 		if err := json.Unmarshal([]byte(spec), &s); err != nil {

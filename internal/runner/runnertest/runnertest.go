@@ -1,7 +1,10 @@
 // Package runnertest is the contract test suite for runner.Runner
-// implementations: the local runner, sandboxing wrappers around it and
-// remote runners all run it, so that the evaluator can rely on the same
-// behaviour from each.
+// implementations: the local runner and the sandboxing wrappers around it
+// run it, so that the evaluator's executors can rely on the same behaviour
+// from each: exit statuses, the exact environment, capped output, time
+// limits, cancels, tracebacks, and what a job needs from its runner beyond
+// a command (descriptors it inherits, resource limits, output lines as
+// they come, the streams written to files).
 //
 // The jobs are small /bin/sh scripts (and a Python one when python3 is
 // installed) written to a temporary folder, which must be visible to the
@@ -10,9 +13,11 @@ package runnertest
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,6 +136,96 @@ func Run(t *testing.T, r runner.Runner) {
 		want(t, res, runner.StatusError)
 		if res.ErrorLine != "KeyError: 'lr'" || !strings.Contains(res.Traceback, "in f") {
 			t.Errorf("error line %q, traceback:\n%s", res.ErrorLine, res.Traceback)
+		}
+	})
+
+	RunJobFeatures(t, r)
+}
+
+// RunJobFeatures runs the cases of what the evaluator asks of a runner
+// beyond a command: inherited descriptors (the judge's sockets), a memory
+// and a process limit, output lines as they come (live progress), and the
+// capped streams written to files. Run calls it; a runner that cannot
+// confine nor limit (a fake) may call the cases it supports.
+func RunJobFeatures(t *testing.T, r runner.Runner) {
+	t.Run("ExtraFiles", func(t *testing.T) {
+		j := job(t, "cat <&3; echo ok >&4\n")
+		in, err := os.CreateTemp(t.TempDir(), "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WriteString("from descriptor 3\n")
+		in.Seek(0, 0)
+		defer in.Close()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		j.ExtraFiles = []*os.File{in, pw}
+		res := run(t, r, j)
+		pw.Close()
+		want(t, res, runner.StatusOK)
+		got, _ := io.ReadAll(pr)
+		if res.Stdout.String() != "from descriptor 3\n" || string(got) != "ok\n" {
+			t.Errorf("stdout %q (want what descriptor 3 held), descriptor 4 got %q", res.Stdout.String(), got)
+		}
+	})
+
+	t.Run("MemoryLimit", func(t *testing.T) {
+		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			t.Skip("no /usr/bin/python3")
+		}
+		j := job(t, "")
+		os.WriteFile(filepath.Join(j.Dir, "eat.py"), []byte("import time\nb = []\nwhile True:\n    b.append(bytearray(64 << 20))\n    time.sleep(0.02)\n"), 0o644)
+		j.Argv = []string{"/usr/bin/python3", "eat.py"}
+		j.MemoryBytes, j.Timeout = 256<<20, time.Minute
+		res := run(t, r, j)
+		if res.Status != runner.StatusLimit || res.Limit != runner.LimitMemory {
+			t.Errorf("status %s, limit %q: %s", res.Status, res.Limit, res.Message)
+		}
+	})
+
+	t.Run("TaskLimit", func(t *testing.T) {
+		j := job(t, "i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done; wait\n")
+		j.MaxTasks, j.Timeout = 32, time.Minute
+		res := run(t, r, j)
+		if res.Status != runner.StatusLimit || res.Limit != runner.LimitTasks {
+			t.Errorf("status %s, limit %q: %s", res.Status, res.Limit, res.Message)
+		}
+	})
+
+	t.Run("OnLine", func(t *testing.T) {
+		j := job(t, "echo one; echo two >&2; printf 'three\\n'\n")
+		var mu sync.Mutex
+		var lines []string
+		j.OnLine = func(stream, line string) {
+			mu.Lock()
+			lines = append(lines, stream+":"+line)
+			mu.Unlock()
+		}
+		res := run(t, r, j)
+		want(t, res, runner.StatusOK)
+		mu.Lock()
+		defer mu.Unlock()
+		got := strings.Join(lines, ",")
+		for _, w := range []string{runner.StreamStdout + ":one", runner.StreamStderr + ":two", runner.StreamStdout + ":three"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("lines %v lack %q", lines, w)
+			}
+		}
+	})
+
+	t.Run("StdoutFile", func(t *testing.T) {
+		j := job(t, "echo to-out; echo to-err >&2\n")
+		files := t.TempDir()
+		j.StdoutFile, j.StderrFile = filepath.Join(files, "out.log"), filepath.Join(files, "err.log")
+		res := run(t, r, j)
+		want(t, res, runner.StatusOK)
+		out, _ := os.ReadFile(j.StdoutFile)
+		errb, _ := os.ReadFile(j.StderrFile)
+		if string(out) != "to-out\n" || string(errb) != "to-err\n" {
+			t.Errorf("stdout file %q, stderr file %q", out, errb)
 		}
 	})
 }
