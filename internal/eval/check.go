@@ -53,30 +53,3 @@ type CheckResult struct {
 	Program  []byte
 	Findings []Finding
 }
-
-// runChecks applies the checks in order. It returns the program to run and
-// every finding; the first invalid finding decides the verdict.
-func (e *Evaluator) runChecks(ctx context.Context, spec *track.Spec, name string, prog []byte) ([]byte, []Finding, error) {
-	if len(e.Checks) == 0 {
-		return prog, nil, nil
-	}
-	ref, err := spec.ReferenceSource()
-	if err != nil {
-		return nil, nil, err
-	}
-	var all []Finding
-	for _, c := range e.Checks {
-		r, err := c.Check(ctx, CheckInput{Track: spec, Reference: ref, Program: prog, Name: name})
-		if err != nil {
-			return nil, nil, fmt.Errorf("check program: %w", err)
-		}
-		if r == nil {
-			continue
-		}
-		all = append(all, r.Findings...)
-		if r.Program != nil {
-			prog = r.Program
-		}
-	}
-	return prog, all, nil
-}

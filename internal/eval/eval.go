@@ -5,7 +5,6 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,10 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -85,34 +82,6 @@ type Request struct {
 // at all: empty, not text, not Python.
 var ErrBadProgram = errors.New("bad program")
 
-func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {
-	if err := os.MkdirAll(e.RunsDir, 0o700); err != nil {
-		return "", fmt.Errorf("create runs folder: %w", err)
-	}
-	prefix := fmt.Sprintf("%s-%s-s%d-", time.Now().Format("20060102-150405"), progHash[:12], seed)
-	dir, err := os.MkdirTemp(e.RunsDir, prefix)
-	if err != nil {
-		return "", fmt.Errorf("create run folder: %w", err)
-	}
-	return dir, nil
-}
-
-func (e *Evaluator) sandboxName() string {
-	if e.Sandbox == "" {
-		return "none"
-	}
-	return e.Sandbox
-}
-
-func (e *Evaluator) progress(format string, args ...any) {
-	if e.Progress != nil {
-		e.Progress(fmt.Sprintf(format, args...))
-	}
-	if e.Log != nil {
-		e.Log.Debug(fmt.Sprintf(format, args...))
-	}
-}
-
 // SpecHash identifies a track version: the SHA-256 of its spec as decoded
 // (so comments and formatting do not matter), without the folder it was
 // read from: a track folder that only moved is the same track.
@@ -152,20 +121,6 @@ func specHashIn(spec *track.Spec, dir string) (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
-// checkProgram rejects input that is not a Python program at all, before
-// any process starts.
-func checkProgram(src []byte, name string) error {
-	switch {
-	case len(bytes.TrimSpace(src)) == 0:
-		return fmt.Errorf("%w: %s is empty", ErrBadProgram, name)
-	case bytes.IndexByte(src, 0) >= 0:
-		return fmt.Errorf("%w: %s is not a text file (it contains NUL bytes); give a Python training program", ErrBadProgram, name)
-	case name != "" && !strings.HasSuffix(name, ".py"):
-		return fmt.Errorf("%w: %s does not end in .py; give a Python training program", ErrBadProgram, name)
-	}
-	return nil
-}
-
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
@@ -173,27 +128,6 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// moveDir moves src to dst (which must not exist or be empty), copying when
-// a rename is impossible.
-func moveDir(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if entries, err := os.ReadDir(dst); err == nil {
-		if len(entries) > 0 {
-			return fmt.Errorf("%s exists and is not empty", dst)
-		}
-		os.Remove(dst)
-	}
-	if err := os.Rename(src, dst); err == nil {
-		return nil
-	}
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		return err
-	}
-	return os.RemoveAll(src)
 }
 
 // readRunFile reads a file a program may have written: only a regular

@@ -1,10 +1,13 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -279,4 +282,94 @@ func (e *Evaluator) record(ctx context.Context, rec *store.Evaluation, res *Resu
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return e.Store.FinishEvaluation(sctx, rec, telemetry)
+}
+
+func (e *Evaluator) newRunDir(progHash string, seed int) (string, error) {
+	if err := os.MkdirAll(e.RunsDir, 0o700); err != nil {
+		return "", fmt.Errorf("create runs folder: %w", err)
+	}
+	prefix := fmt.Sprintf("%s-%s-s%d-", time.Now().Format("20060102-150405"), progHash[:12], seed)
+	dir, err := os.MkdirTemp(e.RunsDir, prefix)
+	if err != nil {
+		return "", fmt.Errorf("create run folder: %w", err)
+	}
+	return dir, nil
+}
+
+func (e *Evaluator) sandboxName() string {
+	if e.Sandbox == "" {
+		return "none"
+	}
+	return e.Sandbox
+}
+
+func (e *Evaluator) progress(format string, args ...any) {
+	if e.Progress != nil {
+		e.Progress(fmt.Sprintf(format, args...))
+	}
+	if e.Log != nil {
+		e.Log.Debug(fmt.Sprintf(format, args...))
+	}
+}
+
+// runChecks applies the checks in order. It returns the program to run and
+// every finding; the first invalid finding decides the verdict.
+func (e *Evaluator) runChecks(ctx context.Context, spec *track.Spec, name string, prog []byte) ([]byte, []Finding, error) {
+	if len(e.Checks) == 0 {
+		return prog, nil, nil
+	}
+	ref, err := spec.ReferenceSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []Finding
+	for _, c := range e.Checks {
+		r, err := c.Check(ctx, CheckInput{Track: spec, Reference: ref, Program: prog, Name: name})
+		if err != nil {
+			return nil, nil, fmt.Errorf("check program: %w", err)
+		}
+		if r == nil {
+			continue
+		}
+		all = append(all, r.Findings...)
+		if r.Program != nil {
+			prog = r.Program
+		}
+	}
+	return prog, all, nil
+}
+
+// checkProgram rejects input that is not a Python program at all, before
+// any process starts.
+func checkProgram(src []byte, name string) error {
+	switch {
+	case len(bytes.TrimSpace(src)) == 0:
+		return fmt.Errorf("%w: %s is empty", ErrBadProgram, name)
+	case bytes.IndexByte(src, 0) >= 0:
+		return fmt.Errorf("%w: %s is not a text file (it contains NUL bytes); give a Python training program", ErrBadProgram, name)
+	case name != "" && !strings.HasSuffix(name, ".py"):
+		return fmt.Errorf("%w: %s does not end in .py; give a Python training program", ErrBadProgram, name)
+	}
+	return nil
+}
+
+// moveDir moves src to dst (which must not exist or be empty), copying when
+// a rename is impossible.
+func moveDir(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(dst); err == nil {
+		if len(entries) > 0 {
+			return fmt.Errorf("%s exists and is not empty", dst)
+		}
+		os.Remove(dst)
+	}
+	if err := os.Rename(src, dst); err == nil {
+		return nil
+	}
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return err
+	}
+	return os.RemoveAll(src)
 }

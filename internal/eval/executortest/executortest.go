@@ -45,8 +45,8 @@ type contractCase struct {
 	edit    func(string) string
 	spec    func(*track.Spec)
 	want    []eval.Verdict
-	rule    string // for invalid verdicts
-	reason  string // a phrase the reason holds
+	rules   []string // for invalid verdicts: one of these
+	reason  string   // a phrase the reason holds
 }
 
 // crashAt raises after the clock started, on the third step.
@@ -61,9 +61,13 @@ var contractCases = []contractCase{
 	{name: "hang", program: "sleep_past_limit", want: []eval.Verdict{eval.Timeout},
 		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
 	{name: "limit", program: "memory_bomb", want: []eval.Verdict{eval.Error}, reason: "resource limit"},
-	{name: "forged", program: "forge_result_fd", want: []eval.Verdict{eval.Invalid}, rule: eval.RuleProtocol,
+	{name: "forged", program: "forge_result_fd", want: []eval.Verdict{eval.Invalid}, rules: []string{eval.RuleProtocol},
 		spec: func(s *track.Spec) { s.Verification.StaticRules = []string{track.RulesNone} }},
-	{name: "memo_lookahead", program: "memo_lookahead", want: []eval.Verdict{eval.Invalid}, rule: eval.RuleCausality},
+	// A look ahead hidden by a memory of its answers: the scorer, which
+	// saw none of the scored rows, answers otherwise (where its own memory
+	// trips it, the whole batches show state).
+	{name: "memo_lookahead", program: "memo_lookahead", want: []eval.Verdict{eval.Invalid},
+		rules: []string{eval.RuleCausality, eval.RuleStatefulEval}},
 }
 
 // Run evaluates the contract's programs with exec and checks each verdict.
@@ -117,15 +121,15 @@ func Run(t *testing.T, exec eval.Executor, o Options) {
 				for _, v := range c.want {
 					ok = ok || res.Verdict == v
 				}
-				if ok && c.rule != "" {
-					ok = res.Rule == c.rule
+				if ok && len(c.rules) > 0 {
+					ok = slices.Contains(c.rules, res.Rule)
 				}
 				if ok && c.reason != "" {
 					ok = strings.Contains(res.Reason+res.Traceback, c.reason)
 				}
 				if !ok {
-					t.Errorf("verdict %s (rule %q), want %v (rule %q, reason with %q)\nreason: %s\ntraceback: %s",
-						res.Verdict, res.Rule, c.want, c.rule, c.reason, res.Reason, res.Traceback)
+					t.Errorf("verdict %s (rule %q), want %v (rules %q, reason with %q)\nreason: %s\ntraceback: %s",
+						res.Verdict, res.Rule, c.want, c.rules, c.reason, res.Reason, res.Traceback)
 				}
 			})
 		}
