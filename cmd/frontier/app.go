@@ -22,7 +22,7 @@ import (
 // interpreter and the evaluator wired to them.
 type environment struct {
 	cfg   *config.Config
-	store *store.Store
+	store store.Store
 	eval  *eval.Evaluator
 }
 
@@ -47,7 +47,7 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 }
 
 // openStore makes the state folders and opens the database for writing.
-func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	if err := cfg.MakeDirs(); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 // withEvaluator completes the environment around an open store: it cleans
 // up after evaluations a process that ended left running, finds Python and
 // builds the evaluator. It owns st from then on, and closes it on error.
-func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *store.Store) (*environment, error) {
+func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st store.Store) (*environment, error) {
 	cleanOrphans(ctx, g, st, cfg.RunsDir)
 	py, err := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
 		g.log.Info("checking the Python that runs training programs (importing torch takes a few seconds, more on a busy machine)", "python", python)
@@ -116,7 +116,7 @@ func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *stor
 // machine left running when it ended (a kill -9, a crash, a failure
 // before it recorded the outcome), removes their run folders, and says
 // so. A failure here costs nothing but the cleanup: it is logged.
-func cleanOrphans(ctx context.Context, g *globals, st *store.Store, runsDir string) {
+func cleanOrphans(ctx context.Context, g *globals, st store.Store, runsDir string) {
 	orphans, err := st.InterruptOrphans(ctx)
 	if err != nil {
 		g.log.Warn("could not look for evaluations left running by a process that ended", "err", err)

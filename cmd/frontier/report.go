@@ -27,7 +27,7 @@ type reportOptions struct {
 
 // reportLoader reads everything the report of one run shows from the
 // database (loadRunReport; tests give their own).
-type reportLoader func(ctx context.Context, st *store.Store, run string) (*report.Data, error)
+type reportLoader func(ctx context.Context, st store.Store, run string) (*report.Data, error)
 
 func newReportCmd(g *globals) *cobra.Command {
 	return newReportCmdWith(g, loadRunReport)
@@ -158,6 +158,6 @@ func safeName(s string) string {
 
 // loadRunReport reads a run from the database (the engine's tables) into
 // the report's data.
-func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+func loadRunReport(ctx context.Context, st store.Store, run string) (*report.Data, error) {
 	return fromstore.Load(ctx, st, run)
 }

@@ -17,7 +17,7 @@ import (
 
 // addRun records a finished bench run whose attempts have the given FSR
 // per task, one attempt per value (seeds 0, 1, ...).
-func addRun(t *testing.T, st *store.Store, name, scaffold, hints string, fsr map[string][]float64, tasks []string) {
+func addRun(t *testing.T, st store.Store, name, scaffold, hints string, fsr map[string][]float64, tasks []string) {
 	t.Helper()
 	ctx := context.Background()
 	r := &store.BenchRun{Name: name, Suite: "mini", SuiteHash: "h", Scaffold: scaffold, Model: "coder", Hints: hints}
