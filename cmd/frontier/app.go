@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	}
 	if st.ReadOnly() {
 		st.Close()
-		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DB, store.ErrReadOnly)
+		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DBName(), store.ErrReadOnly)
 	}
 	return st, nil
 }
@@ -172,6 +173,18 @@ func removeRunDirs(runsDir string, e *store.Evaluation) int {
 	return n
 }
 
+// noDatabase says whether the database is a file of this machine that
+// does not exist yet (a command that only reads has nothing to read; a
+// server's database gets its schema on first use).
+func noDatabase(cfg *config.Config) bool {
+	f := cfg.DBFile()
+	if f == "" {
+		return false
+	}
+	_, err := os.Stat(f)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func shortHash(h string) string { return h[:min(12, len(h))] }
 
 // hiddenPaths are what no program may read: frontier's home, database,
@@ -179,7 +192,10 @@ func shortHash(h string) string { return h[:min(12, len(h))] }
 // where keys and other secrets live. The interpreter's folders stay
 // readable where they lie inside them (a Python under the home).
 func hiddenPaths(cfg *config.Config) []string {
-	h := []string{cfg.Home, cfg.DataDir, cfg.RunsDir, cfg.DB, cfg.DB + "-wal", cfg.DB + "-shm"}
+	h := []string{cfg.Home, cfg.DataDir, cfg.RunsDir}
+	if f := cfg.DBFile(); f != "" {
+		h = append(h, f, f+"-wal", f+"-shm")
+	}
 	for _, d := range cfg.Data {
 		h = append(h, d)
 	}

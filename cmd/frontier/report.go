@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,8 +90,8 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+		if noDatabase(cfg) {
+			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 		}
 		st, err := store.Open(ctx, cfg.DB)
 		if err != nil {

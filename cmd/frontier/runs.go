@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -87,8 +85,8 @@ func withStore(ctx context.Context, g *globals, f func(st store.Store) error) er
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+	if noDatabase(cfg) {
+		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {

@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/bench/benchtest":   {"internal/eval", "internal/store"},
 	"internal/bench/published":   {"internal/bench", "internal/importer"},
 	"internal/bench/scaffold":    {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/store", "internal/track"},
-	"internal/config":            {"internal/evolve", "internal/llm", "internal/yamlfile"},
+	"internal/config":            {"internal/evolve", "internal/llm", "internal/store", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
 	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/stats", "internal/store", "internal/track"},

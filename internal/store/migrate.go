@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -339,8 +340,11 @@ func openRaw(ctx context.Context, location string, readOnly bool) (*sqlStore, er
 		return connectPostgres(ctx, loc, Self())
 	}
 	fi, err := os.Stat(loc.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s yet: frontier db migrate makes one (as does the first evaluation or run)", loc.Path)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("no database at %s: %w", loc.Path, err)
+		return nil, fmt.Errorf("open store %s: %w", loc.Path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a database file (%s)", loc.Path, fi.Mode().Type())

@@ -160,21 +160,22 @@ type Claimer interface {
 	ReleaseRun(ctx context.Context, runID int64) error
 }
 
-// KeepRun claims run runID for Lease and renews the claim until release
-// is called, which gives it up. When a renewal finds the run taken by
+// KeepRun claims run runID for lease (Lease, but for tests) and renews
+// the claim every quarter of it until release is called, which gives it
+// up. When a renewal finds the run taken by
 // another process (this one stalled past its lease), it calls lost, once,
 // and stops: the caller must stop writing the run. A renewal that fails
 // otherwise (the database unreachable for a moment) is tried again at the
 // next tick.
-func KeepRun(ctx context.Context, c Claimer, runID int64, lost func(error)) (release func(), err error) {
-	if err := c.ClaimRun(ctx, runID, Lease); err != nil {
+func KeepRun(ctx context.Context, c Claimer, runID int64, lease time.Duration, lost func(error)) (release func(), err error) {
+	if err := c.ClaimRun(ctx, runID, lease); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(Lease / 4)
+		t := time.NewTicker(lease / 4)
 		defer t.Stop()
 		for {
 			select {
@@ -182,7 +183,7 @@ func KeepRun(ctx context.Context, c Claimer, runID int64, lost func(error)) (rel
 				return
 			case <-t.C:
 			}
-			if err := c.ClaimRun(ctx, runID, Lease); errors.Is(err, ErrHeld) {
+			if err := c.ClaimRun(ctx, runID, lease); errors.Is(err, ErrHeld) {
 				if lost != nil {
 					lost(err)
 				}

@@ -10,7 +10,7 @@
 CREATE TABLE chunks (
     hash BLOB PRIMARY KEY,
     data BLOB NOT NULL
-) WITHOUT ROWID;
+);
 
 -- A content: the SHA-256 of its bytes (hex, as programs.hash), its size,
 -- and its chunks' hashes in order (32 bytes each).
@@ -18,7 +18,7 @@ CREATE TABLE contents (
     hash   TEXT PRIMARY KEY,
     size   INTEGER NOT NULL,
     chunks BLOB NOT NULL
-) WITHOUT ROWID;
+);
 
 -- A model call's request and answer are contents ('': none).
 ALTER TABLE llm_calls ADD COLUMN request_hash TEXT NOT NULL DEFAULT '';
