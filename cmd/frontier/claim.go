@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/store"
@@ -40,12 +41,13 @@ func (c *runClaim) watch(ctx context.Context) (context.Context, func()) {
 	return ctx, func() { stop(); cancel(nil) }
 }
 
-// err is why the claim was lost; nil while it holds.
+// err is why the claim was lost (another process took the run over);
+// nil while it holds, and after Release.
 func (c *runClaim) err() error {
-	if c.lost.Err() == nil {
-		return nil
+	if cause := context.Cause(c.lost); errors.Is(cause, store.ErrHeld) {
+		return cause
 	}
-	return context.Cause(c.lost)
+	return nil
 }
 
 // Release gives the run up (for the next session, here or elsewhere).

@@ -253,22 +253,6 @@ func (p *pendingContent) write(ctx context.Context, q querier) error {
 	return nil
 }
 
-// putContent stores b once, in a transaction of its own, and returns its
-// hash; "" for no bytes.
-func (s *sqlStore) putContent(ctx context.Context, b []byte) (string, error) {
-	if len(b) == 0 {
-		return "", nil
-	}
-	p, err := s.prepareContent(ctx, s.db, b)
-	if err != nil {
-		return "", err
-	}
-	if p.exists {
-		return p.hash, nil
-	}
-	return p.hash, s.inTx(ctx, func(tx sqlTx) error { return p.write(ctx, tx) })
-}
-
 // contentText prepares a text for a row that refers to it: nil for "".
 func (s *sqlStore) contentText(ctx context.Context, text string) (*pendingContent, error) {
 	if text == "" {

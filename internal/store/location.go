@@ -42,8 +42,9 @@ var schemes = []struct {
 }
 
 // ParseLocation reads a location. A string with no scheme is a SQLite
-// file's path; a scheme the store does not know is an error that lists
-// the ones it does.
+// file's path (so is "name:x.db", a file whose name holds a colon); an
+// unknown scheme followed by "//" (mysql://...) is an error that says
+// which the store knows.
 func ParseLocation(s string) (Location, error) {
 	if strings.TrimSpace(s) == "" {
 		return Location{}, errors.New("empty database location: give a SQLite file's path, sqlite:PATH, or a postgres:// URL")
@@ -74,7 +75,7 @@ func ParseLocation(s string) (Location, error) {
 		return Location{Dialect: Postgres, URL: s}, nil
 	}
 	if strings.HasPrefix(rest, "//") {
-		return Location{}, fmt.Errorf("database location %s: unknown scheme %q: use a SQLite file's path, sqlite:PATH, or postgres://...", redactURL(s), scheme)
+		return Location{}, fmt.Errorf("database location %s: unknown scheme %q: use a SQLite file's path, sqlite:PATH, or a postgres:// URL", redactURL(s), scheme)
 	}
 	// "notes:v2.db": a file whose name holds a colon.
 	return Location{Dialect: SQLite, Path: s}, nil

@@ -70,4 +70,9 @@ var postgresDialect = &dialect{
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == "23505"
 	},
+	transient: func(err error) bool {
+		var pe *pgconn.PgError
+		// serialization_failure, deadlock_detected.
+		return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	},
 }

@@ -283,4 +283,7 @@ var sqliteDialect = &dialect{
 	unique: func(err error) bool {
 		return sqliteCode(err) == sqliteConstraint && strings.Contains(err.Error(), "UNIQUE")
 	},
+	// A writer waits for the lock (busy_timeout, and BEGIN IMMEDIATE takes
+	// it first): nothing is aborted halfway.
+	transient: func(error) bool { return false },
 }

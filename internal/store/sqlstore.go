@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -39,6 +40,9 @@ type dialect struct {
 	versionTable string
 	// unique says whether err is a violated uniqueness constraint.
 	unique func(err error) bool
+	// transient says whether err aborted a write that may simply be
+	// run again.
+	transient func(err error) bool
 }
 
 func (s *sqlStore) Close() error     { return s.db.Close() }
@@ -121,12 +125,24 @@ func cleanText(s string) string {
 // is full, the store gives up its reserve and runs f once more, so that an
 // outcome that was reached is stored; f must write only through the
 // database. Errors are explained (ErrReadOnly, ErrDiskFull, ErrDamaged).
-func (s *sqlStore) write(_ context.Context, f func() error) error {
+//
+// A write that PostgreSQL aborted because it crossed another process's
+// (a deadlock, a serialization failure) is run again, a few times: f
+// writes the same rows each time.
+func (s *sqlStore) write(ctx context.Context, f func() error) error {
 	if s.readOnly {
 		return s.explain(errReadOnlyWrite)
 	}
 	err := f()
 	if sqliteCode(err) == sqliteFull && s.releaseReserve() {
+		err = f()
+	}
+	for try := 1; try <= 5 && s.dialect.transient(err); try++ {
+		select {
+		case <-ctx.Done():
+			return s.explain(err)
+		case <-time.After(time.Duration(try*try) * 10 * time.Millisecond):
+		}
 		err = f()
 	}
 	return s.explain(err)

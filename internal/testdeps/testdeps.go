@@ -1,9 +1,10 @@
 // Package testdeps decides what a test does when something it needs from
 // the machine is missing (PyTorch, bubblewrap, Chromium, a Python
-// interpreter): on a developer's machine it skips, saying what is missing;
-// where FRONTIER_REQUIRE_DEPS=1 (CI sets it, after installing everything
-// with scripts/install-deps.sh) it fails, because a skip there would hide a
-// broken install behind a green run.
+// interpreter, a PostgreSQL server): on a developer's machine it skips,
+// saying what is missing; where FRONTIER_REQUIRE_DEPS=1 (CI sets it, after
+// installing everything with scripts/install-deps.sh and starting
+// PostgreSQL with scripts/postgres.sh) it fails, because a skip there would
+// hide a broken install behind a green run.
 package testdeps
 
 import (
@@ -19,7 +20,7 @@ const RequireEnv = "FRONTIER_REQUIRE_DEPS"
 func Required() bool { return os.Getenv(RequireEnv) == "1" }
 
 // Missing ends the test because dep (a short name: "torch", "bwrap",
-// "chromium", "python3") is not usable here: it skips, or fails when
+// "chromium", "python3", "postgres") is not usable here: it skips, or fails when
 // Required. The message says why, as t.Skipf would.
 func Missing(t testing.TB, dep, format string, args ...any) {
 	t.Helper()
