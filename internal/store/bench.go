@@ -448,37 +448,10 @@ func (s *sqlStore) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall
 // BenchCalls returns the model calls of an attempt's nodes in order. With
 // text false the request and answer are left empty.
 func (s *sqlStore) BenchCalls(ctx context.Context, attemptID int64, text bool) ([]*LLMCall, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.bench_node_id, c.purpose, c.model, c.state, c.request_hash, c.answer_hash,
-		c.error, c.server_model, c.provider, c.finish_reason, c.input_tokens, c.output_tokens, c.reasoning_tokens, c.cached_tokens,
-		c.estimated, c.cost_usd, c.price_unknown, c.latency_ms, c.attempts, c.request_id, c.created_at, c.finished_at
-		FROM llm_calls c JOIN bench_nodes n ON n.id = c.bench_node_id WHERE n.attempt_id = $1 ORDER BY c.id`, attemptID)
+	out, err := s.calls(ctx, text, `SELECT `+callColumns+` FROM llm_calls c JOIN bench_nodes n ON n.id = c.bench_node_id
+		WHERE n.attempt_id = $1 ORDER BY c.id`, attemptID)
 	if err != nil {
 		return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
-	}
-	defer rows.Close()
-	var out []*LLMCall
-	var hashes [][2]string
-	for rows.Next() {
-		var c LLMCall
-		var created int64
-		var finished sql.NullInt64
-		var req, ans string
-		if err := rows.Scan(&c.ID, &c.BenchNodeID, &c.Purpose, &c.Model, &c.State, &req, &ans, &c.Error,
-			&c.ServerModel, &c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens,
-			&c.Estimated, &c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
-			return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
-		}
-		c.CreatedAt, c.FinishedAt = time.UnixMilli(created), timeOf(finished)
-		out = append(out, &c)
-		hashes = append(hashes, [2]string{req, ans})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
-	}
-	if text {
-		if err := s.fillText(ctx, out, hashes); err != nil {
-			return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
-		}
 	}
 	return out, nil
 }

@@ -131,26 +131,39 @@ func (s *sqlStore) MarkLostCalls(ctx context.Context, runID int64) (int64, error
 // LLMCalls returns a run's model calls in order. With text false the
 // request and answer are left empty (they can be large).
 func (s *sqlStore) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLMCall, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, child_id, purpose, model, state, request_hash, answer_hash, error,
-		server_model, provider, finish_reason, input_tokens, output_tokens, reasoning_tokens, cached_tokens, estimated, cost_usd,
-		price_unknown, latency_ms, attempts, request_id, created_at, finished_at FROM llm_calls WHERE run_id = $1 ORDER BY id`, runID)
+	out, err := s.calls(ctx, text, `SELECT `+callColumns+` FROM llm_calls c WHERE c.run_id = $1 ORDER BY c.id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+	}
+	return out, nil
+}
+
+// callColumns are what calls scans, of llm_calls c.
+const callColumns = `c.id, c.run_id, c.child_id, c.bench_node_id, c.purpose, c.model, c.state, c.request_hash, c.answer_hash,
+	c.error, c.server_model, c.provider, c.finish_reason, c.input_tokens, c.output_tokens, c.reasoning_tokens, c.cached_tokens,
+	c.estimated, c.cost_usd, c.price_unknown, c.latency_ms, c.attempts, c.request_id, c.created_at, c.finished_at`
+
+// calls runs a query of callColumns and reads the calls; with text, their
+// requests and answers too.
+func (s *sqlStore) calls(ctx context.Context, text bool, query string, args ...any) ([]*LLMCall, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []*LLMCall
 	var hashes [][2]string
 	for rows.Next() {
 		var c LLMCall
-		var run, child, finished sql.NullInt64
+		var run, child, node, finished sql.NullInt64
 		var created int64
 		var req, ans string
-		if err := rows.Scan(&c.ID, &run, &child, &c.Purpose, &c.Model, &c.State, &req, &ans, &c.Error, &c.ServerModel,
+		if err := rows.Scan(&c.ID, &run, &child, &node, &c.Purpose, &c.Model, &c.State, &req, &ans, &c.Error, &c.ServerModel,
 			&c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens, &c.Estimated,
 			&c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
-			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+			return nil, err
 		}
-		c.RunID, c.ChildID = run.Int64, child.Int64
+		c.RunID, c.ChildID, c.BenchNodeID = run.Int64, child.Int64, node.Int64
 		c.CreatedAt = time.UnixMilli(created)
 		if finished.Valid {
 			c.FinishedAt = time.UnixMilli(finished.Int64)
@@ -159,11 +172,11 @@ func (s *sqlStore) LLMCalls(ctx context.Context, runID int64, text bool) ([]*LLM
 		hashes = append(hashes, [2]string{req, ans})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+		return nil, err
 	}
 	if text {
 		if err := s.fillText(ctx, out, hashes); err != nil {
-			return nil, fmt.Errorf("list model calls of run %d: %w", runID, err)
+			return nil, err
 		}
 	}
 	return out, nil

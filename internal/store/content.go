@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -196,31 +197,41 @@ const maxParams = 1000
 // haveChunks says which of the chunk hashes the database holds.
 func (s *sqlStore) haveChunks(ctx context.Context, q querier, hashes []string) (map[string]bool, error) {
 	have := make(map[string]bool, len(hashes))
-	for len(hashes) > 0 {
-		n := min(len(hashes), maxParams)
-		args := make([]any, n)
-		for i, h := range hashes[:n] {
-			args[i] = []byte(h)
-		}
-		rows, err := q.QueryContext(ctx, `SELECT hash FROM chunks WHERE hash IN (`+placeholders(1, n)+`)`, args...)
+	keys := make([]any, len(hashes))
+	for i, h := range hashes {
+		keys[i] = []byte(h)
+	}
+	err := eachIn(ctx, q, `SELECT hash FROM chunks WHERE hash IN (`, keys, func(rows *sql.Rows) error {
+		var h []byte
+		err := rows.Scan(&h)
+		have[string(h)] = true
+		return err
+	})
+	return have, err
+}
+
+// eachIn runs query, which ends in "IN (", on keys in batches of
+// maxParams, and calls scan on every row.
+func eachIn(ctx context.Context, q querier, query string, keys []any, scan func(*sql.Rows) error) error {
+	for len(keys) > 0 {
+		n := min(len(keys), maxParams)
+		rows, err := q.QueryContext(ctx, query+placeholders(1, n)+`)`, keys[:n]...)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for rows.Next() {
-			var h []byte
-			if err := rows.Scan(&h); err != nil {
+			if err := scan(rows); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
-			have[string(h)] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		hashes = hashes[n:]
+		keys = keys[n:]
 	}
-	return have, nil
+	return nil
 }
 
 // write inserts the content's new chunks and its row; what another
@@ -312,30 +323,19 @@ func (s *sqlStore) contents(ctx context.Context, q querier, hashes []string) (ma
 		}
 	}
 	clear(entries)
-	for rest := want; len(rest) > 0; {
-		n := min(len(rest), maxParams)
-		args := make([]any, n)
-		for i, h := range rest[:n] {
-			args[i] = h
-		}
-		rows, err := q.QueryContext(ctx, `SELECT hash, size, chunks FROM contents WHERE hash IN (`+placeholders(1, n)+`)`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var h string
-			var e entry
-			if err := rows.Scan(&h, &e.size, &e.manifest); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			entries[h] = e
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
+	keys := make([]any, len(want))
+	for i, h := range want {
+		keys[i] = h
+	}
+	err := eachIn(ctx, q, `SELECT hash, size, chunks FROM contents WHERE hash IN (`, keys, func(rows *sql.Rows) error {
+		var h string
+		var e entry
+		err := rows.Scan(&h, &e.size, &e.manifest)
+		entries[h] = e
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	var need []string
 	seen := map[string]bool{}
@@ -352,29 +352,18 @@ func (s *sqlStore) contents(ctx context.Context, q querier, hashes []string) (ma
 		}
 	}
 	data := make(map[string][]byte, len(need))
-	for rest := need; len(rest) > 0; {
-		n := min(len(rest), maxParams)
-		args := make([]any, n)
-		for i, k := range rest[:n] {
-			args[i] = []byte(k)
-		}
-		rows, err := q.QueryContext(ctx, `SELECT hash, data FROM chunks WHERE hash IN (`+placeholders(1, n)+`)`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var k, d []byte
-			if err := rows.Scan(&k, &d); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			data[string(k)] = d
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
+	keys = make([]any, len(need))
+	for i, k := range need {
+		keys[i] = []byte(k)
+	}
+	err = eachIn(ctx, q, `SELECT hash, data FROM chunks WHERE hash IN (`, keys, func(rows *sql.Rows) error {
+		var k, d []byte
+		err := rows.Scan(&k, &d)
+		data[string(k)] = d
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	for h, e := range entries {
 		b := make([]byte, 0, e.size)
