@@ -196,7 +196,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 
 // printChildEvaluation writes the full evaluation report (verdict, loss,
 // time, sections, top ops) of a child's full run, read back from the store.
-func printChildEvaluation(ctx context.Context, w io.Writer, st *store.Store, childID int64) error {
+func printChildEvaluation(ctx context.Context, w io.Writer, st store.Store, childID int64) error {
 	if childID == 0 {
 		return nil
 	}

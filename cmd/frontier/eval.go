@@ -152,7 +152,7 @@ func printResult(w io.Writer, res *eval.Result, asJSON bool) error {
 // baselineSource is the program an interleaved series runs as its
 // baseline: the track's reference, a stored program by its sha256, or a
 // file.
-func baselineSource(ctx context.Context, st *store.Store, spec *track.Spec, baseline string) ([]byte, error) {
+func baselineSource(ctx context.Context, st store.Store, spec *track.Spec, baseline string) ([]byte, error) {
 	if baseline == "reference" {
 		return spec.ReferenceSource()
 	}

@@ -163,7 +163,9 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		budget  *llm.Budget
 		err     error
 		resumed = o.resume != ""
+		claim   = newRunClaim()
 	)
+	defer claim.Release()
 	if resumed {
 		run, evCfg, err = evolve.Load(ctx, st, o.resume)
 		if err != nil {
@@ -177,6 +179,11 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 			return nil, err
 		}
 		runID = run.ID
+		// Before Resume changes anything: a run that a live process
+		// runs (here or on another machine) is that process's.
+		if err := claim.hold(ctx, st, run.ID); err != nil {
+			return nil, err
+		}
 	} else {
 		evCfg = cfg.Evolve
 		if err := evCfg.Validate(); err != nil {
@@ -254,13 +261,26 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if err != nil {
 		return nil, usage(err)
 	}
+	if !resumed {
+		if err := claim.hold(ctx, st, e.RunID()); err != nil {
+			return nil, err
+		}
+	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
 	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, lineStart(g.stderr, lw))
 	defer stopSignals()
+	runCtx, unwatch := claim.watch(runCtx)
+	defer unwatch()
 	sum, err := e.Run(runCtx)
 	if lw != nil {
 		lw.finish()
+	}
+	if lost := claim.err(); lost != nil {
+		if sum != nil {
+			printEvolveSummary(g.stdout, sum)
+		}
+		return nil, fmt.Errorf("stopped: another process took the run over while this one stalled past its claim: %w", lost)
 	}
 	if err != nil {
 		if sum != nil {

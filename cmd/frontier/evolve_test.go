@@ -43,7 +43,7 @@ func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 
 // quickRun runs a search named name on the quick track in a database
 // under home and returns the store, still open, and how the run ended.
-func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (*store.Store, *evolve.Summary) {
+func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (store.Store, *evolve.Summary) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))

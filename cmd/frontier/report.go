@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +26,7 @@ type reportOptions struct {
 
 // reportLoader reads everything the report of one run shows from the
 // database (loadRunReport; tests give their own).
-type reportLoader func(ctx context.Context, st *store.Store, run string) (*report.Data, error)
+type reportLoader func(ctx context.Context, st store.Store, run string) (*report.Data, error)
 
 func newReportCmd(g *globals) *cobra.Command {
 	return newReportCmdWith(g, loadRunReport)
@@ -91,8 +90,8 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+		if noDatabase(cfg) {
+			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 		}
 		st, err := store.Open(ctx, cfg.DB)
 		if err != nil {
@@ -158,6 +157,6 @@ func safeName(s string) string {
 
 // loadRunReport reads a run from the database (the engine's tables) into
 // the report's data.
-func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+func loadRunReport(ctx context.Context, st store.Store, run string) (*report.Data, error) {
 	return fromstore.Load(ctx, st, run)
 }

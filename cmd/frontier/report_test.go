@@ -101,9 +101,9 @@ func TestReportFromStore(t *testing.T) {
 	st.Close()
 
 	var gotRun string
-	load := func(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+	load := func(ctx context.Context, st store.Store, run string) (*report.Data, error) {
 		gotRun = run
-		if st == nil || st.Path() != db {
+		if st == nil || st.Location() != db {
 			return nil, errors.New("wrong store")
 		}
 		if run == "missing" {
@@ -184,7 +184,7 @@ func TestReportRunFromDatabase(t *testing.T) {
 	}
 	refHash, _ := st.PutProgram(ctx, []byte("x = 1\n"), "")
 	childHash, _ := st.PutProgram(ctx, []byte("x = 2\n"), "")
-	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
+	err = st.RunInTx(ctx, func(tx store.RunTx) error {
 		ref := &store.Child{RunID: run.ID, Origin: runs.OriginReference, Stage: runs.StageReference, State: runs.Done,
 			ProgramHash: refHash, Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000}
 		if err := tx.InsertChild(ref); err != nil {

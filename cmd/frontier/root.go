@@ -61,7 +61,7 @@ func (g *globals) loadConfig() (*config.Config, error) {
 		cfg.SetHome(g.home)
 	}
 	if g.db != "" {
-		cfg.DB = g.db
+		cfg.SetDB(g.db)
 	}
 	return cfg, nil
 }
@@ -92,7 +92,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", "config file (default: $FRONTIER_CONFIG, else ./frontier.yaml if present)")
 	pf.StringVar(&g.home, "home", "", "state folder for the database, data and runs (default: $FRONTIER_HOME, else ~/.local/share/frontier)")
-	pf.StringVar(&g.db, "db", "", "database path (default: <home>/frontier.db)")
+	pf.StringVar(&g.db, "db", "", "database: a SQLite file, or a postgres:// URL (default: db: in the config, else $FRONTIER_DB, else <home>/frontier.db)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "human", "log lines on stderr: human (for reading among the output), text or json (slog's, with time stamps)")
 
@@ -110,6 +110,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newBenchCmd(g),
 		newSandboxCmd(g),
 		newPhaseExecCmd(g),
+		newDBCmd(g),
 		newVersionCmd(g),
 	)
 	markUsageErrors(root)

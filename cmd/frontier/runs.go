@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -33,7 +31,7 @@ its parent; "runs best RUN" writes its record program; "runs confirm RUN"
 re-times a candidate against the standing record. RUN is a run's id or name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error { return runsList(cmd.Context(), g.stdout, st) })
+			return withStore(cmd.Context(), g, func(st store.Store) error { return runsList(cmd.Context(), g.stdout, st) })
 		},
 	}
 	var child int64
@@ -42,7 +40,7 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
 		Short: "Summarize a run: settings, record and claims, verdicts, best programs, islands, models, stages, spend",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
+			return withStore(cmd.Context(), g, func(st store.Store) error {
 				if child != 0 {
 					return runsChild(cmd.Context(), g.stdout, st, args[0], child, false)
 				}
@@ -60,7 +58,7 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
   frontier runs best run-3 | diff tracks/tiny/train.py -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
+			return withStore(cmd.Context(), g, func(st store.Store) error {
 				return runsBest(cmd.Context(), g, st, args[0], out, fastest)
 			})
 		},
@@ -73,7 +71,7 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
 
 // summarizeRun reads the summary of run ref (an id or a name); an unknown
 // run is a usage error.
-func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.RunSummary, error) {
+func summarizeRun(ctx context.Context, st store.Store, ref string) (*evolve.RunSummary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, usage(err)
@@ -82,13 +80,13 @@ func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.Run
 }
 
 // withStore opens the configured database, which must exist.
-func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) error {
+func withStore(ctx context.Context, g *globals, f func(st store.Store) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+	if noDatabase(cfg) {
+		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -98,7 +96,7 @@ func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) e
 	return f(st)
 }
 
-func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
+func runsList(ctx context.Context, w io.Writer, st store.Store) error {
 	list, err := st.Runs(ctx)
 	if err != nil {
 		return err
@@ -207,7 +205,7 @@ func clipText(s string, n int) string {
 	return s
 }
 
-func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string, fastest bool) error {
+func runsBest(ctx context.Context, g *globals, st store.Store, ref, out string, fastest bool) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ shortened unless --prompts is given. Also: frontier runs show RUN --child N.`,
 			if err != nil {
 				return err
 			}
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
+			return withStore(cmd.Context(), g, func(st store.Store) error {
 				return runsChild(cmd.Context(), g.stdout, st, args[0], id, prompts)
 			})
 		},
@@ -61,7 +61,7 @@ func newRunsDiffCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
+			return withStore(cmd.Context(), g, func(st store.Store) error {
 				return runsDiff(cmd.Context(), g.stdout, st, args[0], id)
 			})
 		},
@@ -76,7 +76,7 @@ func memberID(s string) (int64, error) {
 	return id, nil
 }
 
-func runsChild(ctx context.Context, w io.Writer, st *store.Store, ref string, id int64, full bool) error {
+func runsChild(ctx context.Context, w io.Writer, st store.Store, ref string, id int64, full bool) error {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return usage(err)
@@ -232,7 +232,7 @@ func indent(s, pad string) string { return pad + strings.ReplaceAll(s, "\n", "\n
 
 // runsDiff prints a member's program against the reference and against
 // its parent (what it tried).
-func runsDiff(ctx context.Context, w io.Writer, st *store.Store, ref string, id int64) error {
+func runsDiff(ctx context.Context, w io.Writer, st store.Store, ref string, id int64) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err

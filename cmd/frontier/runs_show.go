@@ -18,7 +18,7 @@ import (
 // runsShow prints a run's summary: settings, where it stands, its record
 // with the evidence, the verdicts, the best programs, the claims, the
 // islands, the models and stages, and the spend by purpose.
-func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) error {
+func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err

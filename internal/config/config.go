@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
@@ -24,7 +25,9 @@ import (
 type Config struct {
 	// Home holds the database, data and runs unless they are set apart.
 	Home string `yaml:"home"`
-	// DB is the SQLite database path.
+	// DB is the database's location: a SQLite file's path (or
+	// sqlite:PATH), or a PostgreSQL URL (postgres://...) that several
+	// machines share; see store.ParseLocation.
 	DB string `yaml:"db"`
 	// DataDir holds track data, one folder per track.
 	DataDir string `yaml:"data_dir"`
@@ -56,6 +59,10 @@ type Config struct {
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`
+
+	// dbNamed: db: or FRONTIER_DB named the database, so a new home
+	// (--home) does not move it.
+	dbNamed bool
 }
 
 // The executors of evaluations.
@@ -68,15 +75,47 @@ const (
 func Default() *Config {
 	c := &Config{Sandbox: "auto"}
 	c.SetHome(defaultHome())
+	if db := os.Getenv("FRONTIER_DB"); db != "" {
+		c.SetDB(db)
+	}
 	return c
 }
 
-// SetHome moves every path that derives from home.
+// SetHome moves every path that derives from home: the database too,
+// unless db: or FRONTIER_DB named it.
 func (c *Config) SetHome(home string) {
 	c.Home = home
-	c.DB = filepath.Join(home, "frontier.db")
+	if !c.dbNamed {
+		c.DB = filepath.Join(home, "frontier.db")
+	}
 	c.DataDir = filepath.Join(home, "data")
 	c.RunsDir = filepath.Join(home, "runs")
+}
+
+// SetDB names the database (--db, FRONTIER_DB): a new home no longer
+// moves it.
+func (c *Config) SetDB(location string) {
+	c.DB, c.dbNamed = location, true
+}
+
+// DBFile is the SQLite database's file; "" when the database is not a
+// file of this machine (a PostgreSQL server).
+func (c *Config) DBFile() string {
+	loc, err := store.ParseLocation(c.DB)
+	if err != nil {
+		return ""
+	}
+	return loc.File()
+}
+
+// DBName names the database in messages: its file, or its URL without the
+// password.
+func (c *Config) DBName() string {
+	loc, err := store.ParseLocation(c.DB)
+	if err != nil {
+		return c.DB
+	}
+	return loc.String()
 }
 
 // MakeDirs creates the state folders that do not exist yet (home, the
@@ -84,7 +123,11 @@ func (c *Config) SetHome(home string) {
 // program, prompt and answer, and a program's run folder. Folders that
 // exist keep their permissions.
 func (c *Config) MakeDirs() error {
-	for _, d := range []string{c.Home, filepath.Dir(c.DB), c.DataDir, c.RunsDir} {
+	dirs := []string{c.Home, c.DataDir, c.RunsDir}
+	if f := c.DBFile(); f != "" {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	for _, d := range dirs {
 		if d == "" || d == "." {
 			continue
 		}
@@ -138,7 +181,8 @@ func Parse(path string, b []byte) (*Config, error) {
 	}
 	c := Default()
 	var raw struct {
-		Home string `yaml:"home"`
+		Home string  `yaml:"home"`
+		DB   *string `yaml:"db"`
 	}
 	// Home first, so explicit db/data_dir/runs_dir override what it derives.
 	if err := yaml.UnmarshalWithOptions(b, &raw); err == nil && raw.Home != "" {
@@ -155,7 +199,23 @@ func Parse(path string, b []byte) (*Config, error) {
 	}
 	c.Path = path
 	c.Home = resolve(path, c.Home)
-	c.DB = resolve(path, c.DB)
+	var errs []*yamlfile.Error
+	if raw.DB != nil && *raw.DB == "" {
+		// db: "" is the default.
+		if env := os.Getenv("FRONTIER_DB"); env != "" {
+			c.SetDB(env)
+		} else {
+			c.DB, c.dbNamed = filepath.Join(c.Home, "frontier.db"), false
+		}
+	} else if raw.DB != nil {
+		c.dbNamed = true
+		if loc, err := store.ParseLocation(c.DB); err != nil {
+			errs = append(errs, &yamlfile.Error{Path: "db", Msg: err.Error()})
+		} else if f := loc.File(); f != "" {
+			// A file's path is relative to this file's folder.
+			c.DB = resolve(path, f)
+		}
+	}
 	c.DataDir = resolve(path, c.DataDir)
 	c.RunsDir = resolve(path, c.RunsDir)
 	for i, d := range c.TracksDirs {
@@ -164,7 +224,6 @@ func Parse(path string, b []byte) (*Config, error) {
 	for k, v := range c.Data {
 		c.Data[k] = resolve(path, v)
 	}
-	var errs []*yamlfile.Error
 	c.Slurm.Bin = resolve(path, c.Slurm.Bin)
 	for _, err := range []error{c.LLM.Validate(), c.Evolve.Validate(), c.Slurm.Validate()} {
 		errs = append(errs, keyErrors(err)...)

@@ -147,3 +147,56 @@ func TestMakeDirs(t *testing.T) {
 		}
 	}
 }
+
+// The database is a SQLite file or a PostgreSQL URL: db: names it (a
+// file relative to the config's folder), else FRONTIER_DB, else the home
+// holds it; a named database stays where it is when the home moves.
+func TestDatabaseLocation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "frontier.yaml")
+	t.Setenv("FRONTIER_HOME", "/tmp/fh-test")
+	t.Setenv("FRONTIER_DB", "")
+	pg := "postgres://team:secret@db.example:5432/frontier?sslmode=require"
+	cases := []struct {
+		src, env, want, file, name string
+		homeMoves                  bool // --home moves it
+	}{
+		{"home: state\n", "", filepath.Join(dir, "state", "frontier.db"), filepath.Join(dir, "state", "frontier.db"), "", true},
+		{"db: runs.db\n", "", filepath.Join(dir, "runs.db"), filepath.Join(dir, "runs.db"), "", false},
+		{"db: sqlite:runs.db\n", "", filepath.Join(dir, "runs.db"), filepath.Join(dir, "runs.db"), "", false},
+		{"db: " + pg + "\n", "", pg, "", "postgres://team:xxxxx@db.example:5432/frontier?sslmode=require", false},
+		{"home: state\n", pg, pg, "", "", false},
+		{"db: \"\"\n", pg, pg, "", "", false},
+		{"db: \"\"\n", "", "/tmp/fh-test/frontier.db", "/tmp/fh-test/frontier.db", "", true},
+		{"db: /abs/x.db\n", pg, "/abs/x.db", "/abs/x.db", "", false},
+	}
+	for _, c := range cases {
+		t.Setenv("FRONTIER_DB", c.env)
+		cfg, err := Parse(path, []byte(c.src))
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if cfg.DB != c.want || cfg.DBFile() != c.file {
+			t.Errorf("%q with FRONTIER_DB=%q: db %q, file %q; want %q, %q", c.src, c.env, cfg.DB, cfg.DBFile(), c.want, c.file)
+		}
+		if c.name != "" && cfg.DBName() != c.name {
+			t.Errorf("%q: named %q in messages, want %q", c.src, cfg.DBName(), c.name)
+		}
+		if strings.Contains(cfg.DBName(), "secret") {
+			t.Errorf("%q: the password shows in %q", c.src, cfg.DBName())
+		}
+		cfg.SetHome("/elsewhere")
+		want := c.want
+		if c.homeMoves {
+			want = "/elsewhere/frontier.db"
+		}
+		if cfg.DB != want {
+			t.Errorf("%q with FRONTIER_DB=%q: after --home the database is %q, want %q", c.src, c.env, cfg.DB, want)
+		}
+	}
+	t.Setenv("FRONTIER_DB", "")
+	if _, err := Parse(path, []byte("db: mysql://x/y\n")); err == nil || !strings.Contains(err.Error(), "frontier.yaml:1:") || !strings.Contains(err.Error(), "unknown scheme") {
+		t.Errorf("an unknown scheme: %v", err)
+	}
+}

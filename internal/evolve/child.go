@@ -11,7 +11,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// ChildReader is what a child's story reads. *store.Store is one.
+// ChildReader is what a child's story reads. store.Store is one.
 type ChildReader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Attempts(ctx context.Context, runID int64) ([]*store.Attempt, error)

@@ -120,7 +120,7 @@ type GroupStats struct {
 	Fixed    int // passed the fast check after at least one fix
 }
 
-// Reader is what a run's summary reads. *store.Store is one.
+// Reader is what a run's summary reads. store.Store is one.
 type Reader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)

@@ -18,7 +18,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// Store is what a report reads; *store.Store is one.
+// Store is what a report reads; store.Store is one.
 type Store interface {
 	BenchRuns(ctx context.Context) ([]*store.BenchRun, error)
 	BenchRun(ctx context.Context, ref string) (*store.BenchRun, error)

@@ -25,7 +25,7 @@ import (
 )
 
 // Store is what a report reads: a run, its members and iterations, and
-// the programs, evaluations and telemetry they point at. *store.Store is
+// the programs, evaluations and telemetry they point at. store.Store is
 // one.
 type Store interface {
 	Run(ctx context.Context, ref string) (*store.Run, error)
