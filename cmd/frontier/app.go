@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,6 +36,13 @@ type environment struct {
 }
 
 func (e *environment) Close() error {
+	// The executor's own jobs (a cluster's workers) end before the store
+	// that records what they ran.
+	if e.eval != nil {
+		if c, ok := e.eval.Executor.(io.Closer); ok {
+			c.Close()
+		}
+	}
 	if e.store != nil {
 		return e.store.Close()
 	}
@@ -177,6 +185,7 @@ func slurmExecutor(cfg *config.Config, g *globals) (*slurm.Executor, error) {
 	return &slurm.Executor{
 		Client: cfg.Slurm.Client(), Frontier: bin, NodeArgs: args,
 		Dir: filepath.Join(cfg.RunsDir, "slurm"), Apply: cfg.Slurm.Apply, Log: g.log,
+		Workers: cfg.Slurm.WorkerMode(),
 	}, nil
 }
 

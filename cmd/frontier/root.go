@@ -110,6 +110,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newBenchCmd(g),
 		newSandboxCmd(g),
 		newPhaseExecCmd(g),
+		newPhaseWorkerCmd(g),
 		newDBCmd(g),
 		newVersionCmd(g),
 	)
