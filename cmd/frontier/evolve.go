@@ -182,9 +182,9 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		if err := evCfg.Validate(); err != nil {
 			return nil, usage(fmt.Errorf("config %s: %w", cfg.Path, err))
 		}
-		spec, err = registry(cfg).Get(o.track)
+		spec, err = lookupTrack(cfg, o.track)
 		if err != nil {
-			return nil, usage(err)
+			return nil, err
 		}
 		applyEvolveFlags(&evCfg, o)
 	}

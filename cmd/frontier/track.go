@@ -32,6 +32,38 @@ func registry(cfg *config.Config) *track.Registry {
 	return track.NewRegistry(tracks.FS, cfg.TracksDirs...)
 }
 
+// lookupTrack finds the track a command line names (see findTrack); an
+// error is the user's to fix.
+func lookupTrack(cfg *config.Config, arg string) (*track.Spec, error) {
+	s, err := findTrack(registry(cfg), arg)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return s, nil
+}
+
+// findTrack finds the track arg names, the same way for every command
+// that takes one: a path to a track folder or to its track.yaml; a name
+// that is a folder here holding a track.yaml (the folder wins over a
+// track of the same name: what is here is what was meant); else the name
+// of a built-in or configured track.
+func findTrack(reg *track.Registry, arg string) (*track.Spec, error) {
+	if strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
+		return reg.Get(arg) // a path: the folder, or the folder of the track.yaml
+	}
+	if _, err := os.Stat(filepath.Join(arg, track.SpecFile)); err == nil {
+		return track.LoadDir(arg)
+	}
+	s, err := reg.Get(arg)
+	if err != nil {
+		if fi, serr := os.Stat(arg); serr == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%w\nthe folder %s here is not a track folder: it has no %s", err, arg, track.SpecFile)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
 func newTrackCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "track",
@@ -169,7 +201,7 @@ type trackShowOptions struct {
 }
 
 func runTrackShow(w io.Writer, reg *track.Registry, name string, o trackShowOptions) error {
-	s, err := reg.Get(name)
+	s, err := findTrack(reg, name)
 	if err != nil {
 		return usage(err)
 	}
@@ -316,23 +348,12 @@ type checkError struct {
 }
 
 // runTrackCheck validates a track: a folder, its track.yaml, or the name
-// of a track the registry knows (a name that is also a folder here is the
-// folder).
+// of a track the registry knows (see findTrack).
 func runTrackCheck(ctx context.Context, w io.Writer, reg *track.Registry, arg string, asJSON bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var s *track.Spec
-	var err error
-	dir := arg
-	if strings.HasSuffix(arg, ".yaml") {
-		dir = filepath.Dir(arg)
-	}
-	if fi, statErr := os.Stat(dir); statErr == nil && fi.IsDir() || strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
-		s, err = track.LoadDir(dir)
-	} else {
-		s, err = reg.Get(arg)
-	}
+	s, err := findTrack(reg, arg)
 	if asJSON {
 		out := trackCheck{Valid: err == nil, Errors: checkErrors(err)}
 		if s != nil {
