@@ -79,7 +79,8 @@ func newTrackCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runTrackList(g.stdout, registry(cfg), listJSON)
+			local := &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data}
+			return runTrackList(g.stdout, registry(cfg), local.Dir, listJSON)
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the list as JSON")
@@ -134,9 +135,11 @@ type trackInfo struct {
 	Device        string  `json:"device"`
 	GPUs          int     `json:"gpus"`
 	TargetValLoss float64 `json:"target_val_loss"`
-	LossFloor     float64 `json:"loss_floor,omitempty"`
-	Builtin       bool    `json:"builtin"`
-	Location      string  `json:"location"`
+	// LossFloor is the spec's, or the built corpus's; left out while
+	// unknown (a generated corpus not built yet, FineWeb).
+	LossFloor float64 `json:"loss_floor,omitempty"`
+	Builtin   bool    `json:"builtin"`
+	Location  string  `json:"location"`
 }
 
 // trackList is track list --json: the tracks that load, and an error for
@@ -146,13 +149,28 @@ type trackList struct {
 	Errors []string    `json:"errors"`
 }
 
-func runTrackList(w io.Writer, reg *track.Registry, asJSON bool) error {
+// lossFloor is a track's loss floor: the spec's, or for a corpus frontier
+// generates, the one computed when this installation built it (0 before
+// it is built, or when nobody knows it).
+func lossFloor(s *track.Spec, dataDir func(*track.Spec) string) float64 {
+	if s.Data.Builtin == "" {
+		return s.Data.LossFloor
+	}
+	if m, err := data.ReadManifest(dataDir(s)); err == nil && m.Tiny != nil {
+		return m.Tiny.Floor.Floor
+	}
+	return 0
+}
+
+// runTrackList lists the tracks; dataDir says where a track's data lives,
+// for the loss floor of a corpus built on this installation.
+func runTrackList(w io.Writer, reg *track.Registry, dataDir func(*track.Spec) string, asJSON bool) error {
 	specs, err := reg.List()
 	if asJSON {
 		out := trackList{Tracks: []trackInfo{}, Errors: errorLines(err)}
 		for _, s := range specs {
 			out.Tracks = append(out.Tracks, trackInfo{Name: s.Name, Description: firstLine(s.Description), Device: s.Hardware.Device,
-				GPUs: s.Hardware.GPUs, TargetValLoss: s.TargetValLoss, LossFloor: s.Data.LossFloor, Builtin: s.Builtin, Location: s.Location()})
+				GPUs: s.Hardware.GPUs, TargetValLoss: s.TargetValLoss, LossFloor: lossFloor(s, dataDir), Builtin: s.Builtin, Location: s.Location()})
 		}
 		if jerr := writeJSON(w, out); jerr != nil {
 			return jerr
@@ -166,8 +184,11 @@ func runTrackList(w io.Writer, reg *track.Registry, asJSON bool) error {
 				dev = fmt.Sprintf("%dx %s", s.Hardware.GPUs, dev)
 			}
 			floor := "-"
-			if s.Data.LossFloor > 0 {
-				floor = fmt.Sprintf("%.4f", s.Data.LossFloor)
+			switch f := lossFloor(s, dataDir); {
+			case f > 0:
+				floor = fmt.Sprintf("%.4f", f)
+			case s.Data.Builtin != "":
+				floor = "on build" // computed with the corpus, by the first evaluation or data build
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%.4g\t%s\t%s\t%s\n", s.Name, dev, s.TargetValLoss, floor, printable(s.Location()), printable(firstLine(s.Description)))
 		}
