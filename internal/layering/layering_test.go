@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/stats":          {},
 	"internal/runs":           {},
 	"internal/testdeps":       {},
+	"internal/testsummary":    {},
 	"internal/verify/redteam": {},
 	"suites":                  {},
 	"tracks":                  {},
