@@ -62,6 +62,7 @@ func run(goCmd string, args []string, w io.Writer, every time.Duration, slowest 
 	}()
 
 	s := newSummary(w, time.Now())
+	s.module = modulePath("go.mod")
 	s.say("go test %s: building first (a cold cache compiles every package, SQLite and the model SDKs among them: minutes on 2 cores)", strings.Join(args, " "))
 	lines := make(chan []byte)
 	go func() {
@@ -106,4 +107,19 @@ func run(goCmd string, args []string, w io.Writer, every time.Duration, slowest 
 		return 1
 	}
 	return 0
+}
+
+// modulePath reads the module's path from its go.mod, so that packages are
+// named within it (cmd/frontier); "" when there is none.
+func modulePath(gomod string) string {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }

@@ -47,7 +47,9 @@ type testTime struct {
 // summary follows the events of one go test run and writes what a person
 // needs to see.
 type summary struct {
-	w        io.Writer
+	w io.Writer
+	// module is the module's path, left out of the packages' names.
+	module   string
 	start    time.Time
 	lastSaid time.Time
 	now      func() time.Time
@@ -80,6 +82,20 @@ func (s *summary) say(format string, args ...any) {
 func clock(d time.Duration) string {
 	d = d.Round(time.Second)
 	return fmt.Sprintf("%2d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// name is a package's path within the module ("." for its root).
+func (s *summary) name(pkg string) string {
+	if s.module == "" {
+		return pkg
+	}
+	if pkg == s.module {
+		return "."
+	}
+	if rest, ok := strings.CutPrefix(pkg, s.module+"/"); ok {
+		return rest
+	}
+	return pkg
 }
 
 func (s *summary) pkg(name string) *pkgState {
@@ -132,7 +148,7 @@ func (s *summary) endTest(e event, p *pkgState) {
 		p.failed = append(p.failed, e.Test)
 		if top {
 			s.flunked++
-			s.failures = append(s.failures, e.Package+" "+e.Test)
+			s.failures = append(s.failures, s.name(e.Package)+" "+e.Test)
 		}
 	default:
 		delete(p.output, e.Test)
@@ -161,11 +177,11 @@ func (s *summary) endPackage(e event, p *pkgState) {
 		if p.skipped > 0 {
 			extra = fmt.Sprintf("  (%d skipped)", p.skipped)
 		}
-		s.say("ok    %-44s %7.1fs%s", e.Package, e.Elapsed, extra)
+		s.say("ok    %-36s %7.1fs%s", s.name(e.Package), e.Elapsed, extra)
 		return
 	}
 	s.failed++
-	s.say("FAIL  %-44s %7.1fs", e.Package, e.Elapsed)
+	s.say("FAIL  %-36s %7.1fs", s.name(e.Package), e.Elapsed)
 	// Every failure in full: the tests' output, then what the package
 	// printed outside its tests (a panic, a timeout), then a failed
 	// build's errors.
@@ -199,7 +215,7 @@ func (s *summary) heartbeat(now time.Time) {
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
 		p := s.pkgs[name]
-		part := fmt.Sprintf("%s %s", name, now.Sub(p.start).Round(time.Second))
+		part := fmt.Sprintf("%s %s", s.name(name), now.Sub(p.start).Round(time.Second))
 		var tests []string
 		for _, t := range slices.SortedFunc(maps.Keys(p.running), func(a, b string) int { return p.running[a].Compare(p.running[b]) }) {
 			if !strings.Contains(t, "/") {
@@ -221,7 +237,7 @@ func (s *summary) heartbeat(now time.Time) {
 func (s *summary) finish(slowest int) {
 	// Packages that never ended (go test was killed, or crashed).
 	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
-		s.say("did not finish: %s", name)
+		s.say("did not finish: %s", s.name(name))
 		s.failed++
 	}
 	fmt.Fprintln(s.w)
@@ -239,7 +255,7 @@ func (s *summary) finish(slowest int) {
 	if n := min(slowest, len(s.times)); n > 0 {
 		fmt.Fprintln(s.w, "slowest tests:")
 		for _, t := range s.times[:n] {
-			fmt.Fprintf(s.w, "  %7.1fs  %s %s\n", t.secs, t.pkg, t.test)
+			fmt.Fprintf(s.w, "  %7.1fs  %s %s\n", t.secs, s.name(t.pkg), t.test)
 		}
 	}
 	if len(s.failures) > 0 {

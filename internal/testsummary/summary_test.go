@@ -52,22 +52,23 @@ func TestSummary(t *testing.T) {
 	var out bytes.Buffer
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newSummary(&out, start)
+	s.module = "m"
 	now := start
 	s.now = func() time.Time { now = now.Add(time.Second); return now }
 	replay(t, s)
 	s.finish(2)
 	got := out.String()
 	// Each package as it ends: b before a.
-	if ib, ia := strings.Index(got, "ok    m/b"), strings.Index(got, "FAIL  m/a"); ib < 0 || ia < 0 || ib > ia {
+	if ib, ia := strings.Index(got, "ok    b "), strings.Index(got, "FAIL  a "); ib < 0 || ia < 0 || ib > ia {
 		t.Errorf("b, which ended first, is not said first:\n%s", got)
 	}
 	for _, want := range []string{
-		"ok    m/b                                              0.6s  (1 skipped)",
+		"ok    b                                        0.6s  (1 skipped)",
 		"    a_test.go:9: want 2, got 3\n    --- FAIL: TestSlow (41.00s)\n    FAIL\n", // the failure in full
-		"FAIL  m/c ", "    c/c.go:3:1: syntax error", // the build's errors
+		"FAIL  c ", "    c/c.go:3:1: syntax error", // the build's errors
 		"4 packages: 1 ok, 2 failed, 1 without tests; 3 tests, 1 skipped, 1 failed",
-		"slowest tests:\n     41.0s  m/a TestSlow\n      0.5s  m/b TestFast\n",
-		"failed (their output is above):\n  m/a TestSlow\n",
+		"slowest tests:\n     41.0s  a TestSlow\n      0.5s  b TestFast\n",
+		"failed (their output is above):\n  a TestSlow\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lacks %q:\n%s", want, got)
