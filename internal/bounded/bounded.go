@@ -57,6 +57,25 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return ReadRegular(f, path, limit)
 }
 
+// Open opens the regular file at path for a reader that streams it (a
+// file read line by line, of no fixed limit); like ReadFile, it never
+// waits, and refuses a named pipe, a device or a folder.
+func Open(path string) (*os.File, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &NotRegularError{Name: path, Mode: fi.Mode()}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // open opens path for reading without waiting: O_NONBLOCK makes the open
 // of a named pipe return at once (without it, it blocks until a writer
 // opens the pipe, and no signal handler of Go's can end that wait).

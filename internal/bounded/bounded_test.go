@@ -57,6 +57,24 @@ func TestReadFile(t *testing.T) {
 	if _, err := ReadFile(filepath.Join(dir, "missing.py"), 10); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
 	}
+	// Open, for a reader that streams: the same refusals, no limit.
+	if f, err := Open(big); err != nil {
+		t.Errorf("Open a large file: %v", err)
+	} else {
+		f.Close()
+	}
+	for _, path := range []string{fifo, "/dev/zero", dir} {
+		err := within(t, path, func() error {
+			f, err := Open(path)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		})
+		if !errors.As(err, &nr) {
+			t.Errorf("Open %s: %v", path, err)
+		}
+	}
 }
 
 func TestReadInput(t *testing.T) {
