@@ -46,6 +46,8 @@ func readInput(ctx context.Context, g *globals, path, what string, limit int64) 
 		return nil, err
 	case errors.As(err, &tooLarge):
 		return nil, usage(fmt.Errorf("%s: %w (max_program_size in frontier.yaml sets the limit)", what, err))
+	case errors.As(err, &notRegular) && path != "-" && (what == "program" || what == "answer"):
+		return nil, usage(fmt.Errorf("%s: %w: name a file, or give - and send it on stdin", what, err))
 	case errors.As(err, &notRegular):
 		return nil, usage(fmt.Errorf("%s: %w: name a file", what, err))
 	case errors.Is(err, fs.ErrNotExist):
