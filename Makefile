@@ -7,8 +7,10 @@ GOFMT ?= $(shell command -v gofmt 2>/dev/null || echo /usr/local/go/bin/gofmt)
 BIN := bin/frontier
 # Test packages run in parallel up to this many at a time.
 TEST_P ?= 2
-# How long a first build takes (a cold cache), said before it starts.
-FIRST_BUILD := about 10 minutes
+# How long a first build takes (a cold cache), said before it starts:
+# measured once at 8 CPU-minutes (18 minutes of wall time on a busy 2-core
+# machine).
+FIRST_BUILD := about 5 minutes on 2 quiet cores, longer on a busy machine
 # staticcheck, pinned: a new release may add checks, and a lint that
 # changes under a commit is not a check of that commit. 0.8.2 is 2026.2.2.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -26,7 +28,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 # modernc.org/sqlite, the largest of them, tells which build this is.
 build:
 	@if [ "$$($(GO) list -f '{{.Stale}}' modernc.org/sqlite 2>/dev/null)" != false ]; then \
-		echo "building $(BIN): the first build compiles SQLite and the model SDKs (OpenAI, Anthropic, Gemini), $(FIRST_BUILD) on 2 cores; each package is listed as it is compiled"; \
+		echo "building $(BIN): the first build compiles SQLite and the model SDKs (OpenAI, Anthropic, Gemini), $(FIRST_BUILD); each package is listed as it is compiled"; \
 		$(GO) build -v -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/frontier; \
 	else \
 		echo "building $(BIN)"; \
@@ -46,7 +48,7 @@ demo: deps build
 # full, and the slowest tests at the end (internal/testsummary runs go test
 # -json).
 test: deps
-	@echo "go vet ./... (on a cold cache it compiles every package first: $(FIRST_BUILD) on 2 cores)"
+	@echo "go vet ./... (on a cold cache it compiles every package first: $(FIRST_BUILD))"
 	$(GO) vet ./...
 	$(GO) run ./internal/testsummary -go $(GO) -- -p $(TEST_P) -timeout 40m ./...
 
