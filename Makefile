@@ -8,9 +8,9 @@ BIN := bin/frontier
 # Test packages run in parallel up to this many at a time.
 TEST_P ?= 2
 # How long a first build takes (a cold cache), said before it starts:
-# measured once at 8 CPU-minutes (18 minutes of wall time on a busy 2-core
-# machine).
-FIRST_BUILD := about 5 minutes on 2 quiet cores, longer on a busy machine
+# 8 minutes of CPU, measured twice; 10 minutes of wall time on 2 cores at a
+# load of 6, 18 at a load of 11.
+FIRST_BUILD := 5 to 10 minutes on 2 cores, longer on a busy machine
 # staticcheck, pinned: a new release may add checks, and a lint that
 # changes under a commit is not a check of that commit. 0.8.2 is 2026.2.2.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
