@@ -17,8 +17,12 @@ import (
 
 // TestMain lets the test binary serve as the frontier of a cluster's nodes
 // (phase-exec, which the Slurm executor runs there) and as the sandbox's
-// helper, as the frontier binary does.
+// helper, as the frontier binary does; and, with FRONTIER_TEST_MAIN set,
+// as the frontier command itself, signals and all (input_test.go).
 func TestMain(m *testing.M) {
+	if os.Getenv("FRONTIER_TEST_MAIN") == "1" {
+		main()
+	}
 	if slices.Contains(os.Args[1:], "phase-exec") || slices.Contains(os.Args[1:], "phase-worker") || len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}

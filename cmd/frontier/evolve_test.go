@@ -293,6 +293,26 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	}
 }
 
+// demo --json: one document with the search, the report and the
+// outcome (no series here: --pairs 0).
+func TestDemoJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training processes")
+	}
+	home := t.TempDir()
+	abs, _ := filepath.Abs(quickTracks)
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	var got demoJSON
+	jsonOf(t, &got, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "2", "--pairs", "0", "--json")
+	if got.Search == nil || !strings.HasPrefix(got.Search.Run.Name, "demo-") || got.Search.Run.Track != "quick" || got.Search.Run.Record == nil ||
+		got.Confirmation != nil || (got.Outcome != "unconfirmed" && got.Outcome != "nothing_faster") || got.Message == "" {
+		t.Errorf("demo --json: %+v", got)
+	}
+	if _, err := os.Stat(got.Report); err != nil {
+		t.Errorf("the report: %v", err)
+	}
+}
+
 func checkRun(t *testing.T, g *globals, name, state, reason string) {
 	t.Helper()
 	cfg, _ := g.loadConfig()

@@ -168,10 +168,11 @@ func TestReportDocExample(t *testing.T) {
 	}
 }
 
-// frontier report RUN reads the run from the database.
-func TestReportRunFromDatabase(t *testing.T) {
+// confirmedRun stores, in a database under home, run db-run: the
+// reference (20 s) and one child (16 s) whose claim was confirmed.
+func confirmedRun(t *testing.T, home string) {
+	t.Helper()
 	ctx := context.Background()
-	home := t.TempDir()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,12 @@ func TestReportRunFromDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
 
+// frontier report RUN reads the run from the database.
+func TestReportRunFromDatabase(t *testing.T) {
+	home := t.TempDir()
+	confirmedRun(t, home)
 	code, stdout, stderr := runCLI(t, "--home", home, "report", "db-run")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,8 @@ type globals struct {
 	logLevel   string
 	logFormat  string
 
+	// stdin is where "-" reads from; nil means os.Stdin.
+	stdin  *os.File
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger

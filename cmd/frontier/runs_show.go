@@ -18,10 +18,13 @@ import (
 // runsShow prints a run's summary: settings, where it stands, its record
 // with the evidence, the verdicts, the best programs, the claims, the
 // islands, the models and stages, and the spend by purpose.
-func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string) error {
+func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string, asJSON bool) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(w, runShowOf(s))
 	}
 	showHeader(w, s)
 	showRecord(w, s)
@@ -174,17 +177,8 @@ func showBest(w io.Writer, s *evolve.RunSummary) {
 	fmt.Fprintln(w, "\nbest programs (by the objective; times are single timings)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tITER\tISLAND\tMODEL\tSTAGE\tVERDICT\tVAL LOSS\tTRAIN TIME\tSPEEDUP\tSCORE\tCHANGE")
-	rows := s.Top
-	if len(rows) > 8 {
-		rows = rows[:8]
-	}
-	for _, x := range []*store.Child{s.Record, s.Candidate} {
-		if x != nil && !containsChild(rows, x.ID) {
-			rows = append(rows, x)
-		}
-	}
 	cand := candidate(s)
-	for _, x := range rows {
+	for _, x := range bestRows(s) {
 		mark := ""
 		switch {
 		case s.Record != nil && x.ID == s.Record.ID && s.RecordClaim != nil:

@@ -14,10 +14,13 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
@@ -47,6 +50,10 @@ type Config struct {
 	// Data maps a track name to its data folder (for tracks whose data the
 	// user brings, like nanogpt).
 	Data map[string]string `yaml:"data"`
+	// MaxProgramSize bounds every program frontier reads from a file or
+	// stdin (eval's program and baseline, edit apply's program and
+	// answer, track import's record).
+	MaxProgramSize track.ByteSize `yaml:"max_program_size"`
 
 	LLM    llm.Config    `yaml:"llm"`
 	Evolve evolve.Config `yaml:"evolve"`
@@ -71,9 +78,21 @@ const (
 	ExecutorSlurm = "slurm"
 )
 
+// DefaultMaxProgramSize is the default of max_program_size. The longest
+// speedrun record scripts are tens of kilobytes, and a record log (the
+// script and its training log) a few hundred; 4 MiB leaves more than ten
+// times that for a program with a table in it, while a data shard or a
+// checkpoint named by mistake (megabytes to gigabytes) is refused before
+// it is read, stored or sent to a model.
+const DefaultMaxProgramSize = 4 << 20
+
+// maxProgramSizeCap is the most max_program_size may be: the whole program
+// is held in memory, stored in the database and shown to models.
+const maxProgramSizeCap = 256 << 20
+
 // Default returns the configuration used when there is no file.
 func Default() *Config {
-	c := &Config{Sandbox: "auto"}
+	c := &Config{Sandbox: "auto", MaxProgramSize: DefaultMaxProgramSize}
 	c.SetHome(defaultHome())
 	if db := os.Getenv("FRONTIER_DB"); db != "" {
 		c.SetDB(db)
@@ -193,9 +212,13 @@ func Parse(path string, b []byte) (*Config, error) {
 	if err := yamlfile.Join(yamlfile.Inspect(path, b, c)); err != nil {
 		return nil, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlfile.DecodeError(path, b, err)
+	// A file of comments only keeps the defaults: the decoder sets every
+	// field to its zero value for an empty document.
+	if !emptyYAML(b) {
+		dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
+		if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+			return nil, yamlfile.DecodeError(path, b, err)
+		}
 	}
 	c.Path = path
 	c.Home = resolve(path, c.Home)
@@ -238,11 +261,33 @@ func Parse(path string, b []byte) (*Config, error) {
 	default:
 		errs = append(errs, &yamlfile.Error{Path: "executor", Msg: fmt.Sprintf("%q: use local or slurm", c.Executor)})
 	}
+	if c.MaxProgramSize <= 0 || c.MaxProgramSize > maxProgramSizeCap {
+		errs = append(errs, &yamlfile.Error{Path: "max_program_size", Msg: fmt.Sprintf("%d bytes: must be more than 0 and at most 256MiB (default 4MiB)", c.MaxProgramSize)})
+	}
 	yamlfile.Locate(path, b, errs)
 	if err := yamlfile.Join(errs); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// emptyYAML says whether src holds no values: nothing, comments, or
+// empty documents. A file that does not parse is not empty: decoding it
+// reports the syntax error.
+func emptyYAML(src []byte) bool {
+	f, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return false
+	}
+	for _, doc := range f.Docs {
+		if doc.Body == nil {
+			continue
+		}
+		if _, null := doc.Body.(*ast.NullNode); !null {
+			return false
+		}
+	}
+	return true
 }
 
 // keyErrors splits the errors of a section's Validate, each of which starts

@@ -18,6 +18,7 @@ const (
 	StateRunning     = "running"
 	StateDone        = "done"
 	StateInterrupted = "interrupted"
+	StateDiskFull    = "disk_full" // could not finish: the disk was full (free space, run again)
 )
 
 // Evaluation is one evaluation of a program on a track.

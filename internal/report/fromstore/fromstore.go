@@ -100,7 +100,7 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 		if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 			continue
 		}
-		d.Programs = append(d.Programs, program(c, byID))
+		d.Programs = append(d.Programs, Program(c, byID))
 	}
 	stored, err := st.Confirmations(ctx, run.ID)
 	if err != nil {
@@ -109,7 +109,7 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 	claims := make([]runs.Claim, len(stored))
 	for i, c := range stored {
 		claims[i] = c.Claim
-		d.Claims = append(d.Claims, claim(c.Claim))
+		d.Claims = append(d.Claims, Claim(c.Claim))
 	}
 	// The record, as the engine and runs show read it: the best program is
 	// the record's, the reference when no claim was confirmed.
@@ -138,8 +138,9 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 	return d, nil
 }
 
-// program maps a child to the report's row.
-func program(c *store.Child, byID map[int64]*store.Child) report.Program {
+// Program maps a member of a run to the report's row (also the row of
+// runs show --json).
+func Program(c *store.Child, byID map[int64]*store.Child) report.Program {
 	reason := c.Reason
 	if reason == "" && c.Error != "" {
 		reason, _, _ = strings.Cut(strings.TrimSpace(c.Error), "\n")
@@ -182,9 +183,9 @@ func original(id int64, byID map[int64]*store.Child) int64 {
 	return id
 }
 
-// claim maps a stored claim to the report's: unknown numbers are left
+// Claim maps a stored claim to the report's: unknown numbers are left
 // out (encoding/json has no NaN).
-func claim(c runs.Claim) report.Claim {
+func Claim(c runs.Claim) report.Claim {
 	opt := func(x float64) *float64 {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil
@@ -227,7 +228,7 @@ func loadBest(ctx context.Context, st Store, best, ref *store.Child, byID map[in
 	if err != nil {
 		return nil, err
 	}
-	b := &report.Best{Program: program(best, byID), Source: string(src)}
+	b := &report.Best{Program: Program(best, byID), Source: string(src)}
 	t, err := telemetry(ctx, st, best.EvaluationID)
 	if err != nil {
 		return nil, err
