@@ -45,10 +45,10 @@ var (
 	workersFlag = flag.Int("redteam.workers", 1, "with -redteam.executor slurm: worker jobs per resource class (0: a job per phase)")
 )
 
-// nodeEnv carries the red team's node settings (sandbox mode, hidden
-// paths) to this binary when Slurm runs it as a node's frontier: jobs get
-// the environment of the process that submits them.
-const nodeEnv = "FRONTIER_REDTEAM_NODE"
+// nodeFlag names the file of the red team's node settings (sandbox mode,
+// hidden paths) on the command line of this binary when Slurm runs it as
+// a node's frontier (jobs get a clean environment, not this process's).
+const nodeFlag = "--redteam-node"
 
 // nodeSettings is what a node needs to confine the programs as this
 // machine does.
@@ -64,21 +64,25 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(sandbox.Helper(os.Args[2:], os.Stderr))
 	}
-	if len(os.Args) > 2 && (os.Args[1] == "phase-exec" || os.Args[1] == "phase-worker") {
-		os.Exit(serveNode(os.Args[1], os.Args[2:]))
+	if len(os.Args) > 4 && os.Args[1] == nodeFlag {
+		os.Exit(serveNode(os.Args[2], os.Args[3], os.Args[4:]))
 	}
 	os.Exit(m.Run())
 }
 
 // serveNode is phase-exec or phase-worker as the frontier binary runs them
 // on a node: the node's own Python and sandbox run the phase.
-func serveNode(cmd string, args []string) int {
+func serveNode(settings, cmd string, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := func() error {
+		b, err := os.ReadFile(settings)
+		if err != nil {
+			return err
+		}
 		var ns nodeSettings
-		if err := json.Unmarshal([]byte(os.Getenv(nodeEnv)), &ns); err != nil {
-			return fmt.Errorf("%s: %w", nodeEnv, err)
+		if err := json.Unmarshal(b, &ns); err != nil {
+			return fmt.Errorf("%s: %w", settings, err)
 		}
 		py, err := pyenv.Find(ctx, "")
 		if err != nil {
@@ -121,13 +125,17 @@ func slurmExecutor(t *testing.T, sb *sandbox.Runner, hidden []string) eval.Execu
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(nodeEnv, string(ns))
+	settings := filepath.Join(t.TempDir(), "node.json")
+	if err := os.WriteFile(settings, ns, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ex := &slurm.Executor{
-		Client: &slurm.Client{Poll: time.Second}, Frontier: exe, Dir: filepath.Join(t.TempDir(), "slurm"),
+		Client: &slurm.Client{Poll: time.Second}, Frontier: exe, NodeArgs: []string{nodeFlag, settings},
+		Dir:     filepath.Join(t.TempDir(), "slurm"),
 		Workers: slurm.Workers{N: *workersFlag, Idle: 30 * time.Second},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
