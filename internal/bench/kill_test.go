@@ -179,10 +179,10 @@ check:
 			}
 			evaluated[n.ProgramHash]++
 			e, err := st.Evaluation(ctx, n.EvaluationID)
-			if err != nil || e.State != store.StateDone || e.ProgramHash != n.ProgramHash || e.Verdict != n.Verdict || e.TrainTimeMs != n.TrainTimeMs {
+			if err != nil || e.State != store.StateDone || e.ProgramHash != n.ProgramHash || e.Verdict != string(n.Verdict) || e.TrainTimeMs != n.TrainTimeMs {
 				t.Errorf("node %d's outcome is not its evaluation's: %+v vs %+v (%v)", n.Seq, n, e, err)
 			}
-			if runs.Verdict(n.Verdict) == runs.Acceptable && n.TrainTimeMs < best {
+			if n.Verdict == runs.Acceptable && n.TrainTimeMs < best {
 				best = n.TrainTimeMs
 			}
 		}

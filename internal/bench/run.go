@@ -498,7 +498,7 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 		Stop: func() string { r, d := b.stopReason(ctx); return joinReason(r, d) },
 		OnNode: func(n *store.BenchNode) {
 			b.progress("  node %d (%s): %s", n.Seq, n.Kind, nodeText(n))
-			if runs.Verdict(n.Verdict) != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
+			if n.Verdict != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
 				return
 			}
 			slow.timed++
@@ -521,7 +521,7 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 	res := &result{stopped: out.Stopped}
 	for _, n := range out.Nodes[1:] {
 		res.nodes++
-		switch runs.ClassOf(runs.Verdict(n.Verdict)) {
+		switch runs.ClassOf(n.Verdict) {
 		case runs.ClassAcceptable:
 			res.acceptable++
 			if n.TrainTimeMs > 0 {
@@ -688,19 +688,19 @@ func joinReason(r, d string) string {
 }
 
 func nodeText(n *store.BenchNode) string {
-	switch runs.Verdict(n.Verdict) {
+	switch n.Verdict {
 	case runs.Acceptable:
 		return fmt.Sprintf("acceptable, %s, val loss %.4f", seconds(n.TrainTimeMs), n.ValLoss)
 	case runs.LossTooHigh:
 		return fmt.Sprintf("loss too high (%.4f)", n.ValLoss)
 	}
 	if n.Reason != "" {
-		return n.Verdict + ": " + firstLine(n.Reason)
+		return string(n.Verdict) + ": " + firstLine(n.Reason)
 	}
 	if n.Error != "" {
-		return n.Verdict + ": " + firstLine(n.Error)
+		return string(n.Verdict) + ": " + firstLine(n.Error)
 	}
-	return n.Verdict
+	return string(n.Verdict)
 }
 
 func seconds(ms float64) string {

@@ -206,7 +206,7 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		e.fullRuns++
 	}
 	c.EvaluationID = res.EvaluationID
-	c.Verdict, c.Reason = runs.Verdict(res.Verdict), res.Reason
+	c.Verdict, c.Reason = res.Verdict, res.Reason
 	if res.Traceback != "" {
 		c.Error = clipTail(res.Traceback, e.cfg.Prompt.MaxErrorChars)
 	}
@@ -226,7 +226,7 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	c.FastEvaluationID = res.EvaluationID
 	a := e.lastAttempt[c.ID]
 	if a != nil {
-		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, runs.Verdict(res.Verdict), res.Reason
+		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, res.Verdict, res.Reason
 		if res.Verdict != eval.FastOK {
 			e.lastChecked[c.ID] = a
 		}
@@ -243,7 +243,7 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	}
 	text = clipTail(text, e.cfg.Prompt.MaxErrorChars+500)
 	if c.Origin == runs.OriginReference {
-		c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
+		c.Verdict, c.Reason, c.Error = res.Verdict, res.Reason, text
 		e.persistFast(ctx, c, a)
 		e.finishChild(ctx, c)
 		e.stop(StopReferenceFails, fmt.Sprintf("the reference program fails its fast check: %s: %s", res.Verdict, res.Reason))
@@ -255,7 +255,7 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 		e.proposalQ = slices.Insert(e.proposalQ, e.fixInsertPos(), &job{child: c, kind: kindFixRun})
 		return
 	}
-	c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
+	c.Verdict, c.Reason, c.Error = res.Verdict, res.Reason, text
 	e.persistFast(ctx, c, a)
 	e.finishChild(ctx, c)
 }

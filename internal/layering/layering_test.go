@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"internal/config":            {"internal/evolve", "internal/llm", "internal/slurm", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},
-	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/stats", "internal/store", "internal/track"},
+	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/eval/executortest": {"internal/eval", "internal/eval/evaltest", "internal/track", "internal/verify", "internal/verify/redteam"},
 	"internal/eval/evaltest":     {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/testdeps", "internal/verify"},
 	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track"},

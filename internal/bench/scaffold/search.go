@@ -139,7 +139,7 @@ func (s *Search) Run(ctx context.Context, attemptID int64, start []byte, startMs
 			return nil, err
 		}
 		root := &store.BenchNode{AttemptID: attemptID, Kind: KindStart, State: store.NodeDone, ProgramHash: hash,
-			NormHash: edit.NormalizedHash(start), Verdict: string(runs.Acceptable), TrainTimeMs: startMs,
+			NormHash: edit.NormalizedHash(start), Verdict: runs.Acceptable, TrainTimeMs: startMs,
 			Description: "the start program"}
 		if err := s.Store.InsertBenchNode(ctx, root); err != nil {
 			return nil, err
@@ -248,9 +248,9 @@ func (w *worker) propose(ctx context.Context, n *store.BenchNode) error {
 	}
 	if err != nil {
 		n.State, n.Error = store.NodeDone, w.s.Redact(err.Error())
-		n.Verdict = string(runs.NoProposal)
+		n.Verdict = runs.NoProposal
 		if pe := propose.AsError(err); pe != nil && (pe.Kind == propose.FailApply || pe.Kind == propose.FailUnparseable || pe.Kind == propose.FailNoAnswer) {
-			n.Verdict = string(runs.ApplyFailed)
+			n.Verdict = runs.ApplyFailed
 		}
 		return w.s.Store.UpdateBenchNode(ctx, n)
 	}
@@ -265,7 +265,7 @@ func (w *worker) propose(ctx context.Context, n *store.BenchNode) error {
 	n.State = store.NodeEvaluating
 	for _, o := range w.nodes {
 		if o.ID != n.ID && o.NormHash == n.NormHash && o.ProgramHash != "" {
-			n.State, n.Verdict, n.DuplicateOf = store.NodeDone, string(runs.Duplicate), o.ID
+			n.State, n.Verdict, n.DuplicateOf = store.NodeDone, runs.Duplicate, o.ID
 			n.Reason = fmt.Sprintf("the same program as node #%d", o.Seq)
 			break
 		}
@@ -357,7 +357,7 @@ func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData 
 			max = 3000
 		}
 		d.Error = clipTail(strings.TrimSpace(parent.Reason+"\n"+parent.Error), max)
-		if runs.Verdict(parent.Verdict) == runs.LossTooHigh {
+		if parent.Verdict == runs.LossTooHigh {
 			d.Missed = fmt.Sprintf("its validation loss is %.4f, above the target %.4g (train time %s)", parent.ValLoss, s.Track.TargetValLoss, seconds(parent.TrainTimeMs))
 		}
 	}
@@ -376,13 +376,13 @@ func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData 
 }
 
 func outcomeText(n *store.BenchNode) string {
-	switch runs.Verdict(n.Verdict) {
+	switch n.Verdict {
 	case runs.Acceptable:
 		return fmt.Sprintf("acceptable in %s", seconds(n.TrainTimeMs))
 	case runs.LossTooHigh:
 		return fmt.Sprintf("val loss %.4f, above the target", n.ValLoss)
 	}
-	return n.Verdict
+	return string(n.Verdict)
 }
 
 // evaluate judges the node's program, or adopts the evaluation of it that
@@ -394,7 +394,7 @@ func (w *worker) evaluate(ctx context.Context, n *store.BenchNode) error {
 		s.Log.Info("bench: adopting an evaluation that finished before a restart", "node", n.Seq, "evaluation", ev.ID)
 		var res eval.Result
 		_ = json.Unmarshal(ev.Result, &res) // the traceback, when there is one
-		n.EvaluationID, n.Verdict, n.Reason, n.ValLoss, n.TrainTimeMs = ev.ID, ev.Verdict, ev.Reason, ev.ValLoss, ev.TrainTimeMs
+		n.EvaluationID, n.Verdict, n.Reason, n.ValLoss, n.TrainTimeMs = ev.ID, runs.Verdict(ev.Verdict), ev.Reason, ev.ValLoss, ev.TrainTimeMs
 		n.Error, n.State = res.Traceback, store.NodeDone
 		return s.Store.UpdateBenchNode(ctx, n)
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -410,12 +410,12 @@ func (w *worker) evaluate(ctx context.Context, n *store.BenchNode) error {
 	res, err := s.Evaluator.Evaluate(ctx, eval.Request{Track: s.Track, Program: src, Name: s.ProgramName, Seed: s.EvalSeed})
 	if err != nil {
 		if errors.Is(err, eval.ErrBadProgram) {
-			n.State, n.Verdict, n.Error = store.NodeDone, string(runs.Invalid), err.Error()
+			n.State, n.Verdict, n.Error = store.NodeDone, runs.Invalid, err.Error()
 			return s.Store.UpdateBenchNode(ctx, n)
 		}
 		return fmt.Errorf("evaluate node %d: %w", n.Seq, err)
 	}
-	n.EvaluationID, n.Verdict, n.Reason, n.Error = res.EvaluationID, string(res.Verdict), res.Reason, res.Traceback
+	n.EvaluationID, n.Verdict, n.Reason, n.Error = res.EvaluationID, res.Verdict, res.Reason, res.Traceback
 	n.ValLoss, n.TrainTimeMs, n.State = res.Metrics.ValLoss, res.Metrics.TrainTimeMs, store.NodeDone
 	return s.Store.UpdateBenchNode(ctx, n)
 }

@@ -192,13 +192,13 @@ func TestLoad(t *testing.T) {
 			pending = p
 		}
 	}
-	if failed.ParentID != 0 || failed.Reason != "SEARCH block 1 not found" || failed.Category() != report.Buggy {
+	if failed.ParentID != 0 || failed.Reason != "SEARCH block 1 not found" || failed.Class() != runs.Buggy {
 		t.Errorf("failed child = %+v: its parent is the seed, a copy of the reference, so 0; reason the error's first line", failed)
 	}
-	if !dup.Duplicate || dup.Category() != report.Duplicate {
+	if !dup.Duplicate || dup.Class() != runs.ClassDuplicate {
 		t.Errorf("duplicate = %+v", dup)
 	}
-	if pending.Iteration != 3 || pending.Category() != report.Pending {
+	if pending.Iteration != 3 || pending.Class() != runs.Pending {
 		t.Errorf("pending child = %+v", pending)
 	}
 
