@@ -756,13 +756,6 @@ func Spent(ctx context.Context, st Store, runID int64) (usd float64, tokens, cal
 // budget with the run's own limits in its place, having spent what the
 // run (runID; 0 for a new one) spent already.
 func NewBudget(ctx context.Context, st Store, runID int64, b Budget, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
-	limits := llmBudget
-	if b.MaxUSD > 0 {
-		limits.MaxUSD = b.MaxUSD
-	}
-	if b.MaxTokens > 0 {
-		limits.MaxTokens = b.MaxTokens
-	}
 	var spent llm.Spend
 	if runID != 0 {
 		usd, tokens, calls, err := Spent(ctx, st, runID)
@@ -771,5 +764,5 @@ func NewBudget(ctx context.Context, st Store, runID int64, b Budget, llmBudget l
 		}
 		spent = llm.Spend{USD: usd, Tokens: tokens, Calls: calls}
 	}
-	return llm.NewBudget(limits, spent), nil
+	return llm.NewBudget(llmBudget.Limited(b.MaxUSD, b.MaxTokens), spent), nil
 }
