@@ -120,11 +120,11 @@ func TestOutcomeByAttempts(t *testing.T) {
 	if kid == nil {
 		t.Fatal("no crashed child of the reference")
 	}
-	w := &proposalWork{child: store.Child{ID: 999}, kind: kindPropose, model: &Model{Name: "fake"}, name: "train.py",
+	w := &proposalWork{child: store.Child{ID: 999}, kind: kindPropose, model: &Model{Name: "fake"},
 		parent: s.Reference, baseHash: s.Reference.ProgramHash, diverse: []store.Child{e2.shownAs(kid)},
 		parents: map[int64]store.Child{s.Reference.ID: *s.Reference}}
 	ref, _ := st.Program(ctx, s.Reference.ProgramHash)
-	d, err := e2.promptData(ctx, w, ref)
+	d, err := e2.work.prompter.data(ctx, w, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

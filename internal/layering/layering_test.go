@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"internal/eval":              {"internal/data", "internal/harness", "internal/importer", "internal/runner", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/eval/executortest": {"internal/eval", "internal/eval/evaltest", "internal/track", "internal/verify", "internal/verify/redteam"},
 	"internal/eval/evaltest":     {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/testdeps", "internal/verify"},
-	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track"},
+	"internal/evolve":            {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track"},
 	"internal/importer":          {"internal/edit", "internal/track"},
 	"internal/llm":               {"internal/bounded", "internal/yamlfile"},
 	"internal/llm/anthropic":     {"internal/llm", "internal/llm/internal/wire"},
@@ -62,6 +62,7 @@ var allowed = map[string][]string{
 	"internal/report/fromstore":  {"internal/harness", "internal/report", "internal/runs", "internal/store"},
 	"internal/runner/runnertest": {"internal/runner"},
 	"internal/sandbox":           {"internal/runner"},
+	"internal/search":            {"internal/eval", "internal/llm", "internal/store"},
 	"internal/slurm":             {"internal/eval", "internal/runner"},
 	"internal/store":             {"internal/runs"},
 	"internal/store/storetest":   {"internal/runs", "internal/store", "internal/testdeps"},
@@ -89,6 +90,8 @@ var never = []struct {
 	{"internal/bench/benchreport", "internal/evolve", "a bench report reads the store, not the engine", nil},
 	{"internal/evolve", "internal/bench", "the benchmark drives the engine; the engine knows nothing of it", nil},
 	{"internal/eval", "internal/bench", "the evaluator judges one program, whoever asks", nil},
+	{"internal/search", "internal/evolve", "the parts searches share know no search", nil},
+	{"internal/search", "internal/bench", "the parts searches share know no search", nil},
 	{"internal/bench/scaffold", "internal/evolve", "the scaffolds are searches of their own; the evolve scaffold is wired in internal/bench", nil},
 }
 
