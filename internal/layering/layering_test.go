@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/bench/benchreport": {"internal/bench", "internal/store"},
 	"internal/bench/benchtest":   {"internal/eval", "internal/store"},
 	"internal/bench/published":   {"internal/bench", "internal/importer"},
-	"internal/bench/scaffold":    {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/store", "internal/track"},
+	"internal/bench/scaffold":    {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/store", "internal/track"},
 	"internal/config":            {"internal/evolve", "internal/llm", "internal/slurm", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/data":              {"internal/track"},
 	"internal/edit":              {"internal/edit/pysrc"},

@@ -10,7 +10,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// Evaluations is what Adopt reads; *store.Store is one.
+// Evaluations is what Adopt reads; store.Store is one.
 type Evaluations interface {
 	LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*store.Evaluation, error)
 }

@@ -19,7 +19,6 @@ package scaffold
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +30,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -242,9 +242,9 @@ func (w *worker) propose(ctx context.Context, n *store.BenchNode) error {
 	if errors.Is(err, errBudget) {
 		return err
 	}
-	var se *storeError
+	var se *search.StoreError
 	if errors.As(err, &se) {
-		return se.err
+		return se.Err
 	}
 	if err != nil {
 		n.State, n.Error = store.NodeDone, w.s.Redact(err.Error())
@@ -310,10 +310,13 @@ func (w *worker) ask(ctx context.Context, n, parent *store.BenchNode, src []byte
 func (w *worker) call(ctx context.Context, n *store.BenchNode, purpose string, req propose.Request) (*propose.Proposal, error) {
 	s := w.s
 	if s.Model.Client != nil {
-		rec := &recorder{w: w, inner: s.Model.Client, node: n, purpose: purpose}
+		rec := w.recorder(s.Model.Client, n, purpose)
 		prop, err := propose.NewLLM(rec).Propose(ctx, req)
-		if rec.err != nil {
-			return nil, &storeError{rec.err}
+		charge(n, rec)
+		if rec.Err != nil {
+			// A failure to record ends the search, whatever the proposer
+			// made of it.
+			return nil, &search.StoreError{Err: rec.Err}
 		}
 		return prop, budgetStop(err)
 	}
@@ -326,12 +329,11 @@ func (w *worker) call(ctx context.Context, n *store.BenchNode, purpose string, r
 		resp = pe.Response
 	}
 	if resp != nil {
-		rec := &recorder{w: w, node: n, purpose: purpose, inner: llm.ClientFunc(func(context.Context, llm.Request) (*llm.Response, error) {
-			return resp, nil
-		})}
-		if rec.Complete(ctx, req.Prompt); rec.err != nil {
-			return nil, &storeError{rec.err}
+		rec := w.recorder(nil, n, purpose)
+		if err := rec.Replayed(ctx, req.Prompt, resp); err != nil {
+			return nil, err
 		}
+		charge(n, rec)
 	}
 	return prop, err
 }
@@ -390,15 +392,13 @@ func outcomeText(n *store.BenchNode) string {
 // killed before it could record the node).
 func (w *worker) evaluate(ctx context.Context, n *store.BenchNode) error {
 	s := w.s
-	if ev, err := s.Store.LatestEvaluation(ctx, n.ProgramHash, false, n.UpdatedAt); err == nil && ev.Track == s.Track.Name {
+	if res, ev, err := search.Adopt(ctx, s.Store, s.Track.Name, n.ProgramHash, false, n.UpdatedAt); err != nil {
+		return err
+	} else if res != nil {
 		s.Log.Info("bench: adopting an evaluation that finished before a restart", "node", n.Seq, "evaluation", ev.ID)
-		var res eval.Result
-		_ = json.Unmarshal(ev.Result, &res) // the traceback, when there is one
 		n.EvaluationID, n.Verdict, n.Reason, n.ValLoss, n.TrainTimeMs = ev.ID, runs.Verdict(ev.Verdict), ev.Reason, ev.ValLoss, ev.TrainTimeMs
 		n.Error, n.State = res.Traceback, store.NodeDone
 		return s.Store.UpdateBenchNode(ctx, n)
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
 	}
 	if err := s.Store.InterruptEvaluations(ctx, n.ProgramHash, n.UpdatedAt); err != nil {
 		return err
