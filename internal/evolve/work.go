@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
@@ -374,106 +373,4 @@ func (ws *workers) evaluate(ctx context.Context, w *evalWork) *evalResult {
 		r.err = errors.New("the evaluator returned no result")
 	}
 	return r
-}
-
-// texts reads and stores programs, and the diffs between them, once
-// each: the parent an iteration's children share, the inspirations their
-// prompts show, the program an evaluation runs right after its proposal
-// stored it. Programs are kept for the last textsKept reads, so that the
-// memory they take does not grow with the run.
-type texts struct {
-	st Store
-	j  *journal
-
-	mu    sync.Mutex
-	progs map[string][]byte
-	order []string // progs' keys, oldest first
-	diffs map[string]string
-}
-
-// textsKept bounds the programs texts keeps.
-const textsKept = 64
-
-func newTexts(st Store, j *journal) *texts {
-	return &texts{st: st, j: j, progs: map[string][]byte{}, diffs: map[string]string{}}
-}
-
-// program returns the source of the program with hash h. The caller must
-// not change it.
-func (t *texts) program(ctx context.Context, h string) ([]byte, error) {
-	t.mu.Lock()
-	src, ok := t.progs[h]
-	t.mu.Unlock()
-	if ok {
-		return src, nil
-	}
-	src, err := t.st.Program(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	t.remember(h, src)
-	return src, nil
-}
-
-// keep stores a proposed program (once) and returns its hash.
-func (t *texts) keep(ctx context.Context, src []byte, norm string) (string, error) {
-	h, err := t.j.program(ctx, src, norm)
-	if err != nil {
-		return "", err
-	}
-	t.remember(h, src)
-	return h, nil
-}
-
-func (t *texts) remember(h string, src []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.progs[h]; ok {
-		return
-	}
-	if len(t.order) >= textsKept {
-		delete(t.progs, t.order[0])
-		t.order = t.order[1:]
-	}
-	t.progs[h] = src
-	t.order = append(t.order, h)
-}
-
-// answer is the recorded (redacted) answer of model call id.
-func (t *texts) answer(ctx context.Context, id int64) (string, error) {
-	_, answer, err := t.st.LLMCallText(ctx, id)
-	return answer, err
-}
-
-// diff returns the diff from parent's program to c's, of the program
-// called name, clipped to n bytes; computed once per pair: the children
-// of an iteration share their inspirations.
-func (t *texts) diff(ctx context.Context, name string, parent, c *store.Child, n int) (string, error) {
-	key := parent.ProgramHash + ":" + c.ProgramHash
-	t.mu.Lock()
-	d, ok := t.diffs[key]
-	t.mu.Unlock()
-	if ok {
-		return d, nil
-	}
-	base, err := t.program(ctx, parent.ProgramHash)
-	if err != nil {
-		return "", err
-	}
-	src, err := t.program(ctx, c.ProgramHash)
-	if err != nil {
-		return "", err
-	}
-	d, _ = edit.Diff(fmt.Sprintf("%s (#%d, its parent)", name, parent.ID), fmt.Sprintf("%s (#%d)", name, c.ID), base, src)
-	if d == "" {
-		d = "(no difference)\n"
-	}
-	d = clip(d, n)
-	t.mu.Lock()
-	if len(t.diffs) >= 256 {
-		clear(t.diffs)
-	}
-	t.diffs[key] = d
-	t.mu.Unlock()
-	return d, nil
 }
