@@ -74,7 +74,7 @@ Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.cfg.Scaffold, "scaffold", "flat", "flat, tree, forest, aide, multi-aide or evolve")
+	f.StringVar(&o.cfg.Scaffold, "scaffold", "flat", oneOf(bench.Scaffolds()))
 	f.StringVar(&o.model, "model", "", "the model that proposes, by name under llm.models")
 	f.StringVar(&o.proposer, "proposer", "", "auto (the one configured model, else mutate), llm or mutate")
 	f.StringVar(&o.replay, "replay", "", "replay recorded answers from a JSONL `FILE` instead of asking a model")
@@ -435,4 +435,14 @@ func newBenchRunsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	return cmd
+}
+
+// oneOf lists names as a flag's help says them: "a, b or c". The list
+// comes from where the names are defined, so that a new one is in the
+// help at once.
+func oneOf(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
