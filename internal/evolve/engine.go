@@ -288,14 +288,14 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 // draws from it as the command's clients draw from theirs.
 func (e *Engine) useBudget(ctx context.Context, runID int64) error {
 	if e.opts.Budget != nil {
-		e.spend.budget = e.opts.Budget
+		e.spend.use(e.opts.Budget)
 		return nil
 	}
 	b, err := NewBudget(ctx, e.opts.Store, runID, e.cfg.Budget, llm.BudgetConfig{})
 	if err != nil {
 		return err
 	}
-	e.spend.budget = b
+	e.spend.use(b)
 	e.draw.useBudget(b)
 	return nil
 }

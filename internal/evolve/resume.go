@@ -209,7 +209,7 @@ func (e *Engine) restoreClaims(ctx context.Context) error {
 			}
 		}
 	}
-	e.sched.seriesRuns = e.claims.seriesRuns()
+	e.sched.restoreSeries(e.claims.seriesRuns())
 	if len(cutOff) > 0 {
 		if err := e.j.claimsChanged(ctx, cutOff...); err != nil {
 			return err

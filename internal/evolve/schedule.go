@@ -214,6 +214,14 @@ func (s *scheduler) canSample(iterations, maxIterations int) bool {
 	return open < s.maxOpen
 }
 
+// sampledLast records that the iteration budget is reached: no iteration
+// is sampled after the one just sampled.
+func (s *scheduler) sampledLast() { s.noMore = true }
+
+// restoreSeries counts the runs of the series a resumed run finished
+// before, which the evaluation budget counts.
+func (s *scheduler) restoreSeries(n int) { s.seriesRuns = n }
+
 // open records an open iteration.
 func (s *scheduler) open(st *iterState) { s.iters[st.it.Iteration] = st }
 
@@ -434,7 +442,7 @@ func (e *Engine) sampleIteration(ctx context.Context) error {
 	e.log.Info("evolve: iteration", "iteration", n, "island", st.it.Island, "parent", st.parent.ID, "stage", st.it.Stage,
 		"top", st.it.TopIDs, "diverse", st.it.DiverseIDs)
 	if e.cfg.Budget.MaxIterations > 0 && n >= e.cfg.Budget.MaxIterations {
-		e.sched.noMore = true
+		e.sched.sampledLast()
 	}
 	return nil
 }

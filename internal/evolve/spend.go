@@ -20,6 +20,9 @@ type spend struct {
 	failStreak int
 }
 
+// use makes b the run's budget.
+func (s *spend) use(b *llm.Budget) { s.budget = b }
+
 // restore starts from what the run's recorded calls cost.
 func (s *spend) restore(ctx context.Context, st Store, runID int64) error {
 	usd, tokens, _, err := st.RunSpend(ctx, runID)
