@@ -15,6 +15,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -87,7 +88,7 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 }
 
 // confirmPair picks the candidate and the baseline of a confirmation.
-func confirmPair(s *evolve.RunSummary, o confirmOptions) (cand, base *store.Child, err error) {
+func confirmPair(s *runview.Summary, o confirmOptions) (cand, base *store.Child, err error) {
 	byID := map[int64]*store.Child{}
 	for _, c := range s.Members {
 		byID[c.ID] = c
@@ -189,7 +190,7 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 func evolveMinPairs(alpha float64) int { return evolve.Defaults().ConfirmPairs(alpha) }
 
 // memberName names a member of a run for people: "#1 (the reference)".
-func memberName(c *store.Child, s *evolve.RunSummary) string {
+func memberName(c *store.Child, s *runview.Summary) string {
 	switch {
 	case s.Reference != nil && c.ID == s.Reference.ID:
 		return fmt.Sprintf("#%d (the reference)", c.ID)
@@ -203,7 +204,7 @@ func memberName(c *store.Child, s *evolve.RunSummary) string {
 // from the claim (never the evaluator's verdict of the candidate's mean,
 // which reads LOSS_TOO_HIGH when every run reached the target but the mean
 // is not significantly under it), then the runs and the tests.
-func writeConfirmation(w io.Writer, cl *store.Confirmation, res *eval.Result, cand, base *store.Child, s *evolve.RunSummary) {
+func writeConfirmation(w io.Writer, cl *store.Confirmation, res *eval.Result, cand, base *store.Child, s *runview.Summary) {
 	fmt.Fprintf(w, "confirmation of #%d against %s, %d runs of each in alternation\n", cand.ID, memberName(base, s), cl.Pairs)
 	head := "CONFIRMED"
 	if cl.State != runs.ClaimConfirmed {

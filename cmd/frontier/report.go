@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/report"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -159,5 +159,5 @@ func safeName(s string) string {
 // loadRunReport reads a run from the database (the engine's tables) into
 // the report's data.
 func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
-	return fromstore.Load(ctx, st, run)
+	return runview.LoadReport(ctx, st, run)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
-	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -73,12 +73,12 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
 
 // summarizeRun reads the summary of run ref (an id or a name); an unknown
 // run is a usage error.
-func summarizeRun(ctx context.Context, st *store.Store, ref string) (*evolve.RunSummary, error) {
+func summarizeRun(ctx context.Context, st *store.Store, ref string) (*runview.Summary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, usage(err)
 	}
-	return evolve.Summarize(ctx, st, run)
+	return runview.Summarize(ctx, st, run)
 }
 
 // withStore opens the configured database, which must exist.
@@ -110,13 +110,13 @@ func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTRACK\tSTATE\tSTOP\tITER\tCHILDREN\tACCEPT\tRECORD\tSPEEDUP\tEVIDENCE\tCOST\tSTARTED")
 	for _, r := range list {
-		s, err := evolve.Summarize(ctx, st, r)
+		s, err := runview.Summarize(ctx, st, r)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.Name, err)
 		}
 		record, vs, evidence := recordCells(s)
 		state := r.State
-		if r.State == store.RunRunning && !r.UpdatedAt.IsZero() && time.Since(r.UpdatedAt) > 2*time.Minute {
+		if runview.Stale(r, time.Now()) {
 			state = "running?" // no session has written for a while: it may have been killed
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t$%.2f\t%s\n", r.ID, printable(r.Name), printable(r.Track), state, orDash(r.StopReason),
@@ -128,7 +128,7 @@ func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
 // recordCells are the record's cells of the runs table: the record, its
 // speedup over the reference and what it rests on (with the fastest
 // single timing when it is a candidate that is not confirmed).
-func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
+func recordCells(s *runview.Summary) (record, speedup, evidence string) {
 	if s.Record == nil {
 		return "-", "-", "-"
 	}
@@ -139,25 +139,10 @@ func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
 		// mean against the reference's single timing.
 		speedup, evidence = runs.FormatSpeedup(s.RecordSpeedup), s.RecordClaim.Brief()
 	}
-	if c := candidate(s); c != nil {
+	if c := s.CandidateClaim(); c != nil {
 		evidence += fmt.Sprintf("; #%d faster once (%s)", c.ChildID, c.State)
 	}
 	return record, speedup, evidence
-}
-
-// candidate is the newest claim of the run's candidate record (see
-// RunSummary.Candidate), or a stand-in saying it has none; nil when there
-// is no candidate.
-func candidate(s *evolve.RunSummary) *store.Confirmation {
-	if s.Candidate == nil {
-		return nil
-	}
-	for i := len(s.Claims) - 1; i >= 0; i-- {
-		if c := s.Claims[i]; c.ChildID == s.Candidate.ID {
-			return c
-		}
-	}
-	return &store.Confirmation{Claim: runs.Claim{ChildID: s.Candidate.ID, State: "unclaimed"}}
 }
 
 func orDash(s string) string {
@@ -167,7 +152,7 @@ func orDash(s string) string {
 	return s
 }
 
-func budgetText(b evolve.BudgetConfig) string {
+func budgetText(b runview.Budget) string {
 	var parts []string
 	if b.MaxIterations > 0 {
 		parts = append(parts, fmt.Sprintf("%d iterations", b.MaxIterations))
@@ -188,15 +173,6 @@ func budgetText(b evolve.BudgetConfig) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func containsChild(cs []*store.Child, id int64) bool {
-	for _, c := range cs {
-		if c.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 func clipText(s string, n int) string {
@@ -223,7 +199,7 @@ func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string,
 		what = "the fastest single timing"
 		if s.RecordClaim != nil && s.Record.ID == b.ID {
 			what += ", the record: " + s.RecordClaim.Evidence()
-		} else if c := candidate(s); c != nil {
+		} else if c := s.CandidateClaim(); c != nil {
 			what += fmt.Sprintf(", not confirmed (claim %s)", c.State)
 		}
 	case b == nil:
@@ -232,7 +208,7 @@ func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string,
 		what = "the record: " + s.RecordClaim.Evidence()
 	case s.Record != nil && b.ID == s.Record.ID:
 		what = "the record is still the reference: no faster program was confirmed"
-		if c := candidate(s); c != nil {
+		if c := s.CandidateClaim(); c != nil {
 			what += fmt.Sprintf(" (#%d measured faster once, claim %s; --fastest writes it)", c.ChildID, c.State)
 		}
 	default:

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/edit"
-	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -81,7 +81,7 @@ func runsChild(ctx context.Context, w io.Writer, st *store.Store, ref string, id
 	if err != nil {
 		return usage(err)
 	}
-	s, err := evolve.TellChild(ctx, st, run, id)
+	s, err := runview.TellMember(ctx, st, run, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return usage(err)
 	}

@@ -7,7 +7,8 @@
 // moment resumes where it stood.
 //
 // New starts a run, Resume continues one; Engine.Run runs it until a
-// budget, a drain or a cancellation. Summarize reads a run's summary.
+// budget, a drain or a cancellation. What a run holds is read back by
+// internal/runview, never by the engine.
 // docs/evolve.md describes the algorithm, the configuration and the
 // guarantees.
 package evolve

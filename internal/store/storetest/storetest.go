@@ -23,7 +23,7 @@ import (
 
 // Store is the whole contract: every method the consumers of the store
 // use (each declares the few it needs: eval.Store, evolve.Store,
-// fromstore.Store, bench's). *store.Store is one.
+// runview's readers, bench's). *store.Store is one.
 type Store interface {
 	Close() error
 
