@@ -92,6 +92,29 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReader opens the database at path for reading only, as a watcher
+// does while searches write it (frontier serve): every connection is
+// read-only (mode=ro and query_only), a WAL database is read as it
+// changes, and nothing is created or migrated. A reader in WAL mode never
+// blocks a writer; each query is its own short transaction, so a reader
+// never holds the log back from its checkpoint for long. A database this
+// version must first upgrade is an error that says so.
+func OpenReader(ctx context.Context, path string) (*Store, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open store %s: there is no database there: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", path)
+	case err != nil:
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("open store: %s is not a file (%s): point --db or db: in frontier.yaml at a database file", path, fi.Mode().Type())
+	}
+	if err := checkHeader(path, fi.Size()); err != nil {
+		return nil, err
+	}
+	return openDB(ctx, path, modeReader)
+}
+
 // create makes a new database at path: built under a temporary name and
 // linked into place, so that a process killed meanwhile leaves no empty
 // or half-made database, and one that another process made meanwhile is
@@ -182,13 +205,36 @@ func damaged(path, what string) error {
 		path, what, path, path, path, ErrDamaged)
 }
 
+// How a database file is opened: for writing, read-only because this
+// user may not write it, or as a reader of a database others write.
+type openMode int
+
+const (
+	modeWrite openMode = iota
+	modeReadOnly
+	modeReader
+)
+
 // openFile opens the database file (which must exist unless it is
 // :memory:) and migrates it; read-only, it checks that no migration is
 // due instead.
 func openFile(ctx context.Context, path string, readOnly bool) (*Store, error) {
+	if readOnly {
+		return openDB(ctx, path, modeReadOnly)
+	}
+	return openDB(ctx, path, modeWrite)
+}
+
+func openDB(ctx context.Context, path string, mode openMode) (*Store, error) {
+	readOnly := mode != modeWrite
 	q := url.Values{}
 	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)"}
-	if readOnly {
+	switch mode {
+	case modeReader:
+		// Never immutable: the searches that write it must be seen.
+		q.Set("mode", "ro")
+		pragmas = append(pragmas, "query_only(1)")
+	case modeReadOnly:
 		q.Set("mode", "ro")
 		// SQLite reads a WAL database read-only only where it may create
 		// the -shm file, or when the file is declared immutable. Without a
@@ -196,7 +242,7 @@ func openFile(ctx context.Context, path string, readOnly bool) (*Store, error) {
 		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
 			q.Set("immutable", "1")
 		}
-	} else {
+	default:
 		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)")
 		q.Set("_txlock", "immediate")
 	}
@@ -213,7 +259,7 @@ func openFile(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would be its own database
 	}
-	s := &Store{db: db, path: path, readOnly: readOnly, owner: processOwner()}
+	s := &Store{db: db, path: path, readOnly: readOnly, reader: mode == modeReader, owner: processOwner()}
 	if path != ":memory:" {
 		s.reserve = path + "-reserve"
 	}
@@ -243,6 +289,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		pending, err := prov.HasPending(ctx)
 		if err != nil {
 			return s.explain(fmt.Errorf("open store %s read-only: %w (is it a frontier database?)", s.path, err))
+		}
+		if pending && s.reader {
+			return fmt.Errorf("the database %s was written by an older version of frontier, which a reader does not upgrade: run frontier runs once (it upgrades the database), then start again: %w", s.path, ErrReadOnly)
 		}
 		if pending {
 			return fmt.Errorf("the database %s is read-only for this user, and this version of frontier must first upgrade it: run frontier once where it may write there: %w", s.path, ErrReadOnly)

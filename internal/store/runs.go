@@ -505,6 +505,29 @@ func (s *Store) Children(ctx context.Context, runID int64) ([]*Child, error) {
 	return out, rows.Err()
 }
 
+// ChildrenSince returns the members of a run whose row was written at or
+// after since, in the order they were written: a watcher's delta, read
+// from an index (run_id, updated_at) whatever the size of the run. Times
+// are the writers' clocks: a watcher that asks from a little before what
+// it saw last does not miss a write whose transaction began earlier.
+func (s *Store) ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE run_id = $1 AND updated_at >= $2
+		ORDER BY updated_at, id`, runID, since.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("list changed children of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*Child
+	for rows.Next() {
+		c, err := scanChild(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list changed children of run %d: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // Child returns one member.
 func (s *Store) Child(ctx context.Context, id int64) (*Child, error) {
 	c, err := scanChild(s.db.QueryRowContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE id = $1`, id))

@@ -30,6 +30,8 @@ type Store struct {
 	db       *sql.DB
 	path     string
 	readOnly bool
+	// reader is set for a database opened by OpenReader.
+	reader bool
 	// owner identifies this process on this machine in the evaluations it
 	// creates, so that a later process can tell that one was left running
 	// by a process that is gone (InterruptOrphans).

@@ -47,6 +47,7 @@ type Store interface {
 	RunInTx(ctx context.Context, f func(tx *store.RunTx) error) error
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Child(ctx context.Context, id int64) (*store.Child, error)
+	ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
 	Attempts(ctx context.Context, runID int64) ([]*store.Attempt, error)
 	Archive(ctx context.Context, runID int64) ([]int64, error)
