@@ -60,7 +60,7 @@ var allowed = map[string][]string{
 	"internal/propose":             {"internal/edit", "internal/edit/pysrc", "internal/llm"},
 	"internal/report":              {"internal/edit", "internal/harness", "internal/runs"},
 	"internal/runner/runnertest":   {"internal/runner"},
-	"internal/runview":             {"internal/bench/fsr", "internal/harness", "internal/report", "internal/runs", "internal/store"},
+	"internal/runview":             {"internal/bench/fsr", "internal/edit", "internal/eval", "internal/harness", "internal/report", "internal/runs", "internal/store"},
 	"internal/runview/runviewtest": {"internal/eval", "internal/harness", "internal/llm", "internal/runs", "internal/stats", "internal/store"},
 	"internal/sandbox":             {"internal/runner"},
 	"internal/slurm":               {"internal/eval", "internal/runner"},

@@ -79,3 +79,32 @@ func (f *figure) renderSVG() (svg []byte, err error) {
 	}
 	return b.Bytes(), nil
 }
+
+// Iteration is one iteration of a run as the report's figures draw it:
+// its programs by category, and the frontier after it (the fastest
+// acceptable time and the lowest valid loss so far; 0 when none).
+type Iteration struct {
+	Iteration  int            `json:"iteration"`
+	Counts     map[string]int `json:"counts"`
+	BestTimeMs float64        `json:"best_time_ms,omitempty"`
+	BestLoss   float64        `json:"best_loss,omitempty"`
+}
+
+// Iterations are d's iterations, first to last, empty ones included: the
+// figures' outcomes per iteration and frontier over time, as numbers.
+func Iterations(d *Data) []Iteration {
+	if d == nil || check(d) != nil {
+		return nil
+	}
+	a := analyze(d)
+	out := make([]Iteration, len(a.perIter))
+	for i, it := range a.perIter {
+		out[i] = Iteration{Iteration: it.iter, Counts: map[string]int{}, BestTimeMs: it.bestTimeMs, BestLoss: it.bestLoss}
+		for c, n := range it.counts {
+			if n > 0 {
+				out[i].Counts[Category(c).String()] = n
+			}
+		}
+	}
+	return out
+}
