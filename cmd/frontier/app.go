@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +25,7 @@ import (
 // interpreter and the evaluator wired to them.
 type environment struct {
 	cfg   *config.Config
-	store *store.Store
+	store store.Store
 	eval  *eval.Evaluator
 	// gpus is this machine's pool (nil without GPUs): the engine sizes
 	// its slots by it.
@@ -34,6 +36,13 @@ type environment struct {
 }
 
 func (e *environment) Close() error {
+	// The executor's own jobs (a cluster's workers) end before the store
+	// that records what they ran.
+	if e.eval != nil {
+		if c, ok := e.eval.Executor.(io.Closer); ok {
+			c.Close()
+		}
+	}
 	if e.store != nil {
 		return e.store.Close()
 	}
@@ -54,7 +63,7 @@ func openEnvironment(ctx context.Context, g *globals, cfg *config.Config) (*envi
 }
 
 // openStore makes the state folders and opens the database for writing.
-func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	if err := cfg.MakeDirs(); err != nil {
 		return nil, err
 	}
@@ -64,7 +73,7 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 	}
 	if st.ReadOnly() {
 		st.Close()
-		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DB, store.ErrReadOnly)
+		return nil, fmt.Errorf("the database %s is read-only for this user, and an evaluation is recorded before it starts: use a home where you may write (--home, FRONTIER_HOME) or --db: %w", cfg.DBName(), store.ErrReadOnly)
 	}
 	return st, nil
 }
@@ -73,7 +82,7 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
 // up after evaluations a process that ended left running, builds the
 // executor (this machine's, or the Slurm cluster's) and the evaluator. It
 // owns st from then on, and closes it on error.
-func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st *store.Store) (*environment, error) {
+func withEvaluator(ctx context.Context, g *globals, cfg *config.Config, st store.Store) (*environment, error) {
 	cleanOrphans(ctx, g, st, cfg.RunsDir)
 	ev := &eval.Evaluator{
 		Store:   st,
@@ -176,6 +185,7 @@ func slurmExecutor(cfg *config.Config, g *globals) (*slurm.Executor, error) {
 	return &slurm.Executor{
 		Client: cfg.Slurm.Client(), Frontier: bin, NodeArgs: args,
 		Dir: filepath.Join(cfg.RunsDir, "slurm"), Apply: cfg.Slurm.Apply, Log: g.log,
+		Workers: cfg.Slurm.WorkerMode(),
 	}, nil
 }
 
@@ -183,7 +193,7 @@ func slurmExecutor(cfg *config.Config, g *globals) (*slurm.Executor, error) {
 // machine left running when it ended (a kill -9, a crash, a failure
 // before it recorded the outcome), removes their run folders, and says
 // so. A failure here costs nothing but the cleanup: it is logged.
-func cleanOrphans(ctx context.Context, g *globals, st *store.Store, runsDir string) {
+func cleanOrphans(ctx context.Context, g *globals, st store.Store, runsDir string) {
 	orphans, err := st.InterruptOrphans(ctx)
 	if err != nil {
 		g.log.Warn("could not look for evaluations left running by a process that ended", "err", err)
@@ -239,6 +249,18 @@ func removeRunDirs(runsDir string, e *store.Evaluation) int {
 	return n
 }
 
+// noDatabase says whether the database is a file of this machine that
+// does not exist yet (a command that only reads has nothing to read; a
+// server's database gets its schema on first use).
+func noDatabase(cfg *config.Config) bool {
+	f := cfg.DBFile()
+	if f == "" {
+		return false
+	}
+	_, err := os.Stat(f)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func shortHash(h string) string { return h[:min(12, len(h))] }
 
 // hiddenPaths are what no program may read: frontier's home, database,
@@ -246,7 +268,10 @@ func shortHash(h string) string { return h[:min(12, len(h))] }
 // where keys and other secrets live. The interpreter's folders stay
 // readable where they lie inside them (a Python under the home).
 func hiddenPaths(cfg *config.Config) []string {
-	h := []string{cfg.Home, cfg.DataDir, cfg.RunsDir, cfg.DB, cfg.DB + "-wal", cfg.DB + "-shm"}
+	h := []string{cfg.Home, cfg.DataDir, cfg.RunsDir}
+	if f := cfg.DBFile(); f != "" {
+		h = append(h, f, f+"-wal", f+"-shm")
+	}
 	for _, d := range cfg.Data {
 		h = append(h, d)
 	}

@@ -19,9 +19,19 @@ import (
 // user told; a live process's evaluation and folder are left alone.
 func TestCleanOrphans(t *testing.T) {
 	ctx := context.Background()
-	st := storetest.SQLite(t, "")
+	loc := storetest.Location(t, store.SQLite)
+	st := storetest.OpenAt(t, loc)
+	// A process of this host that is gone: this host and boot, a pid that
+	// does not exist.
+	gone := store.Self()
+	gone.PID = 999999999
+	ghost, err := store.OpenAs(ctx, loc, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
 	runs := t.TempDir()
-	newEval := func(src string) (*store.Evaluation, string) {
+	newEval := func(st store.Store, src string) (*store.Evaluation, string) {
 		h, err := st.PutProgram(ctx, []byte(src), "")
 		if err != nil {
 			t.Fatal(err)
@@ -36,15 +46,8 @@ func TestCleanOrphans(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "fast", "train.py"), []byte("x"), 0o444)
 		return e, dir
 	}
-	dead, deadDir := newEval("killed")
-	live, liveDir := newEval("running")
-	// The row of a process that is gone: this host and boot, a pid that
-	// does not exist.
-	parts := strings.Split(dead.Owner, "/")
-	parts[2] = "999999999"
-	if _, err := st.DB().ExecContext(ctx, `UPDATE evaluations SET owner = $1 WHERE id = $2`, strings.Join(parts, "/"), dead.ID); err != nil {
-		t.Fatal(err)
-	}
+	dead, deadDir := newEval(ghost, "killed")
+	live, liveDir := newEval(st, "running")
 	var logs bytes.Buffer
 	g := &globals{log: slog.New(&humanHandler{mu: &sync.Mutex{}, w: &logs, level: slog.LevelInfo})}
 	cleanOrphans(ctx, g, st, runs)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,9 +330,9 @@ ground-truth diff of task record_i (record i to record i+1).`,
 
 // openBenchStore opens the database for commands that only read it; it
 // must exist (reading does not create one).
-func openBenchStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no database at %s: start a bench run with frontier bench run SUITE, or point --db or --home at the right one", cfg.DB)
+func openBenchStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
+	if noDatabase(cfg) {
+		return nil, fmt.Errorf("no database at %s: start a bench run with frontier bench run SUITE, or point --db or --home at the right one", cfg.DBName())
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {

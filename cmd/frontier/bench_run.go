@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -175,8 +174,8 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 // openForResume finds the bench run to resume in the database, then
 // builds the environment around the same store.
 func openForResume(ctx context.Context, g *globals, cfg *config.Config, name string) (*environment, *store.BenchRun, error) {
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, usage(fmt.Errorf("--resume %s: there is no database at %s yet, so no bench run to resume (--home, --db)", name, cfg.DB))
+	if noDatabase(cfg) {
+		return nil, nil, usage(fmt.Errorf("--resume %s: there is no database at %s yet, so no bench run to resume (--home, --db)", name, cfg.DBName()))
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {

@@ -17,9 +17,13 @@ import (
 
 // TestMain lets the test binary serve as the frontier of a cluster's nodes
 // (phase-exec, which the Slurm executor runs there) and as the sandbox's
-// helper, as the frontier binary does.
+// helper, as the frontier binary does; and, with FRONTIER_TEST_MAIN set,
+// as the frontier command itself, signals and all (input_test.go).
 func TestMain(m *testing.M) {
-	if slices.Contains(os.Args[1:], "phase-exec") || len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+	if os.Getenv("FRONTIER_TEST_MAIN") == "1" {
+		main()
+	}
+	if slices.Contains(os.Args[1:], "phase-exec") || slices.Contains(os.Args[1:], "phase-worker") || len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -61,8 +65,8 @@ func TestEvalThroughSlurm(t *testing.T) {
 	}
 }
 
-// A short search runs its evaluations as Slurm jobs and ends as it does
-// here: every child settled.
+// A short search runs its evaluations in a Slurm worker and ends as it
+// does here: every child settled.
 func TestEvolveThroughSlurm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs training programs as Slurm jobs")
@@ -71,7 +75,7 @@ func TestEvolveThroughSlurm(t *testing.T) {
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(
-		"home: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s, jobs: 2}\nevolve:\n  islands: 1\n  branching_factor: 2\n  confirm: {enabled: false}\n", home, abs))
+		"home: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s, jobs: 2, workers: 1, worker_idle: 30s}\nevolve:\n  islands: 1\n  branching_factor: 2\n  confirm: {enabled: false}\n", home, abs))
 	code, out, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--iterations", "1", "--quiet")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
@@ -79,7 +83,9 @@ func TestEvolveThroughSlurm(t *testing.T) {
 	if !strings.Contains(out, "stopped: iterations") {
 		t.Errorf("no run summary:\n%s", out)
 	}
-	if matches, _ := filepath.Glob(filepath.Join(home, "runs", "slurm", "frontier-*-fast", "report.json")); len(matches) == 0 {
-		t.Errorf("no phase ran through Slurm:\n%s", stderr)
+	phases, _ := filepath.Glob(filepath.Join(home, "runs", "slurm", "frontier-*-*", "report.json"))
+	workers, _ := filepath.Glob(filepath.Join(home, "runs", "slurm", "workers", "*", "worker-*.out"))
+	if len(phases) < 2 || len(workers) != 1 {
+		t.Errorf("%d phases ran in %d workers: want them all in one\n%s", len(phases), len(workers), stderr)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
+	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -135,19 +136,71 @@ func confirmPair(s *runview.Summary, o confirmOptions) (cand, base *store.Child,
 // confirmRecord re-times run ref's candidate against its baseline, prints
 // and stores the result; see newRunsConfirmCmd for the exit codes.
 func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *environment, ref string, o confirmOptions) error {
+	oc, err := runConfirmation(ctx, g, cfg, env, ref, o)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		if err := printResult(g.stdout, oc.res, true); err != nil {
+			return err
+		}
+	} else {
+		writeConfirmation(g.stdout, oc.cl, oc.res, oc.cand, oc.base, oc.s)
+	}
+	return oc.err()
+}
+
+// confirmOutcome is a series that ran: its stored claim, the candidate's
+// result, the two programs and the run.
+type confirmOutcome struct {
+	cl         *store.Confirmation
+	res        *eval.Result
+	cand, base *store.Child
+	s          *runview.Summary
+}
+
+// err is what the command returns for the series: nil when the speedup
+// is confirmed, the verdict of a run that failed, else not confirmed.
+func (oc *confirmOutcome) err() error {
+	switch {
+	case oc.cl.State == runs.ClaimConfirmed:
+		return nil
+	case oc.res.Verdict != eval.Acceptable && oc.res.Verdict != eval.LossTooHigh:
+		return verdictResult(oc.res.Verdict)
+	}
+	return &notConfirmedError{oc.cl.Reason}
+}
+
+// confirmationJSON is a series in the JSON of evolve --confirm and demo:
+// the claim it stored, and the verdict and reason of the candidate's
+// result (runs confirm --json prints the whole result).
+type confirmationJSON struct {
+	Claim   *report.Claim `json:"claim,omitempty"`
+	Verdict eval.Verdict  `json:"verdict,omitempty"`
+	Reason  string        `json:"reason"`
+}
+
+func (oc *confirmOutcome) json() *confirmationJSON {
+	cl := runview.Claim(oc.cl.Claim)
+	return &confirmationJSON{Claim: &cl, Verdict: oc.res.Verdict, Reason: oc.res.Reason}
+}
+
+// runConfirmation picks run ref's candidate and baseline, runs the series
+// and stores its claim.
+func runConfirmation(ctx context.Context, g *globals, cfg *config.Config, env *environment, ref string, o confirmOptions) (*confirmOutcome, error) {
 	st := env.store
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	run := s.Run
 	cand, base, err := confirmPair(s, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec, err := runTrack(cfg, run, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if run.TrackHash != "" && !eval.SpecMatches(spec, run.TrackHash, run.TrackDir, spec.Dir) {
 		fmt.Fprintf(g.stderr, "warning: track %s changed since run %s; both programs are timed on the track as it is now\n", spec.Name, run.Name)
@@ -168,22 +221,9 @@ func confirmRecord(ctx context.Context, g *globals, cfg *config.Config, env *env
 	cl, res, err := evolve.Confirm(ctx, st, evolve.ConfirmRequest{Run: run, Track: spec, CandidateID: cand.ID, BaselineID: base.ID,
 		Pairs: pairs, Seed: o.seed, Evaluator: env.eval, CandidateName: fmt.Sprintf("%s-%d.py", run.Name, cand.ID)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if o.asJSON {
-		if err := printResult(g.stdout, res, true); err != nil {
-			return err
-		}
-	} else {
-		writeConfirmation(g.stdout, cl, res, cand, base, s)
-	}
-	switch {
-	case cl.State == runs.ClaimConfirmed:
-		return nil
-	case res.Verdict != eval.Acceptable && res.Verdict != eval.LossTooHigh:
-		return verdictResult(res.Verdict)
-	}
-	return &notConfirmedError{cl.Reason}
+	return &confirmOutcome{cl: cl, res: res, cand: cand, base: base, s: s}, nil
 }
 
 // evolveMinPairs is the default length of a series at alpha.

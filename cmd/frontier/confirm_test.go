@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -104,23 +105,33 @@ func TestEvolveConfirm(t *testing.T) {
 	if code, _, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--replay", replay, "--confirm", "1"); code != exitUsage || !strings.Contains(stderr, "at least 2 runs") {
 		t.Errorf("--confirm 1: exit %d: %s", code, stderr)
 	}
+	// With --json: one document, whose confirmation agrees with the exit
+	// code (the text of a series is runs confirm's, tested above).
 	code, out, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--replay", replay,
-		"--iterations", "1", "--quiet", "--confirm", "2")
+		"--iterations", "1", "--quiet", "--confirm", "2", "--json")
 	if code != exitOK && code != exitNotConfirmed {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "stopped: iterations") {
-		t.Errorf("no run summary:\n%s", out)
+	var got evolveJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil || dec.More() {
+		t.Fatalf("not one JSON document: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "nothing to confirm") {
-		if code != exitOK || !strings.Contains(out, "no acceptable program measured faster than the reference") {
-			t.Errorf("exit %d:\n%s", code, out)
+	if got.StopReason != "iterations" || got.Run.StopReason != "iterations" || got.Iterations != 1 || got.Run.Record == nil ||
+		got.Confirmation == nil || len(got.Next) < 3 {
+		t.Errorf("evolve --json: %+v", got)
+	}
+	c := got.Confirmation
+	if c.Claim == nil {
+		if code != exitOK || !strings.Contains(c.Reason, "no acceptable program measured faster than the reference") {
+			t.Errorf("exit %d: %+v", code, c)
 		}
 		t.Log("the reference measured fastest: nothing to confirm")
 		return
 	}
-	if claimed := strings.Contains(out, "  CONFIRMED: "); claimed != (code == exitOK) || !strings.Contains(out, "runs of each in alternation") {
-		t.Errorf("exit %d, record claim %v:\n%s", code, claimed, out)
+	if claimed := c.Claim.State == string(runs.ClaimConfirmed); claimed != (code == exitOK) || c.Claim.Pairs != 2 {
+		t.Errorf("exit %d, claim %+v", code, c.Claim)
 	}
 }
 

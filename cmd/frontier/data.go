@@ -279,9 +279,9 @@ prepare or data build wrote.`,
 				if err != nil {
 					return err
 				}
-				spec, err := registry(cfg).Get(o.track)
+				spec, err := lookupTrack(cfg, o.track)
 				if err != nil {
-					return usage(err)
+					return err
 				}
 				if dir == "" {
 					dir = (&eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data}).Dir(spec)

@@ -32,6 +32,7 @@ type demoOptions struct {
 	evaluations int
 	pairs       int
 	proposer    string
+	asJSON      bool
 }
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -67,6 +68,7 @@ program faster than the reference.`,
 	f.IntVar(&o.evaluations, "evaluations", 7, "full evaluations of the search, the reference's included")
 	f.IntVar(&o.pairs, "pairs", 4, "runs of each program in the confirmation series (0: no confirmation)")
 	f.StringVar(&o.proposer, "proposer", "auto", "auto (a usable configured model, else mutate), llm or mutate")
+	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON: the search, the confirmation, the report's path")
 	f.StringVar(&o.track, "track", "tiny", "track (for trying the demo on another small track)")
 	f.MarkHidden("track")
 	return cmd
@@ -130,15 +132,27 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; about 15 to 20 minutes on 2 quiet cores.\n",
 		o.track, proposer, o.evaluations, o.pairs)
 	name := "demo-" + time.Now().Format("20060102-150405")
-	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name}, cfg, env)
+	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON}, cfg, env)
 	if err != nil {
 		return err
 	}
-	printEvolveSummary(g.stdout, sum)
-	switch sum.StopReason {
-	case evolve.StopInterrupted, evolve.StopAborted:
-		return interruptedError{}
-	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
+	// With --json, one document at the end says what the text says.
+	var out demoJSON
+	if o.asJSON {
+		if out.Search, err = searchJSON(ctx, env.store, sum); err != nil {
+			return err
+		}
+	} else {
+		printEvolveSummary(g.stdout, sum)
+	}
+	if err := stopError(sum); err != nil {
+		if o.asJSON {
+			out.Outcome, out.Message = "stopped", err.Error()
+			writeJSON(g.stdout, out)
+		}
+		if _, interrupted := err.(interruptedError); interrupted {
+			return err
+		}
 		return fmt.Errorf("the demo's run stopped: %s", sum.StopDetail)
 	}
 	st := sum.Status
@@ -148,13 +162,23 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if shown == 0 {
 		shown = st.BestTimeID
 	}
-	if err := printChildEvaluation(ctx, g.stdout, env.store, shown); err != nil {
-		g.log.Warn("demo: no telemetry report for the fastest program", "child", shown, "err", err)
+	if !o.asJSON {
+		if err := printChildEvaluation(ctx, g.stdout, env.store, shown); err != nil {
+			g.log.Warn("demo: no telemetry report for the fastest program", "child", shown, "err", err)
+		}
 	}
 
 	// The search's times are single timings; the series decides.
 	var confirmErr error
-	if o.pairs > 0 {
+	switch {
+	case o.pairs > 0 && o.asJSON:
+		var oc *confirmOutcome
+		if oc, confirmErr = runConfirmation(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.pairs, seed: 1}); confirmErr == nil {
+			out.Confirmation, confirmErr = oc.json(), oc.err()
+		} else if errors.Is(confirmErr, errNothingToConfirm) {
+			out.Confirmation = &confirmationJSON{Reason: confirmErr.Error()}
+		}
+	case o.pairs > 0:
 		fmt.Fprintln(g.stdout)
 		confirmErr = confirmRecord(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.pairs, seed: 1})
 	}
@@ -164,39 +188,67 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 		return fmt.Errorf("demo: read the run for its report: %w", err)
 	}
 	d.GeneratedAt = time.Now()
-	out := o.out
-	if out == "" {
-		out = filepath.Join(cfg.Home, "reports", sum.RunName)
+	dir := o.out
+	if dir == "" {
+		dir = filepath.Join(cfg.Home, "reports", sum.RunName)
 	}
-	index, err := report.Write(ctx, out, d)
+	index, err := report.Write(ctx, dir, d)
 	if err != nil {
 		return fmt.Errorf("demo: write the report: %w", err)
 	}
-	fmt.Fprintf(g.stdout, "\nreport: %s\n", index)
+	out.Report = index
+	if !o.asJSON {
+		fmt.Fprintf(g.stdout, "\nreport: %s\n", index)
+	}
 
 	var nc *notConfirmedError
 	switch {
 	case confirmErr == nil && o.pairs > 0:
-		fmt.Fprintf(g.stdout, "the demo found a faster program and confirmed it against the reference in alternation (above: n, the interval, p); frontier runs show %s tells the rest\n", sum.RunName)
+		out.Outcome = "confirmed"
+		out.Message = fmt.Sprintf("the demo found a faster program and confirmed it against the reference in alternation (above: n, the interval, p); frontier runs show %s tells the rest", sum.RunName)
 	case errors.Is(confirmErr, errNothingToConfirm):
-		fmt.Fprintf(g.stdout, "no confirmed speedup: no acceptable program was measured faster than the reference (%s, one timing) in this short search; frontier evolve --resume %s --evaluations N continues it\n",
+		out.Outcome = "nothing_faster"
+		out.Message = fmt.Sprintf("no confirmed speedup: no acceptable program was measured faster than the reference (%s, one timing) in this short search; frontier evolve --resume %s --evaluations N continues it",
 			secsText(st.ReferenceTimeMs), sum.RunName)
 	case errors.As(confirmErr, &nc):
-		fmt.Fprintf(g.stdout, "no confirmed speedup: %s (the series above, with its evidence)\n", nc.reason)
+		out.Outcome = "not_confirmed"
+		out.Message = fmt.Sprintf("no confirmed speedup: %s (the series above, with its evidence)", nc.reason)
 	case confirmErr != nil:
+		if o.asJSON {
+			out.Outcome, out.Message = "failed", confirmErr.Error()
+			writeJSON(g.stdout, out)
+		}
 		return confirmErr
 	case st.FastestID != 0 && st.ReferenceTimeMs > 0:
-		fmt.Fprintf(g.stdout, "the fastest acceptable program (#%d) measured %s against the reference's %s: single timings, not confirmed (frontier runs confirm %s tests it)\n",
+		out.Outcome = "unconfirmed"
+		out.Message = fmt.Sprintf("the fastest acceptable program (#%d) measured %s against the reference's %s: single timings, not confirmed (frontier runs confirm %s tests it)",
 			st.FastestID, secsText(st.FastestMs), secsText(st.ReferenceTimeMs), sum.RunName)
 	default:
-		fmt.Fprintf(g.stdout, "no acceptable program was measured faster than the reference in this short search; frontier evolve --resume %s continues it\n", sum.RunName)
+		out.Outcome = "nothing_faster"
+		out.Message = fmt.Sprintf("no acceptable program was measured faster than the reference in this short search; frontier evolve --resume %s continues it", sum.RunName)
 	}
+	if o.asJSON {
+		return writeJSON(g.stdout, out)
+	}
+	fmt.Fprintln(g.stdout, out.Message)
 	return nil
+}
+
+// demoJSON is demo --json: the search, the confirmation of its fastest
+// program, the report, and the outcome in a word ("confirmed",
+// "not_confirmed", "nothing_faster", "unconfirmed" without a series,
+// "stopped" or "failed") and in a sentence.
+type demoJSON struct {
+	Search       *evolveJSON       `json:"search,omitempty"`
+	Confirmation *confirmationJSON `json:"confirmation,omitempty"`
+	Report       string            `json:"report,omitempty"`
+	Outcome      string            `json:"outcome"`
+	Message      string            `json:"message"`
 }
 
 // printChildEvaluation writes the full evaluation report (verdict, loss,
 // time, sections, top ops) of a child's full run, read back from the store.
-func printChildEvaluation(ctx context.Context, w io.Writer, st *store.Store, childID int64) error {
+func printChildEvaluation(ctx context.Context, w io.Writer, st store.Store, childID int64) error {
 	if childID == 0 {
 		return nil
 	}

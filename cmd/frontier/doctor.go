@@ -69,7 +69,7 @@ type sandboxReport struct {
 // takes seconds: it says so first, on stderr.
 func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON, slurmProbe bool) error {
 	rep := doctorReport{
-		Frontier: buildVersion(), CPUs: runtime.NumCPU(), Config: cfg.Path, Home: cfg.Home, Database: cfg.DB,
+		Frontier: buildVersion(), CPUs: runtime.NumCPU(), Config: cfg.Path, Home: cfg.Home, Database: cfg.DBName(),
 		Sandbox: sandboxReport{Configured: nonEmpty(cfg.Sandbox, "auto")},
 	}
 	w := g.stdout
@@ -78,7 +78,7 @@ func runDoctor(ctx context.Context, g *globals, cfg *config.Config, asJSON, slur
 		fmt.Fprintf(w, "frontier      %s, %s, %d CPUs, %s\n", rep.Frontier, rep.Frontier.Platform, rep.CPUs, rep.Frontier.Go)
 		fmt.Fprintf(w, "config        %s\n", cfgPath)
 		fmt.Fprintf(w, "home          %s\n", cfg.Home)
-		fmt.Fprintf(w, "database      %s\n", cfg.DB)
+		fmt.Fprintf(w, "database      %s\n", cfg.DBName())
 	}
 	rep.Warnings = privacyWarnings(cfg)
 	info, perr := pyenv.FindNotify(ctx, cfg.Python, func(python string) {
@@ -172,7 +172,10 @@ func printDoctor(w io.Writer, rep doctorReport, info *pyenv.Info, perr error) {
 // answer. frontier creates them private; older ones may not be.
 func privacyWarnings(cfg *config.Config) []string {
 	var out []string
-	for _, p := range []string{cfg.Home, cfg.DB, cfg.RunsDir} {
+	for _, p := range []string{cfg.Home, cfg.DBFile(), cfg.RunsDir} {
+		if p == "" {
+			continue
+		}
 		fi, err := os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) || err != nil {
 			continue

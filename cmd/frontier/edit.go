@@ -81,13 +81,22 @@ func runEditApply(ctx context.Context, g *globals, o editApplyOptions) error {
 	if o.json && o.output == "-" {
 		return usage(errors.New("--json prints the child in its output; use -o FILE to write it to a file as well, not -o -"))
 	}
-	parent, err := os.ReadFile(o.program)
-	if err != nil {
-		return usage(fmt.Errorf("read program: %w", err))
+	if o.program == "-" && o.answer == "-" {
+		return usage(errors.New("the program and the answer cannot both be read from stdin: name a file for one of them"))
 	}
-	answer, err := os.ReadFile(o.answer)
+	cfg, err := g.loadConfig()
 	if err != nil {
-		return usage(fmt.Errorf("read answer: %w", err))
+		return err
+	}
+	// A model's answer may rewrite the whole program: the same limit.
+	limit := int64(cfg.MaxProgramSize)
+	parent, err := readInput(ctx, g, o.program, "program", limit)
+	if err != nil {
+		return err
+	}
+	answer, err := readInput(ctx, g, o.answer, "answer", limit)
+	if err != nil {
+		return err
 	}
 	fail := func(kind string, err error) error {
 		if o.json {

@@ -109,10 +109,10 @@ func TestEditApplyFailures(t *testing.T) {
 	}
 	// A file named on the command line that is missing is the user's to
 	// fix: rc 2.
-	if code, _, errs := runCLI(t, "edit", "apply", prog, filepath.Join(dir, "missing.md")); code != 2 || !strings.Contains(errs, "read answer") {
+	if code, _, errs := runCLI(t, "edit", "apply", prog, filepath.Join(dir, "missing.md")); code != 2 || !strings.Contains(errs, "answer "+filepath.Join(dir, "missing.md")+" does not exist") {
 		t.Errorf("missing answer: exit %d, %s", code, errs)
 	}
-	if code, _, errs := runCLI(t, "edit", "apply", filepath.Join(dir, "missing.py"), prog); code != 2 || !strings.Contains(errs, "read program") {
+	if code, _, errs := runCLI(t, "edit", "apply", filepath.Join(dir, "missing.py"), prog); code != 2 || !strings.Contains(errs, "program "+filepath.Join(dir, "missing.py")+" does not exist") {
 		t.Errorf("missing program: exit %d, %s", code, errs)
 	}
 	if code, _, _ := runCLI(t, "edit", "apply", prog); code != 2 {

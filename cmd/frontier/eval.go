@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -73,27 +75,28 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := registry(cfg).Get(o.track)
+	spec, err := lookupTrack(cfg, o.track)
 	if err != nil {
-		return usage(err)
+		return err
 	}
+	// The program, and a baseline file, are read and checked before the
+	// environment opens: a wrong file should not cost a Python probe.
 	var src []byte
-	name := o.program
-	switch o.program {
-	case "":
+	var name string
+	if o.program == "" {
 		src, err = spec.ReferenceSource()
-		name = spec.Name + "/" + spec.Reference
-	case "-":
-		src, err = io.ReadAll(os.Stdin)
-		name = "stdin.py"
-	default:
-		src, err = os.ReadFile(o.program)
-		if errors.Is(err, os.ErrNotExist) {
-			return usage(fmt.Errorf("program %s does not exist", o.program))
+		if err != nil {
+			return usage(fmt.Errorf("read program: %w", err))
 		}
+		name = spec.Name + "/" + spec.Reference
+	} else if src, name, err = readProgram(ctx, g, cfg, o.program, "program"); err != nil {
+		return err
 	}
-	if err != nil {
-		return usage(fmt.Errorf("read program: %w", err))
+	var baselineFile []byte
+	if o.interleave {
+		if baselineFile, err = readBaselineFile(ctx, g, cfg, o.baseline); err != nil {
+			return err
+		}
 	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
@@ -108,6 +111,8 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 	if o.repeats > 1 && !o.fast {
 		rr := eval.RepeatRequest{Request: req, N: o.repeats}
 		switch {
+		case o.interleave && baselineFile != nil:
+			rr.Baseline = baselineFile
 		case o.interleave:
 			rr.Baseline, err = baselineSource(ctx, env.store, spec, o.baseline)
 			if err != nil {
@@ -149,17 +154,26 @@ func printResult(w io.Writer, res *eval.Result, asJSON bool) error {
 	return enc.Encode(res)
 }
 
+// readBaselineFile reads the baseline of an interleaved series when it
+// names a file (bounded and checked as a program is); nil when it names
+// the reference or a stored program.
+func readBaselineFile(ctx context.Context, g *globals, cfg *config.Config, baseline string) ([]byte, error) {
+	switch _, err := os.Lstat(baseline); {
+	case baseline == "-":
+		return nil, usage(errors.New("--baseline -: the baseline is a file, reference or a stored program's sha256, not stdin"))
+	case baseline == "reference", errors.Is(err, fs.ErrNotExist):
+		return nil, nil // looked up once the store is open
+	}
+	src, _, err := readProgram(ctx, g, cfg, baseline, "baseline")
+	return src, err
+}
+
 // baselineSource is the program an interleaved series runs as its
-// baseline: the track's reference, a stored program by its sha256, or a
-// file.
-func baselineSource(ctx context.Context, st *store.Store, spec *track.Spec, baseline string) ([]byte, error) {
+// baseline when it is not a file: the track's reference, or a stored
+// program by its sha256.
+func baselineSource(ctx context.Context, st store.Store, spec *track.Spec, baseline string) ([]byte, error) {
 	if baseline == "reference" {
 		return spec.ReferenceSource()
-	}
-	if src, err := os.ReadFile(baseline); err == nil {
-		return src, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read baseline: %w", err)
 	}
 	src, err := st.Program(ctx, baseline)
 	if err != nil {

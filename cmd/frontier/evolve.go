@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -38,6 +39,7 @@ type evolveOptions struct {
 	seed           uint64
 	quiet          bool
 	confirm        int
+	asJSON         bool
 	// trackSet: --track was given (a resumed run then reads its track
 	// there, for a folder that moved).
 	trackSet bool
@@ -94,6 +96,7 @@ proposes: it perturbs hyperparameters without a model.`,
 	f.IntVar(&o.llmConcurrency, "llm-concurrency", 0, "model calls at once (evolve.llm_concurrency)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the search's random choices (evolve.seed)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress display")
+	f.BoolVar(&o.asJSON, "json", false, "print how the session ended and where the run stands as JSON (and the confirmation, with --confirm)")
 	f.IntVar(&o.confirm, "confirm", 0, "when the run ends, re-time its record against the reference `N` times each, in alternation (see runs confirm); exit 8 when the speedup is not confirmed")
 	return cmd
 }
@@ -131,12 +134,12 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.asJSON {
+		return evolveJSONResult(ctx, g, cfg, env, sum, o)
+	}
 	printEvolveSummary(g.stdout, sum)
-	switch sum.StopReason {
-	case evolve.StopInterrupted, evolve.StopAborted:
-		return interruptedError{}
-	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
-		return fmt.Errorf("the run stopped: %s", sum.StopDetail)
+	if err := stopError(sum); err != nil {
+		return err
 	}
 	if o.confirm > 0 {
 		fmt.Fprintln(g.stdout)
@@ -163,7 +166,9 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 		budget  *llm.Budget
 		err     error
 		resumed = o.resume != ""
+		claim   = newRunClaim()
 	)
+	defer claim.Release()
 	if resumed {
 		run, evCfg, err = evolve.Load(ctx, st, o.resume)
 		if err != nil {
@@ -177,14 +182,19 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 			return nil, err
 		}
 		runID = run.ID
+		// Before Resume changes anything: a run that a live process
+		// runs (here or on another machine) is that process's.
+		if err := claim.hold(ctx, st, run.ID); err != nil {
+			return nil, err
+		}
 	} else {
 		evCfg = cfg.Evolve
 		if err := evCfg.Validate(); err != nil {
 			return nil, usage(fmt.Errorf("config %s: %w", cfg.Path, err))
 		}
-		spec, err = registry(cfg).Get(o.track)
+		spec, err = lookupTrack(cfg, o.track)
 		if err != nil {
-			return nil, usage(err)
+			return nil, err
 		}
 		applyEvolveFlags(&evCfg, o)
 	}
@@ -254,21 +264,114 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	if err != nil {
 		return nil, usage(err)
 	}
+	if !resumed {
+		if err := claim.hold(ctx, st, e.RunID()); err != nil {
+			return nil, err
+		}
+	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
 	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, lineStart(g.stderr, lw))
 	defer stopSignals()
+	runCtx, unwatch := claim.watch(runCtx)
+	defer unwatch()
 	sum, err := e.Run(runCtx)
 	if lw != nil {
 		lw.finish()
 	}
-	if err != nil {
+	if lost := claim.err(); lost != nil {
 		if sum != nil {
+			printEvolveSummary(g.stdout, sum)
+		}
+		return nil, fmt.Errorf("stopped: another process took the run over while this one stalled past its claim: %w", lost)
+	}
+	if err != nil {
+		if sum != nil && !o.asJSON {
 			printEvolveSummary(g.stdout, sum)
 		}
 		return nil, err
 	}
 	return sum, nil
+}
+
+// stopError is what a session that stopped on sum returns: nil when it
+// ended on a budget.
+func stopError(sum *evolve.Summary) error {
+	switch sum.StopReason {
+	case evolve.StopInterrupted, evolve.StopAborted:
+		return interruptedError{}
+	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
+		return fmt.Errorf("the run stopped: %s", sum.StopDetail)
+	}
+	return nil
+}
+
+// evolveJSON is evolve --json, and the search of demo --json: where the
+// run stands once the session ended, why it ended, the engine's counts
+// over the run, the confirmation (--confirm) and what to run next.
+type evolveJSON struct {
+	Run          runview.RunRow    `json:"run"`
+	StopReason   string            `json:"stop_reason"`
+	StopDetail   string            `json:"stop_detail"`
+	Iterations   int               `json:"iterations"`
+	Evaluations  int               `json:"evaluations"`
+	Acceptable   int               `json:"acceptable"`
+	LossTooHigh  int               `json:"loss_too_high"`
+	Buggy        int               `json:"buggy"`
+	Duplicates   int               `json:"duplicates"`
+	NoProposal   int               `json:"no_proposal"`
+	Confirmation *confirmationJSON `json:"confirmation,omitempty"`
+	Next         []string          `json:"next"`
+}
+
+// searchJSON reads back the run a session ended and describes it.
+func searchJSON(ctx context.Context, st store.Store, sum *evolve.Summary) (*evolveJSON, error) {
+	s, err := summarizeRun(ctx, st, sum.RunName)
+	if err != nil {
+		return nil, err
+	}
+	c := sum.Status
+	out := &evolveJSON{Run: s.Row(time.Now()), StopReason: sum.StopReason, StopDetail: sum.StopDetail, Iterations: c.Iteration,
+		Evaluations: c.Evaluations, Acceptable: c.Acceptable, LossTooHigh: c.LossTooHigh, Buggy: c.Buggy, Duplicates: c.Duplicates,
+		NoProposal: c.NoProposal, Next: []string{"frontier runs show " + sum.RunName, "frontier runs best " + sum.RunName, "frontier report " + sum.RunName}}
+	if c.FastestID != 0 && c.FastestClaim != string(runs.ClaimRejected) && c.FastestClaim != string(runs.ClaimFailed) {
+		out.Next = append(out.Next, "frontier runs confirm "+sum.RunName)
+	}
+	if sum.StopReason != evolve.StopReferenceFails && sum.StopReason != evolve.StopError {
+		out.Next = append(out.Next, "frontier evolve --resume "+sum.RunName)
+	}
+	return out, nil
+}
+
+// evolveJSONResult finishes evolve --json: the confirmation when asked
+// for, then one JSON document, then the exit code the text would have.
+func evolveJSONResult(ctx context.Context, g *globals, cfg *config.Config, env *environment, sum *evolve.Summary, o evolveOptions) error {
+	stopped := stopError(sum)
+	var result error
+	var conf *confirmationJSON
+	if stopped == nil && o.confirm > 0 {
+		oc, err := runConfirmation(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.confirm, quiet: o.quiet, seed: 1})
+		switch {
+		case errors.Is(err, errNothingToConfirm):
+			conf = &confirmationJSON{Reason: err.Error()}
+		case err != nil:
+			return err
+		default:
+			conf, result = oc.json(), oc.err()
+		}
+	}
+	out, err := searchJSON(ctx, env.store, sum)
+	if err != nil {
+		return err
+	}
+	out.Confirmation = conf
+	if err := writeJSON(g.stdout, out); err != nil {
+		return err
+	}
+	if stopped != nil {
+		return stopped
+	}
+	return result
 }
 
 // applyEvolveFlags puts the flags of a new run into its configuration.

@@ -44,7 +44,7 @@ func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 
 // quickRun runs a search named name on the quick track in a database
 // under home and returns the store, still open, and how the run ended.
-func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (*store.Store, *evolve.Summary) {
+func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (store.Store, *evolve.Summary) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
@@ -291,6 +291,26 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "mutate baseline") {
 		t.Errorf("the demo did not say which proposer it uses:\n%s", stderr)
+	}
+}
+
+// demo --json: one document with the search, the report and the
+// outcome (no series here: --pairs 0).
+func TestDemoJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training processes")
+	}
+	home := t.TempDir()
+	abs, _ := filepath.Abs(quickTracks)
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	var got demoJSON
+	jsonOf(t, &got, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "2", "--pairs", "0", "--json")
+	if got.Search == nil || !strings.HasPrefix(got.Search.Run.Name, "demo-") || got.Search.Run.Track != "quick" || got.Search.Run.Record == nil ||
+		got.Confirmation != nil || (got.Outcome != "unconfirmed" && got.Outcome != "nothing_faster") || got.Message == "" {
+		t.Errorf("demo --json: %+v", got)
+	}
+	if _, err := os.Stat(got.Report); err != nil {
+		t.Errorf("the report: %v", err)
 	}
 }
 

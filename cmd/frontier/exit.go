@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // Exit codes, listed per command in docs/cli.md. exitCode is the one place
@@ -25,6 +26,9 @@ const (
 	// exitNotConfirmed: runs confirm (or evolve --confirm) found no
 	// significant speedup.
 	exitNotConfirmed = 8
+	// exitHeld: evolve --resume of a run that a live process runs, here
+	// or on another machine (or a session that lost its run to another).
+	exitHeld = 9
 	// exitInterrupted: a run stopped by Ctrl-C (128 + SIGINT, the shell's
 	// convention).
 	exitInterrupted = 130
@@ -89,6 +93,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &status):
 		return int(status)
+	case errors.Is(err, store.ErrHeld):
+		return exitHeld
 	case errors.As(err, &ie), errors.Is(err, context.Canceled):
 		// The command's context is canceled only by Ctrl-C or SIGTERM
 		// (main's signal context): whatever it was doing was interrupted.

@@ -91,6 +91,10 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"track", "list", "--json", "--nosuchflag"}, exitUsage, "unknown flag"},
 		{[]string{"nosuchcommand", "--json"}, exitUsage, "unknown command"},
 		{[]string{"llm", "models", "--json", "extra"}, exitUsage, "unknown command"},
+		{[]string{"runs", "--json"}, exitFailure, "no database at"},
+		{[]string{"runs", "show", "x", "--json"}, exitFailure, "no database at"},
+		{[]string{"report", "x", "--json"}, exitFailure, "no database at"},
+		{[]string{"eval", "/dev/zero", "--json"}, exitUsage, "/dev/zero is a character device"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

@@ -1,18 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/frontier-bench/frontier/internal/bounded"
 	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -23,11 +24,22 @@ type reportOptions struct {
 	run  string // run id or name in the database
 	out  string // report folder; "" means <home>/reports/<run>
 	data string // a report.Data JSON file to render instead of the database
+	json bool   // print where the report is as JSON
+}
+
+// reportJSON is report --json: where the report was written.
+type reportJSON struct {
+	// Run is the run's name (its id when it has none).
+	Run         string    `json:"run"`
+	Index       string    `json:"index"`
+	Dir         string    `json:"dir"`
+	Programs    int       `json:"programs"`
+	GeneratedAt time.Time `json:"generated_at"`
 }
 
 // reportLoader reads everything the report of one run shows from the
 // database (loadRunReport; tests give their own).
-type reportLoader func(ctx context.Context, st *store.Store, run string) (*report.Data, error)
+type reportLoader func(ctx context.Context, st store.Store, run string) (*report.Data, error)
 
 func newReportCmd(g *globals) *cobra.Command {
 	return newReportCmdWith(g, loadRunReport)
@@ -64,6 +76,7 @@ What each part shows and how to read it: docs/report.md.`,
 	}
 	cmd.Flags().StringVarP(&o.out, "out", "o", "", "report folder (default: <home>/reports/RUN)")
 	cmd.Flags().StringVar(&o.data, "data", "", "render from this JSON file of report data instead of the database")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print where the report is as JSON")
 	return cmd
 }
 
@@ -91,8 +104,8 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+		if noDatabase(cfg) {
+			return fmt.Errorf("report: no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 		}
 		st, err := store.Open(ctx, cfg.DB)
 		if err != nil {
@@ -118,19 +131,26 @@ func runReport(ctx context.Context, g *globals, o reportOptions, load reportLoad
 		return err
 	}
 	g.log.Debug("report written", "run", d.Run.ID, "programs", len(d.Programs), "path", index)
+	if o.json {
+		return writeJSON(g.stdout, reportJSON{Run: cmp.Or(d.Run.Name, d.Run.ID), Index: index, Dir: out, Programs: len(d.Programs), GeneratedAt: d.GeneratedAt})
+	}
 	fmt.Fprintln(g.stdout, index)
 	return nil
 }
 
+// maxReportData bounds a --data file: the data of a run of thousands of
+// programs, with the best program's source and telemetry, is a few
+// megabytes.
+const maxReportData = 256 << 20
+
 // readReportData reads a report.Data JSON file strictly: an unknown field
 // is more likely a typo or another tool's file than something to ignore.
 func readReportData(path string) (*report.Data, error) {
-	f, err := os.Open(path)
+	b, err := bounded.ReadFile(path, maxReportData)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var d report.Data
 	if err := dec.Decode(&d); err != nil {
@@ -158,6 +178,6 @@ func safeName(s string) string {
 
 // loadRunReport reads a run from the database (the engine's tables) into
 // the report's data.
-func loadRunReport(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+func loadRunReport(ctx context.Context, st store.Store, run string) (*report.Data, error) {
 	return runview.LoadReport(ctx, st, run)
 }

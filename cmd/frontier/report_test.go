@@ -101,9 +101,9 @@ func TestReportFromStore(t *testing.T) {
 	st.Close()
 
 	var gotRun string
-	load := func(ctx context.Context, st *store.Store, run string) (*report.Data, error) {
+	load := func(ctx context.Context, st store.Store, run string) (*report.Data, error) {
 		gotRun = run
-		if st == nil || st.Path() != db {
+		if st == nil || st.Location() != db {
 			return nil, errors.New("wrong store")
 		}
 		if run == "missing" {
@@ -168,10 +168,11 @@ func TestReportDocExample(t *testing.T) {
 	}
 }
 
-// frontier report RUN reads the run from the database.
-func TestReportRunFromDatabase(t *testing.T) {
+// confirmedRun stores, in a database under home, run db-run: the
+// reference (20 s) and one child (16 s) whose claim was confirmed.
+func confirmedRun(t *testing.T, home string) {
+	t.Helper()
 	ctx := context.Background()
-	home := t.TempDir()
 	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestReportRunFromDatabase(t *testing.T) {
 	}
 	refHash, _ := st.PutProgram(ctx, []byte("x = 1\n"), "")
 	childHash, _ := st.PutProgram(ctx, []byte("x = 2\n"), "")
-	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
+	err = st.RunInTx(ctx, func(tx store.RunTx) error {
 		ref := &store.Child{RunID: run.ID, Origin: runs.OriginReference, Stage: runs.StageReference, State: runs.Done,
 			ProgramHash: refHash, Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000}
 		if err := tx.InsertChild(ref); err != nil {
@@ -206,7 +207,12 @@ func TestReportRunFromDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
 
+// frontier report RUN reads the run from the database.
+func TestReportRunFromDatabase(t *testing.T) {
+	home := t.TempDir()
+	confirmedRun(t, home)
 	code, stdout, stderr := runCLI(t, "--home", home, "report", "db-run")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

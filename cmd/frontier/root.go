@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,8 @@ type globals struct {
 	logLevel   string
 	logFormat  string
 
+	// stdin is where "-" reads from; nil means os.Stdin.
+	stdin  *os.File
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
@@ -61,7 +64,7 @@ func (g *globals) loadConfig() (*config.Config, error) {
 		cfg.SetHome(g.home)
 	}
 	if g.db != "" {
-		cfg.DB = g.db
+		cfg.SetDB(g.db)
 	}
 	return cfg, nil
 }
@@ -92,7 +95,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", "config file (default: $FRONTIER_CONFIG, else ./frontier.yaml if present)")
 	pf.StringVar(&g.home, "home", "", "state folder for the database, data and runs (default: $FRONTIER_HOME, else ~/.local/share/frontier)")
-	pf.StringVar(&g.db, "db", "", "database path (default: <home>/frontier.db)")
+	pf.StringVar(&g.db, "db", "", "database: a SQLite file, or a postgres:// URL (default: db: in the config, else $FRONTIER_DB, else <home>/frontier.db)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "human", "log lines on stderr: human (for reading among the output), text or json (slog's, with time stamps)")
 
@@ -110,6 +113,8 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newBenchCmd(g),
 		newSandboxCmd(g),
 		newPhaseExecCmd(g),
+		newPhaseWorkerCmd(g),
+		newDBCmd(g),
 		newVersionCmd(g),
 	)
 	markUsageErrors(root)

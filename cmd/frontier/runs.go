@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -21,6 +20,7 @@ import (
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
+	var listJSON bool
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List evolution runs; show one, a member of one, a diff; write its best program; confirm its record",
@@ -33,26 +33,29 @@ its parent; "runs best RUN" writes its record program; "runs confirm RUN"
 re-times a candidate against the standing record. RUN is a run's id or name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error { return runsList(cmd.Context(), g.stdout, st) })
+			return withStore(cmd.Context(), g, func(st store.Store) error { return runsList(cmd.Context(), g.stdout, st, listJSON) })
 		},
 	}
+	cmd.Flags().BoolVar(&listJSON, "json", false, "print the runs as JSON")
 	var child int64
+	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Summarize a run: settings, record and claims, verdicts, best programs, islands, models, stages, spend",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
+			return withStore(cmd.Context(), g, func(st store.Store) error {
 				if child != 0 {
-					return runsChild(cmd.Context(), g.stdout, st, args[0], child, false)
+					return runsChild(cmd.Context(), g.stdout, st, args[0], child, childOptions{json: showJSON})
 				}
-				return runsShow(cmd.Context(), g.stdout, st, args[0])
+				return runsShow(cmd.Context(), g.stdout, st, args[0], showJSON)
 			})
 		},
 	}
 	show.Flags().Int64Var(&child, "child", 0, "show member `N` instead (as runs child RUN N)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the summary as JSON")
 	var out string
-	var fastest bool
+	var fastest, bestJSON bool
 	best := &cobra.Command{
 		Use:   "best RUN",
 		Short: "Write a run's record program (confirmed, else the reference), or with --fastest its fastest single timing",
@@ -60,20 +63,21 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
   frontier runs best run-3 | diff tracks/tiny/train.py -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
-				return runsBest(cmd.Context(), g, st, args[0], out, fastest)
+			return withStore(cmd.Context(), g, func(st store.Store) error {
+				return runsBest(cmd.Context(), g, st, args[0], bestOptions{out: out, fastest: fastest, json: bestJSON})
 			})
 		},
 	}
 	best.Flags().StringVarP(&out, "output", "o", "", "write the program to `FILE` (default: stdout)")
 	best.Flags().BoolVar(&fastest, "fastest", false, "write the acceptable program with the fastest single timing, confirmed or not")
+	best.Flags().BoolVar(&bestJSON, "json", false, "print the program and why it is the one as JSON (with -o, the program goes to the file only)")
 	cmd.AddCommand(show, best, newRunsConfirmCmd(g), newRunsChildCmd(g), newRunsDiffCmd(g))
 	return cmd
 }
 
 // summarizeRun reads the summary of run ref (an id or a name); an unknown
 // run is a usage error.
-func summarizeRun(ctx context.Context, st *store.Store, ref string) (*runview.Summary, error) {
+func summarizeRun(ctx context.Context, st store.Store, ref string) (*runview.Summary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, usage(err)
@@ -82,13 +86,13 @@ func summarizeRun(ctx context.Context, st *store.Store, ref string) (*runview.Su
 }
 
 // withStore opens the configured database, which must exist.
-func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) error {
+func withStore(ctx context.Context, g *globals, f func(st store.Store) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.DB); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DB)
+	if noDatabase(cfg) {
+		return fmt.Errorf("no database at %s: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", cfg.DBName())
 	}
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -98,10 +102,21 @@ func withStore(ctx context.Context, g *globals, f func(st *store.Store) error) e
 	return f(st)
 }
 
-func runsList(ctx context.Context, w io.Writer, st *store.Store) error {
+func runsList(ctx context.Context, w io.Writer, st store.Store, asJSON bool) error {
 	list, err := st.Runs(ctx)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		out := runview.RunsDoc{Runs: []runview.RunRow{}}
+		for _, r := range list {
+			s, err := runview.Summarize(ctx, st, r)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", r.Name, err)
+			}
+			out.Runs = append(out.Runs, s.Row(time.Now()))
+		}
+		return writeJSON(w, out)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no runs yet: start one with frontier evolve --track tiny (or frontier demo)")
@@ -183,19 +198,28 @@ func clipText(s string, n int) string {
 	return s
 }
 
-func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string, fastest bool) error {
+// bestOptions are runs best's flags.
+type bestOptions struct {
+	out           string
+	fastest, json bool
+}
+
+func runsBest(ctx context.Context, g *globals, st store.Store, ref string, o bestOptions) error {
+	if o.json && o.out == "-" {
+		return usage(errors.New("--json prints the program in its output; use -o FILE to write it to a file instead, not -o -"))
+	}
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
 	}
 	run := s.Run
 	b := s.Best()
-	var what string
+	var what, kind string
 	switch {
-	case fastest && s.Fastest == nil:
+	case o.fastest && s.Fastest == nil:
 		return fmt.Errorf("run %s has no acceptable program with a train time", run.Name)
-	case fastest:
-		b = s.Fastest
+	case o.fastest:
+		b, kind = s.Fastest, "fastest"
 		what = "the fastest single timing"
 		if s.RecordClaim != nil && s.Record.ID == b.ID {
 			what += ", the record: " + s.RecordClaim.Evidence()
@@ -205,29 +229,42 @@ func runsBest(ctx context.Context, g *globals, st *store.Store, ref, out string,
 	case b == nil:
 		return fmt.Errorf("run %s has no evaluated program yet", run.Name)
 	case s.RecordClaim != nil && b.ID == s.Record.ID:
-		what = "the record: " + s.RecordClaim.Evidence()
+		what, kind = "the record: "+s.RecordClaim.Evidence(), "record"
 	case s.Record != nil && b.ID == s.Record.ID:
-		what = "the record is still the reference: no faster program was confirmed"
+		what, kind = "the record is still the reference: no faster program was confirmed", "reference"
 		if c := s.CandidateClaim(); c != nil {
 			what += fmt.Sprintf(" (#%d measured faster once, claim %s; --fastest writes it)", c.ChildID, c.State)
 		}
 	default:
-		what = "no program is acceptable; this is the best by the run's objective"
+		what, kind = "no program is acceptable; this is the best by the run's objective", "best"
 	}
 	src, err := st.Program(ctx, b.ProgramHash)
 	if err != nil {
 		return err
 	}
+	if o.out != "" && o.out != "-" {
+		if err := os.WriteFile(o.out, src, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", o.out, err)
+		}
+	}
+	if o.json {
+		byID := map[int64]*store.Child{}
+		for _, c := range s.Members {
+			byID[c.ID] = c
+		}
+		out := runsBestJSON{Run: run.Name, Member: runview.Program(b, byID), Kind: kind, Evidence: what, Output: o.out}
+		if o.out == "" {
+			out.Source = string(src)
+		}
+		return writeJSON(g.stdout, out)
+	}
 	fmt.Fprintf(g.stderr, "#%d (iteration %d, %s): %s, val loss %.4f, train time %s; %s\n",
 		b.ID, b.Iteration, orDash(b.Model), b.Verdict, b.ValLoss, secsText(b.TrainTimeMs), what)
-	if out == "" || out == "-" {
+	if o.out == "" || o.out == "-" {
 		_, err = g.stdout.Write(src)
 		return err
 	}
-	if err := os.WriteFile(out, src, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	fmt.Fprintf(g.stderr, "wrote %s\n", out)
+	fmt.Fprintf(g.stderr, "wrote %s\n", o.out)
 	return nil
 }
 

@@ -20,8 +20,14 @@ import (
 
 // runs child and runs diff: one member of a run, from the terminal.
 
+// childOptions are runs child's flags.
+type childOptions struct {
+	prompts bool // print prompts and answers in full
+	json    bool
+}
+
 func newRunsChildCmd(g *globals) *cobra.Command {
-	var prompts bool
+	var o childOptions
 	cmd := &cobra.Command{
 		Use:   "child RUN N",
 		Short: "Show one member of a run: lineage, stage, idea, prompts and answers, edits, fix attempts, evaluations, claims",
@@ -39,17 +45,19 @@ shortened unless --prompts is given. Also: frontier runs show RUN --child N.`,
 			if err != nil {
 				return err
 			}
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
-				return runsChild(cmd.Context(), g.stdout, st, args[0], id, prompts)
+			return withStore(cmd.Context(), g, func(st store.Store) error {
+				return runsChild(cmd.Context(), g.stdout, st, args[0], id, o)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&prompts, "prompts", false, "print every prompt and answer in full")
+	cmd.Flags().BoolVar(&o.prompts, "prompts", false, "print every prompt and answer in full")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the member's story as JSON (prompts and answers in full)")
 	return cmd
 }
 
 func newRunsDiffCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "diff RUN [N]",
 		Short: "Diff a member's program against the reference and against its parent (default: the record, else the fastest)",
 		Args:  cobra.RangeArgs(1, 2),
@@ -61,11 +69,13 @@ func newRunsDiffCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			return withStore(cmd.Context(), g, func(st *store.Store) error {
-				return runsDiff(cmd.Context(), g.stdout, st, args[0], id)
+			return withStore(cmd.Context(), g, func(st store.Store) error {
+				return runsDiff(cmd.Context(), g.stdout, st, args[0], id, asJSON)
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the diffs as JSON")
+	return cmd
 }
 
 func memberID(s string) (int64, error) {
@@ -76,7 +86,7 @@ func memberID(s string) (int64, error) {
 	return id, nil
 }
 
-func runsChild(ctx context.Context, w io.Writer, st *store.Store, ref string, id int64, full bool) error {
+func runsChild(ctx context.Context, w io.Writer, st store.Store, ref string, id int64, o childOptions) error {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return usage(err)
@@ -88,6 +98,10 @@ func runsChild(ctx context.Context, w io.Writer, st *store.Store, ref string, id
 	if err != nil {
 		return err
 	}
+	if o.json {
+		return writeJSON(w, s.Doc())
+	}
+	full := o.prompts
 	c := s.Child
 	fmt.Fprintf(w, "member #%d of run %s: iteration %d, island %d, slot %d, %s\n", c.ID, run.Name, c.Iteration, c.Island, c.Slot, c.Origin)
 	var lineage []string
@@ -232,7 +246,7 @@ func indent(s, pad string) string { return pad + strings.ReplaceAll(s, "\n", "\n
 
 // runsDiff prints a member's program against the reference and against
 // its parent (what it tried).
-func runsDiff(ctx context.Context, w io.Writer, st *store.Store, ref string, id int64) error {
+func runsDiff(ctx context.Context, w io.Writer, st store.Store, ref string, id int64, asJSON bool) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
@@ -262,17 +276,18 @@ func runsDiff(ctx context.Context, w io.Writer, st *store.Store, ref string, id 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# #%d %s, %s\n", c.ID, memberOutcome(c), orDash(c.Description))
 	against := []struct {
 		label string
 		m     *store.Child
-	}{{"the reference", s.Reference}}
+	}{{"reference", s.Reference}}
 	if p := byID[c.ParentID]; p != nil && (s.Reference == nil || p.ProgramHash != s.Reference.ProgramHash) {
 		against = append(against, struct {
 			label string
 			m     *store.Child
-		}{"its parent", p})
+		}{"parent", p})
 	}
+	out := runsDiffJSON{Run: s.Run.Name, Member: runview.Program(c, byID), Against: []diffJSON{}}
+	var bases []*store.Child
 	for _, a := range against {
 		if a.m == nil || a.m.ProgramHash == "" {
 			continue
@@ -282,11 +297,23 @@ func runsDiff(ctx context.Context, w io.Writer, st *store.Store, ref string, id 
 			return err
 		}
 		d, stat := edit.Diff(fmt.Sprintf("#%d", a.m.ID), fmt.Sprintf("#%d", c.ID), base, src)
-		fmt.Fprintf(w, "\n# against %s #%d %s: +%d -%d lines\n", a.label, a.m.ID, memberOutcome(a.m), stat.Added, stat.Removed)
-		if d == "" {
+		out.Against = append(out.Against, diffJSON{Label: a.label, Member: runview.Program(a.m, byID), Added: stat.Added, Removed: stat.Removed, Diff: d})
+		bases = append(bases, a.m)
+	}
+	if asJSON {
+		return writeJSON(w, out)
+	}
+	fmt.Fprintf(w, "# #%d %s, %s\n", c.ID, memberOutcome(c), orDash(c.Description))
+	for i, d := range out.Against {
+		label := "the reference"
+		if d.Label == "parent" {
+			label = "its parent"
+		}
+		fmt.Fprintf(w, "\n# against %s #%d %s: +%d -%d lines\n", label, bases[i].ID, memberOutcome(bases[i]), d.Added, d.Removed)
+		if d.Diff == "" {
 			fmt.Fprintln(w, "# (identical)")
 		}
-		fmt.Fprint(w, d)
+		fmt.Fprint(w, d.Diff)
 	}
 	return nil
 }

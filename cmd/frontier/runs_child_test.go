@@ -10,6 +10,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runview"
 )
 
 // A member of a run, from the terminal: its lineage, prompts and answers,
@@ -41,6 +42,13 @@ func TestRunsChildAndDiff(t *testing.T) {
 	}
 	if _, viaShow, _ := runCLI(t, "--home", home, "runs", "show", "kid", "--child", "2"); !strings.Contains(viaShow, "member #2 of run kid") {
 		t.Errorf("runs show --child:\n%s", viaShow)
+	}
+	// --json: the calls in full, the request as the JSON it was stored as.
+	var story runview.MemberDoc
+	jsonOf(t, &story, "--home", home, "runs", "child", "kid", "2", "--json")
+	if len(story.Calls) == 0 || story.Calls[0].Purpose != "template" || !strings.Contains(story.Calls[0].Answer, "WASTE = ") ||
+		!strings.HasPrefix(string(story.Calls[0].Request), "{") || len(story.Attempts) == 0 || story.Member.Model != "fake" {
+		t.Errorf("runs child --json: %+v", story)
 	}
 	if code, _, stderr := runCLI(t, "--home", home, "runs", "child", "kid", "99"); code != exitUsage || !strings.Contains(stderr, "no member #99") {
 		t.Errorf("an unknown member: exit %d: %s", code, stderr)

@@ -19,10 +19,13 @@ import (
 // runsShow prints a run's summary: settings, where it stands, its record
 // with the evidence, the verdicts, the best programs, the claims, the
 // islands, the models and stages, and the spend by purpose.
-func runsShow(ctx context.Context, w io.Writer, st *store.Store, ref string) error {
+func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string, asJSON bool) error {
 	s, err := summarizeRun(ctx, st, ref)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(w, s.Doc(time.Now()))
 	}
 	showHeader(w, s)
 	showRecord(w, s)

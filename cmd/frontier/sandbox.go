@@ -54,3 +54,30 @@ func newPhaseExecCmd(g *globals) *cobra.Command {
 		},
 	}
 }
+
+// newPhaseWorkerCmd is the node side of a Slurm worker job: it runs the
+// phases of one class's queue one after another on this node (see
+// slurm.ServeWorker). Its command line is written by package slurm.
+func newPhaseWorkerCmd(g *globals) *cobra.Command {
+	var opt slurm.WorkerOptions
+	cmd := &cobra.Command{
+		Use:    "phase-worker DIR",
+		Short:  "Run evaluation phases from a queue on this node (used internally by the Slurm executor)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			m, err := localNode(cmd.Context(), g, cfg)
+			if err != nil {
+				return err
+			}
+			return slurm.ServeWorker(cmd.Context(), args[0], m.exec, opt, g.log)
+		},
+	}
+	cmd.Flags().DurationVar(&opt.Limit, "limit", 0, "the worker job's time limit")
+	cmd.Flags().DurationVar(&opt.Idle, "idle", 0, "how long to wait for a phase before ending")
+	return cmd
+}

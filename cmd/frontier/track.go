@@ -32,6 +32,38 @@ func registry(cfg *config.Config) *track.Registry {
 	return track.NewRegistry(tracks.FS, cfg.TracksDirs...)
 }
 
+// lookupTrack finds the track a command line names (see findTrack); an
+// error is the user's to fix.
+func lookupTrack(cfg *config.Config, arg string) (*track.Spec, error) {
+	s, err := findTrack(registry(cfg), arg)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return s, nil
+}
+
+// findTrack finds the track arg names, the same way for every command
+// that takes one: a path to a track folder or to its track.yaml; a name
+// that is a folder here holding a track.yaml (the folder wins over a
+// track of the same name: what is here is what was meant); else the name
+// of a built-in or configured track.
+func findTrack(reg *track.Registry, arg string) (*track.Spec, error) {
+	if strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
+		return reg.Get(arg) // a path: the folder, or the folder of the track.yaml
+	}
+	if _, err := os.Stat(filepath.Join(arg, track.SpecFile)); err == nil {
+		return track.LoadDir(arg)
+	}
+	s, err := reg.Get(arg)
+	if err != nil {
+		if fi, serr := os.Stat(arg); serr == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%w\nthe folder %s here is not a track folder: it has no %s", err, arg, track.SpecFile)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
 func newTrackCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "track",
@@ -47,7 +79,8 @@ func newTrackCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runTrackList(g.stdout, registry(cfg), listJSON)
+			local := &eval.LocalData{Root: cfg.DataDir, Dirs: cfg.Data}
+			return runTrackList(g.stdout, registry(cfg), local.Dir, listJSON)
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the list as JSON")
@@ -102,9 +135,11 @@ type trackInfo struct {
 	Device        string  `json:"device"`
 	GPUs          int     `json:"gpus"`
 	TargetValLoss float64 `json:"target_val_loss"`
-	LossFloor     float64 `json:"loss_floor,omitempty"`
-	Builtin       bool    `json:"builtin"`
-	Location      string  `json:"location"`
+	// LossFloor is the spec's, or the built corpus's; left out while
+	// unknown (a generated corpus not built yet, FineWeb).
+	LossFloor float64 `json:"loss_floor,omitempty"`
+	Builtin   bool    `json:"builtin"`
+	Location  string  `json:"location"`
 }
 
 // trackList is track list --json: the tracks that load, and an error for
@@ -114,13 +149,28 @@ type trackList struct {
 	Errors []string    `json:"errors"`
 }
 
-func runTrackList(w io.Writer, reg *track.Registry, asJSON bool) error {
+// lossFloor is a track's loss floor: the spec's, or for a corpus frontier
+// generates, the one computed when this installation built it (0 before
+// it is built, or when nobody knows it).
+func lossFloor(s *track.Spec, dataDir func(*track.Spec) string) float64 {
+	if s.Data.Builtin == "" {
+		return s.Data.LossFloor
+	}
+	if m, err := data.ReadManifest(dataDir(s)); err == nil && m.Tiny != nil {
+		return m.Tiny.Floor.Floor
+	}
+	return 0
+}
+
+// runTrackList lists the tracks; dataDir says where a track's data lives,
+// for the loss floor of a corpus built on this installation.
+func runTrackList(w io.Writer, reg *track.Registry, dataDir func(*track.Spec) string, asJSON bool) error {
 	specs, err := reg.List()
 	if asJSON {
 		out := trackList{Tracks: []trackInfo{}, Errors: errorLines(err)}
 		for _, s := range specs {
 			out.Tracks = append(out.Tracks, trackInfo{Name: s.Name, Description: firstLine(s.Description), Device: s.Hardware.Device,
-				GPUs: s.Hardware.GPUs, TargetValLoss: s.TargetValLoss, LossFloor: s.Data.LossFloor, Builtin: s.Builtin, Location: s.Location()})
+				GPUs: s.Hardware.GPUs, TargetValLoss: s.TargetValLoss, LossFloor: lossFloor(s, dataDir), Builtin: s.Builtin, Location: s.Location()})
 		}
 		if jerr := writeJSON(w, out); jerr != nil {
 			return jerr
@@ -134,8 +184,11 @@ func runTrackList(w io.Writer, reg *track.Registry, asJSON bool) error {
 				dev = fmt.Sprintf("%dx %s", s.Hardware.GPUs, dev)
 			}
 			floor := "-"
-			if s.Data.LossFloor > 0 {
-				floor = fmt.Sprintf("%.4f", s.Data.LossFloor)
+			switch f := lossFloor(s, dataDir); {
+			case f > 0:
+				floor = fmt.Sprintf("%.4f", f)
+			case s.Data.Builtin != "":
+				floor = "on build" // computed with the corpus, by the first evaluation or data build
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%.4g\t%s\t%s\t%s\n", s.Name, dev, s.TargetValLoss, floor, printable(s.Location()), printable(firstLine(s.Description)))
 		}
@@ -169,7 +222,7 @@ type trackShowOptions struct {
 }
 
 func runTrackShow(w io.Writer, reg *track.Registry, name string, o trackShowOptions) error {
-	s, err := reg.Get(name)
+	s, err := findTrack(reg, name)
 	if err != nil {
 		return usage(err)
 	}
@@ -316,23 +369,12 @@ type checkError struct {
 }
 
 // runTrackCheck validates a track: a folder, its track.yaml, or the name
-// of a track the registry knows (a name that is also a folder here is the
-// folder).
+// of a track the registry knows (see findTrack).
 func runTrackCheck(ctx context.Context, w io.Writer, reg *track.Registry, arg string, asJSON bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var s *track.Spec
-	var err error
-	dir := arg
-	if strings.HasSuffix(arg, ".yaml") {
-		dir = filepath.Dir(arg)
-	}
-	if fi, statErr := os.Stat(dir); statErr == nil && fi.IsDir() || strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
-		s, err = track.LoadDir(dir)
-	} else {
-		s, err = reg.Get(arg)
-	}
+	s, err := findTrack(reg, arg)
 	if asJSON {
 		out := trackCheck{Valid: err == nil, Errors: checkErrors(err)}
 		if s != nil {

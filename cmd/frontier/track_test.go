@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -132,6 +133,9 @@ func TestTrackShowTinyFloor(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "loss floor: computed when the corpus is built") {
 		t.Errorf("before a build (exit %d):\n%s%s", code, out, stderr)
 	}
+	if code, out, _ := runCLI(t, "--home", home, "track", "list"); code != 0 || !regexp.MustCompile(`(?m)^tiny +cpu +3.45 +on build `).MatchString(out) {
+		t.Errorf("track list before a build (exit %d):\n%s", code, out)
+	}
 	p := data.DefaultTinyParams()
 	p.ValShardTokens, p.TrainShardTokens, p.TrainShards = 70000, 4096, 1
 	s := data.TinySecret{1}
@@ -147,6 +151,51 @@ func TestTrackShowTinyFloor(t *testing.T) {
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("after a build, track show lacks %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
+	}
+	// track list shows the same floor, in the table and as JSON.
+	floor := fmt.Sprintf("%.4f", man.Tiny.Floor.Floor)
+	if code, out, _ := runCLI(t, "--home", home, "track", "list"); code != 0 || !regexp.MustCompile(`(?m)^tiny +cpu +3.45 +`+regexp.QuoteMeta(floor)+` `).MatchString(out) {
+		t.Errorf("track list after a build lacks the floor %s (exit %d):\n%s", floor, code, out)
+	}
+	_, out, _ = runCLI(t, "--home", home, "track", "list", "--json")
+	var list trackList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range list.Tracks {
+		if tr.Name == "tiny" && tr.LossFloor != man.Tiny.Floor.Floor {
+			t.Errorf("track list --json: tiny's floor %v, want %v", tr.LossFloor, man.Tiny.Floor.Floor)
+		}
+	}
+}
+
+// eval --track takes what track check takes: a track's name, a folder, a
+// folder's track.yaml, and a name that is a folder here with a
+// track.yaml. A missing program is said once the track is found, before
+// any Python.
+func TestEvalTrackAsCheck(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine")
+	os.Mkdir(mine, 0o700)
+	for _, f := range []string{"track.yaml", "train.py"} {
+		os.WriteFile(filepath.Join(mine, f), []byte(mustRead(t, filepath.Join(quickTracks, "quick", f))), 0o600)
+	}
+	os.Mkdir(filepath.Join(dir, "notatrack"), 0o700)
+	t.Chdir(dir)
+	for _, arg := range []string{"mine", "./mine", mine, filepath.Join(mine, "track.yaml"), "mine/track.yaml"} {
+		if code, out, stderr := runCLI(t, "--home", home, "track", "check", arg); code != 0 || !strings.Contains(out, "track quick in ") {
+			t.Errorf("track check %s: exit %d\n%s%s", arg, code, out, stderr)
+		}
+		if code, _, stderr := runCLI(t, "--home", home, "eval", "--track", arg, "missing.py"); code != exitUsage || !strings.Contains(stderr, "program missing.py does not exist") {
+			t.Errorf("eval --track %s: exit %d: %s", arg, code, stderr)
+		}
+	}
+	for _, cmd := range [][]string{{"track", "check", "notatrack"}, {"eval", "--track", "notatrack", "missing.py"}} {
+		if code, _, stderr := runCLI(t, append([]string{"--home", home}, cmd...)...); code != exitUsage ||
+			!strings.Contains(stderr, `no track named "notatrack"`) || !strings.Contains(stderr, "the folder notatrack here is not a track folder: it has no track.yaml") {
+			t.Errorf("%q: exit %d: %s", cmd, code, stderr)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,18 @@ func TestTrackImport(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
+	// --json: the same, for a script.
+	jout := filepath.Join(dir, "tracks", "mini-json")
+	code2, stdout, stderr := runCLI(t, "track", "import", "--from", logPath, "--out", jout, "--gpus", "1", "--json")
+	var im trackImportJSON
+	if err := json.Unmarshal([]byte(stdout), &im); code2 != 0 || err != nil {
+		t.Fatalf("track import --json: exit %d, %v\n%s%s", code2, err, stdout, stderr)
+	}
+	if im.Track != "2026-03-01_mini" || im.Dir != jout || im.Kind != "log" || im.Contract != "log" || im.GPUs != 1 ||
+		len(im.Protected) == 0 || im.Protected[0].FirstLine == 0 || im.Record == nil || im.Record.ValLoss != 3.279 || im.Record.Steps != 30 ||
+		len(im.Next) != 2 {
+		t.Errorf("track import --json: %+v", im)
+	}
 	var check bytes.Buffer
 	if err := runTrackCheck(context.Background(), &check, track.NewRegistry(nil), out, false); err != nil || !strings.Contains(check.String(), "is valid") {
 		t.Fatalf("track check: %v %s", err, check.String())
@@ -54,7 +67,8 @@ func TestTrackImport(t *testing.T) {
 		want string
 	}{
 		{trackImportOptions{}, "--from is required"},
-		{trackImportOptions{from: filepath.Join(dir, "missing.txt")}, "read the record"},
+		{trackImportOptions{from: filepath.Join(dir, "missing.txt")}, "the record " + filepath.Join(dir, "missing.txt") + " does not exist"},
+		{trackImportOptions{from: dir}, "is a folder, not a regular file"},
 		{trackImportOptions{from: logPath, out: out}, "not empty"},
 	}
 	notSpeedrun := filepath.Join(dir, "train.py")
@@ -66,7 +80,7 @@ func TestTrackImport(t *testing.T) {
 		want string
 	}{trackImportOptions{from: notSpeedrun, out: filepath.Join(dir, "x")}, "no Hyperparameters block"})
 	for _, c := range cases {
-		err := runTrackImport(context.Background(), &bytes.Buffer{}, c.o)
+		err := runTrackImport(context.Background(), &globals{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != exitUsage {
 			t.Errorf("%+v: err = %v, want a usage error with %q", c.o, err, c.want)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// Store is what a bench run records into and reads; *store.Store is one.
+// Store is what a bench run records into and reads; store.Store is one.
 // The evolve scaffold needs the whole evolve.Store as well.
 type Store interface {
 	scaffold.Store
@@ -40,7 +40,7 @@ type Store interface {
 	PutCalibration(ctx context.Context, c *store.Calibration) error
 }
 
-var _ Store = (*store.Store)(nil)
+var _ Store = store.Store(nil)
 
 // Tracks finds a track by name or folder; *track.Registry is one.
 type Tracks interface {

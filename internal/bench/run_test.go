@@ -21,7 +21,7 @@ import (
 // fixture is a bench environment over the mini suite, the fake track and
 // benchtest's evaluator.
 type fixture struct {
-	st    *store.Store
+	st    store.Store
 	ev    *benchtest.Evaluator
 	env   Env
 	suite *Suite

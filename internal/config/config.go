@@ -14,9 +14,13 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
@@ -24,7 +28,9 @@ import (
 type Config struct {
 	// Home holds the database, data and runs unless they are set apart.
 	Home string `yaml:"home"`
-	// DB is the SQLite database path.
+	// DB is the database's location: a SQLite file's path (or
+	// sqlite:PATH), or a PostgreSQL URL (postgres://...) that several
+	// machines share; see store.ParseLocation.
 	DB string `yaml:"db"`
 	// DataDir holds track data, one folder per track.
 	DataDir string `yaml:"data_dir"`
@@ -44,6 +50,10 @@ type Config struct {
 	// Data maps a track name to its data folder (for tracks whose data the
 	// user brings, like nanogpt).
 	Data map[string]string `yaml:"data"`
+	// MaxProgramSize bounds every program frontier reads from a file or
+	// stdin (eval's program and baseline, edit apply's program and
+	// answer, track import's record).
+	MaxProgramSize track.ByteSize `yaml:"max_program_size"`
 
 	LLM    llm.Config    `yaml:"llm"`
 	Evolve evolve.Config `yaml:"evolve"`
@@ -56,6 +66,10 @@ type Config struct {
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`
+
+	// dbNamed: db: or FRONTIER_DB named the database, so a new home
+	// (--home) does not move it.
+	dbNamed bool
 }
 
 // The executors of evaluations.
@@ -64,19 +78,63 @@ const (
 	ExecutorSlurm = "slurm"
 )
 
+// DefaultMaxProgramSize is the default of max_program_size. The longest
+// speedrun record scripts are tens of kilobytes, and a record log (the
+// script and its training log) a few hundred; 4 MiB leaves more than ten
+// times that for a program with a table in it, while a data shard or a
+// checkpoint named by mistake (megabytes to gigabytes) is refused before
+// it is read, stored or sent to a model.
+const DefaultMaxProgramSize = 4 << 20
+
+// maxProgramSizeCap is the most max_program_size may be: the whole program
+// is held in memory, stored in the database and shown to models.
+const maxProgramSizeCap = 256 << 20
+
 // Default returns the configuration used when there is no file.
 func Default() *Config {
-	c := &Config{Sandbox: "auto"}
+	c := &Config{Sandbox: "auto", MaxProgramSize: DefaultMaxProgramSize}
 	c.SetHome(defaultHome())
+	if db := os.Getenv("FRONTIER_DB"); db != "" {
+		c.SetDB(db)
+	}
 	return c
 }
 
-// SetHome moves every path that derives from home.
+// SetHome moves every path that derives from home: the database too,
+// unless db: or FRONTIER_DB named it.
 func (c *Config) SetHome(home string) {
 	c.Home = home
-	c.DB = filepath.Join(home, "frontier.db")
+	if !c.dbNamed {
+		c.DB = filepath.Join(home, "frontier.db")
+	}
 	c.DataDir = filepath.Join(home, "data")
 	c.RunsDir = filepath.Join(home, "runs")
+}
+
+// SetDB names the database (--db, FRONTIER_DB): a new home no longer
+// moves it.
+func (c *Config) SetDB(location string) {
+	c.DB, c.dbNamed = location, true
+}
+
+// DBFile is the SQLite database's file; "" when the database is not a
+// file of this machine (a PostgreSQL server).
+func (c *Config) DBFile() string {
+	loc, err := store.ParseLocation(c.DB)
+	if err != nil {
+		return ""
+	}
+	return loc.File()
+}
+
+// DBName names the database in messages: its file, or its URL without the
+// password.
+func (c *Config) DBName() string {
+	loc, err := store.ParseLocation(c.DB)
+	if err != nil {
+		return c.DB
+	}
+	return loc.String()
 }
 
 // MakeDirs creates the state folders that do not exist yet (home, the
@@ -84,7 +142,11 @@ func (c *Config) SetHome(home string) {
 // program, prompt and answer, and a program's run folder. Folders that
 // exist keep their permissions.
 func (c *Config) MakeDirs() error {
-	for _, d := range []string{c.Home, filepath.Dir(c.DB), c.DataDir, c.RunsDir} {
+	dirs := []string{c.Home, c.DataDir, c.RunsDir}
+	if f := c.DBFile(); f != "" {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	for _, d := range dirs {
 		if d == "" || d == "." {
 			continue
 		}
@@ -138,7 +200,8 @@ func Parse(path string, b []byte) (*Config, error) {
 	}
 	c := Default()
 	var raw struct {
-		Home string `yaml:"home"`
+		Home string  `yaml:"home"`
+		DB   *string `yaml:"db"`
 	}
 	// Home first, so explicit db/data_dir/runs_dir override what it derives.
 	if err := yaml.UnmarshalWithOptions(b, &raw); err == nil && raw.Home != "" {
@@ -149,13 +212,33 @@ func Parse(path string, b []byte) (*Config, error) {
 	if err := yamlfile.Join(yamlfile.Inspect(path, b, c)); err != nil {
 		return nil, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlfile.DecodeError(path, b, err)
+	// A file of comments only keeps the defaults: the decoder sets every
+	// field to its zero value for an empty document.
+	if !emptyYAML(b) {
+		dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
+		if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+			return nil, yamlfile.DecodeError(path, b, err)
+		}
 	}
 	c.Path = path
 	c.Home = resolve(path, c.Home)
-	c.DB = resolve(path, c.DB)
+	var errs []*yamlfile.Error
+	if raw.DB != nil && *raw.DB == "" {
+		// db: "" is the default.
+		if env := os.Getenv("FRONTIER_DB"); env != "" {
+			c.SetDB(env)
+		} else {
+			c.DB, c.dbNamed = filepath.Join(c.Home, "frontier.db"), false
+		}
+	} else if raw.DB != nil {
+		c.dbNamed = true
+		if loc, err := store.ParseLocation(c.DB); err != nil {
+			errs = append(errs, &yamlfile.Error{Path: "db", Msg: err.Error()})
+		} else if f := loc.File(); f != "" {
+			// A file's path is relative to this file's folder.
+			c.DB = resolve(path, f)
+		}
+	}
 	c.DataDir = resolve(path, c.DataDir)
 	c.RunsDir = resolve(path, c.RunsDir)
 	for i, d := range c.TracksDirs {
@@ -164,7 +247,6 @@ func Parse(path string, b []byte) (*Config, error) {
 	for k, v := range c.Data {
 		c.Data[k] = resolve(path, v)
 	}
-	var errs []*yamlfile.Error
 	c.Slurm.Bin = resolve(path, c.Slurm.Bin)
 	for _, err := range []error{c.LLM.Validate(), c.Evolve.Validate(), c.Slurm.Validate()} {
 		errs = append(errs, keyErrors(err)...)
@@ -179,11 +261,33 @@ func Parse(path string, b []byte) (*Config, error) {
 	default:
 		errs = append(errs, &yamlfile.Error{Path: "executor", Msg: fmt.Sprintf("%q: use local or slurm", c.Executor)})
 	}
+	if c.MaxProgramSize <= 0 || c.MaxProgramSize > maxProgramSizeCap {
+		errs = append(errs, &yamlfile.Error{Path: "max_program_size", Msg: fmt.Sprintf("%d bytes: must be more than 0 and at most 256MiB (default 4MiB)", c.MaxProgramSize)})
+	}
 	yamlfile.Locate(path, b, errs)
 	if err := yamlfile.Join(errs); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// emptyYAML says whether src holds no values: nothing, comments, or
+// empty documents. A file that does not parse is not empty: decoding it
+// reports the syntax error.
+func emptyYAML(src []byte) bool {
+	f, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return false
+	}
+	for _, doc := range f.Docs {
+		if doc.Body == nil {
+			continue
+		}
+		if _, null := doc.Body.(*ast.NullNode); !null {
+			return false
+		}
+	}
+	return true
 }
 
 // keyErrors splits the errors of a section's Validate, each of which starts

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,36 @@ func TestParseResolvesPaths(t *testing.T) {
 	}
 }
 
+// max_program_size takes a size with a unit; without it, programs are
+// bounded at 4 MiB.
+func TestMaxProgramSize(t *testing.T) {
+	if c := Default(); c.MaxProgramSize != 4<<20 {
+		t.Errorf("default max_program_size %d", c.MaxProgramSize)
+	}
+	c, err := Parse("frontier.yaml", []byte("max_program_size: 512KiB\n"))
+	if err != nil || c.MaxProgramSize != 512<<10 {
+		t.Errorf("max_program_size: 512KiB: %d, %v", c.MaxProgramSize, err)
+	}
+}
+
+// A file of many unknown keys (the wrong file, or one a program wrote)
+// lists the first of them and counts the rest, not thousands of lines.
+func TestUnknownKeysCapped(t *testing.T) {
+	var b strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&b, "key%d: 1\n", i)
+	}
+	_, err := Parse("frontier.yaml", []byte(b.String()))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 21 || !strings.HasPrefix(lines[0], "frontier.yaml:1:1: key0: unknown key") ||
+		lines[20] != "frontier.yaml: and 480 more (500 in all): fix the ones above first; this may be the wrong file" {
+		t.Errorf("%d lines, the first %q, the last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
 		"home: x\ndatabase: y\n":   "database",
@@ -38,6 +69,9 @@ func TestParseErrors(t *testing.T) {
 		"tracks_dirs: notalist\n":  "tracks_dirs",
 		"llm:\n  nonsense: 1\n":    "nonsense",
 		"evolve:\n  nonsense: 1\n": "nonsense",
+		"max_program_size: 0\n":    "max_program_size: 0 bytes: must be more than 0",
+		"max_program_size: 1GiB\n": "at most 256MiB",
+		"max_program_size: big\n":  "invalid size",
 	}
 	for src, want := range cases {
 		_, err := Parse("frontier.yaml", []byte(src))
@@ -116,9 +150,13 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Fatal("a missing explicit config is not an error")
 	}
-	os.WriteFile("empty.yaml", nil, 0o644)
-	if _, err := Load("empty.yaml"); err != nil {
-		t.Fatalf("an empty file: %v", err)
+	// A file of comments only (or nothing) keeps every default.
+	for _, src := range []string{"", "# home: elsewhere\n", "---\n"} {
+		os.WriteFile("empty.yaml", []byte(src), 0o644)
+		c, err := Load("empty.yaml")
+		if d := Default(); err != nil || c.Home != d.Home || c.DB != d.DB || c.Sandbox != "auto" || c.MaxProgramSize != d.MaxProgramSize {
+			t.Fatalf("a file of %q: %+v, %v", src, c, err)
+		}
 	}
 	// Only a regular file of bounded size is read: /dev/zero would be
 	// read forever, a named pipe would wait for a writer.
@@ -145,5 +183,58 @@ func TestMakeDirs(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v, %v; want a folder 0700", d, fi.Mode(), err)
 		}
+	}
+}
+
+// The database is a SQLite file or a PostgreSQL URL: db: names it (a
+// file relative to the config's folder), else FRONTIER_DB, else the home
+// holds it; a named database stays where it is when the home moves.
+func TestDatabaseLocation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "frontier.yaml")
+	t.Setenv("FRONTIER_HOME", "/tmp/fh-test")
+	t.Setenv("FRONTIER_DB", "")
+	pg := "postgres://team:secret@db.example:5432/frontier?sslmode=require"
+	cases := []struct {
+		src, env, want, file, name string
+		homeMoves                  bool // --home moves it
+	}{
+		{"home: state\n", "", filepath.Join(dir, "state", "frontier.db"), filepath.Join(dir, "state", "frontier.db"), "", true},
+		{"db: runs.db\n", "", filepath.Join(dir, "runs.db"), filepath.Join(dir, "runs.db"), "", false},
+		{"db: sqlite:runs.db\n", "", filepath.Join(dir, "runs.db"), filepath.Join(dir, "runs.db"), "", false},
+		{"db: " + pg + "\n", "", pg, "", "postgres://team:xxxxx@db.example:5432/frontier?sslmode=require", false},
+		{"home: state\n", pg, pg, "", "", false},
+		{"db: \"\"\n", pg, pg, "", "", false},
+		{"db: \"\"\n", "", "/tmp/fh-test/frontier.db", "/tmp/fh-test/frontier.db", "", true},
+		{"db: /abs/x.db\n", pg, "/abs/x.db", "/abs/x.db", "", false},
+	}
+	for _, c := range cases {
+		t.Setenv("FRONTIER_DB", c.env)
+		cfg, err := Parse(path, []byte(c.src))
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if cfg.DB != c.want || cfg.DBFile() != c.file {
+			t.Errorf("%q with FRONTIER_DB=%q: db %q, file %q; want %q, %q", c.src, c.env, cfg.DB, cfg.DBFile(), c.want, c.file)
+		}
+		if c.name != "" && cfg.DBName() != c.name {
+			t.Errorf("%q: named %q in messages, want %q", c.src, cfg.DBName(), c.name)
+		}
+		if strings.Contains(cfg.DBName(), "secret") {
+			t.Errorf("%q: the password shows in %q", c.src, cfg.DBName())
+		}
+		cfg.SetHome("/elsewhere")
+		want := c.want
+		if c.homeMoves {
+			want = "/elsewhere/frontier.db"
+		}
+		if cfg.DB != want {
+			t.Errorf("%q with FRONTIER_DB=%q: after --home the database is %q, want %q", c.src, c.env, cfg.DB, want)
+		}
+	}
+	t.Setenv("FRONTIER_DB", "")
+	if _, err := Parse(path, []byte("db: mysql://x/y\n")); err == nil || !strings.Contains(err.Error(), "frontier.yaml:1:") || !strings.Contains(err.Error(), "unknown scheme") {
+		t.Errorf("an unknown scheme: %v", err)
 	}
 }

@@ -50,6 +50,14 @@ type Slurm struct {
 	// Frontier is the frontier binary as the nodes see it; empty means the
 	// binary that submits, which must then lie on a shared file system.
 	Frontier string `yaml:"frontier"`
+	// Workers, when above 0, runs phases in long-lived worker jobs, up to
+	// this many per kind of node, instead of a job per phase: a phase
+	// starts as soon as a worker is free. WorkerTime is each worker's
+	// time limit (0: 4h), WorkerIdle how long it waits for a phase before
+	// it ends (0: 5m).
+	Workers    int          `yaml:"workers"`
+	WorkerTime llm.Duration `yaml:"worker_time"`
+	WorkerIdle llm.Duration `yaml:"worker_idle"`
 }
 
 // MaxJobs is the number of phases in flight at once.
@@ -85,6 +93,15 @@ func (s Slurm) Validate() error {
 	if s.Jobs < 0 || s.Jobs > 100000 {
 		errs = append(errs, fmt.Errorf("slurm.jobs: %d: want 1..100000 (0: 64)", s.Jobs))
 	}
+	if s.Workers < 0 || s.Workers > 10000 {
+		errs = append(errs, fmt.Errorf("slurm.workers: %d: want 0..10000 (0: a job per phase)", s.Workers))
+	}
+	if t := s.WorkerTime.D(); t != 0 && (t < 15*time.Minute || t > 30*24*time.Hour) {
+		errs = append(errs, fmt.Errorf("slurm.worker_time: %v is outside 15m..720h", t))
+	}
+	if t := s.WorkerIdle.D(); t != 0 && (t < 10*time.Second || t > 24*time.Hour) {
+		errs = append(errs, fmt.Errorf("slurm.worker_idle: %v is outside 10s..24h", t))
+	}
 	if s.Frontier != "" && !filepath.IsAbs(s.Frontier) {
 		errs = append(errs, fmt.Errorf("slurm.frontier: %q: want an absolute path, as the nodes see it", s.Frontier))
 	}
@@ -94,6 +111,11 @@ func (s Slurm) Validate() error {
 // Client returns a client of the cluster the section describes.
 func (s Slurm) Client() *slurm.Client {
 	return &slurm.Client{Bin: s.Bin, Poll: s.Poll.D(), Outage: s.Outage.D()}
+}
+
+// WorkerMode returns the section's worker settings.
+func (s Slurm) WorkerMode() slurm.Workers {
+	return slurm.Workers{N: s.Workers, Time: s.WorkerTime.D(), Idle: s.WorkerIdle.D()}
 }
 
 // Apply sets the fields of a job spec that the section decides: the

@@ -69,7 +69,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newEvaluator(t *testing.T) (*Evaluator, *store.Store) {
+func newEvaluator(t *testing.T) (*Evaluator, store.Store) {
 	t.Helper()
 	if shared.err != nil {
 		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.err)

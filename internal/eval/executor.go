@@ -67,6 +67,9 @@ type PhaseRun struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Node names the machine the phase ran on.
 	Node string `json:"node,omitempty"`
+	// Waited is how long the phase waited for a node: from its submission
+	// to its start there (0 on this machine).
+	Waited time.Duration `json:"waited_ns,omitempty"`
 }
 
 // Node runs phases on this machine: Harness those of harness-contract

@@ -255,11 +255,8 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 // interrupt marks an evaluation that could not finish as interrupted, with
 // why, so that no row stays running.
 func (e *Evaluator) interrupt(ctx context.Context, rec *store.Evaluation, cause error) {
-	rec.State, rec.Verdict = store.StateInterrupted, ""
-	rec.Reason = "interrupted"
-	if cause != nil {
-		rec.Reason = "interrupted: " + cause.Error()
-	}
+	rec.Verdict = ""
+	rec.State, rec.Reason = unfinished(cause)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := e.Store.FinishEvaluation(sctx, rec, nil); err != nil && e.Log != nil {

@@ -166,6 +166,9 @@ type Phase struct {
 	// confined there.
 	Node    string `json:"node,omitempty"`
 	Sandbox string `json:"sandbox,omitempty"`
+	// WaitMs is how long the phase waited for a node of a cluster, from
+	// its submission to its start there; 0 on this machine.
+	WaitMs float64 `json:"wait_ms,omitempty"`
 	// Scorer is how the scorer went: the fresh process of the program that
 	// answered the final validation again from the state the program
 	// exported at fh.finish(); nil when it did not run.

@@ -253,6 +253,7 @@ func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
 	out := judgePhase(spec, run.Mode, run.Program, run.Scorer, tel)
 	out.phase.LimitMs = float64(run.Limit.Milliseconds())
 	out.phase.Node, out.phase.Sandbox = run.Node, run.Program.Sandbox
+	out.phase.WaitMs = float64(run.Waited.Milliseconds())
 	if run.JudgeFailed != "" {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.

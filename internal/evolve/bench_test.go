@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -101,18 +102,20 @@ func instantModel() llm.Client {
 
 func BenchmarkEngine(b *testing.B) {
 	for _, kind := range []string{"proposer", "llm"} {
-		b.Run(kind, func(b *testing.B) {
-			for range b.N {
-				benchRun(b, kind)
-			}
-		})
+		for _, d := range storetest.Dialects {
+			b.Run(kind+"/"+d, func(b *testing.B) {
+				for range b.N {
+					benchRun(b, kind, d)
+				}
+			})
+		}
 	}
 }
 
-func benchRun(b *testing.B, kind string) {
+func benchRun(b *testing.B, kind, dialect string) {
 	ctx := context.Background()
 	spec := bigTrack(b)
-	st := openStore(b, "")
+	st := storetest.Open(b, dialect)
 	m := Model{Name: "instant", Kind: propose.KindMutate, Proposer: &appendProposer{}}
 	if kind == "llm" {
 		m = Model{Name: "instant", Kind: propose.KindLLM, Client: instantModel()}
@@ -164,12 +167,11 @@ func benchRun(b *testing.B, kind string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fi, _ := os.Stat(st.Path())
-	wal, _ := os.Stat(st.Path() + "-wal")
-	dbMB := float64(fi.Size()) / (1 << 20)
-	if wal != nil {
-		dbMB += float64(wal.Size()) / (1 << 20)
+	u, err := st.Usage(ctx)
+	if err != nil {
+		b.Fatal(err)
 	}
+	dbMB := float64(u.Bytes) / (1 << 20)
 	n := len(kids)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "children/s")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")

@@ -431,7 +431,7 @@ func TestSeriesResumesWithFinishedPairs(t *testing.T) {
 	// half of a third finished since it started.
 	cand, base := e.pop.members[cl.ChildID], e.pop.members[cl.BaselineID]
 	cl.State, cl.StartedAt, cl.FinishedAt = runs.ClaimRunning, time.Now().Add(-time.Minute), time.Time{}
-	if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateConfirmation(cl) }); err != nil {
+	if err := st.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateConfirmation(cl) }); err != nil {
 		t.Fatal(err)
 	}
 	seed := cfg.EvalSeed + 1

@@ -20,7 +20,7 @@ import (
 // Engine behaviours with instant fakes: budgets, draining, aborting,
 // resume state, failures.
 
-func fakeOptions(t *testing.T, st *store.Store, models ...Model) Options {
+func fakeOptions(t *testing.T, st store.Store, models ...Model) Options {
 	t.Helper()
 	if len(models) == 0 {
 		models = []Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}
@@ -181,7 +181,7 @@ func TestReferenceFails(t *testing.T) {
 	}
 }
 
-func mustRun(t *testing.T, st *store.Store, id int64) *store.Run {
+func mustRun(t *testing.T, st store.Store, id int64) *store.Run {
 	t.Helper()
 	r, err := st.Run(context.Background(), fmt.Sprint(id))
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // the same result. With a store it records evaluations as the real
 // evaluator does (a running row first, then the result).
 type fakeEvaluator struct {
-	st         *store.Store
+	st         store.Store
 	fast, full time.Duration
 	// killAfter, when positive, makes the process kill itself right after
 	// recording its killAfter-th evaluation, before returning it.

@@ -11,7 +11,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// Store is what the engine reads and writes. *store.Store is one; every
+// Store is what the engine reads and writes. store.Store is one; every
 // implementation passes the contract suite of internal/store/storetest.
 // Writes go through the journal only.
 type Store interface {
@@ -20,7 +20,7 @@ type Store interface {
 
 	CreateRun(ctx context.Context, r *store.Run) error
 	Run(ctx context.Context, ref string) (*store.Run, error)
-	RunInTx(ctx context.Context, f func(tx *store.RunTx) error) error
+	RunInTx(ctx context.Context, f func(tx store.RunTx) error) error
 	AddRunEvent(ctx context.Context, e *store.RunEvent) error
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
@@ -39,7 +39,7 @@ type Store interface {
 	Evaluations(ctx context.Context, f store.Filter) ([]*store.Evaluation, error)
 }
 
-var _ Store = (*store.Store)(nil)
+var _ Store = store.Store(nil)
 
 // journal owns every write of a run to the store: one method per
 // transition of the run's state machine, each one transaction, written
@@ -66,7 +66,7 @@ func (j *journal) begin(ctx context.Context, run *store.Run, name string, ref *s
 	}
 	j.run = run
 	ref.RunID = run.ID
-	err := j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	err := j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if name == "" {
 			run.Name = fmt.Sprintf("run-%d", run.ID)
 		}
@@ -96,7 +96,7 @@ func (j *journal) program(ctx context.Context, src []byte, norm string) (string,
 // runState writes the run row (with the generator, the bandit and the
 // active time) and an optional event.
 func (j *journal) runState(ctx context.Context, ev *store.RunEvent) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if ev != nil {
 			if _, err := tx.AddEvent(ev); err != nil {
 				return err
@@ -126,7 +126,7 @@ func (j *journal) sessionEnded(ctx context.Context) error {
 // get their ids), the run's generator state, and the switch to
 // meta-prompting the first time an iteration uses it.
 func (j *journal) iterationSampled(ctx context.Context, it *store.Iteration, kids []*store.Child) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.InsertIteration(it); err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (j *journal) iterationSampled(ctx context.Context, it *store.Iteration, kid
 // childChanged records a child's new state and, when a is set, the
 // attempt that led to it.
 func (j *journal) childChanged(ctx context.Context, c *store.Child, a *store.Attempt) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if a != nil {
 			if err := tx.InsertAttempt(a); err != nil {
 				return err
@@ -161,13 +161,13 @@ func (j *journal) childChanged(ctx context.Context, c *store.Child, a *store.Att
 // attemptRecorded records an attempt of a child whose own row the next
 // transition writes (childSettled).
 func (j *journal) attemptRecorded(ctx context.Context, a *store.Attempt) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertAttempt(a) })
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error { return tx.InsertAttempt(a) })
 }
 
 // fastChecked records a fast check's outcome on the attempt it checked (a
 // may be nil or not yet stored) and the child's new state.
 func (j *journal) fastChecked(ctx context.Context, c *store.Child, a *store.Attempt) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if a != nil && a.ID != 0 {
 			if err := tx.SetAttemptFast(a.ID, a.FastEvaluationID, a.FastVerdict, a.FastReason); err != nil {
 				return err
@@ -200,7 +200,7 @@ type settlement struct {
 // bandit's state). A migration recorded before a restart is not recorded
 // again, and neither are its copies.
 func (j *journal) childSettled(ctx context.Context, c *store.Child, iteration int, s settlement) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.UpdateChild(c); err != nil {
 			return err
 		}
@@ -242,7 +242,7 @@ func (j *journal) childSettled(ctx context.Context, c *store.Child, iteration in
 // claimsChanged records claims: new ones (no id yet) and the state and
 // numbers of known ones, in one transaction.
 func (j *journal) claimsChanged(ctx context.Context, claims ...*store.Confirmation) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error {
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error {
 		for _, c := range claims {
 			var err error
 			if c.ID == 0 {
@@ -285,12 +285,12 @@ func (j *journal) callsLost(ctx context.Context) (int64, error) {
 // iterationClosed closes an iteration whose last child finished before the
 // process that ran it could close it.
 func (j *journal) iterationClosed(ctx context.Context, iteration int) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.FinishIteration(j.run.ID, iteration) })
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error { return tx.FinishIteration(j.run.ID, iteration) })
 }
 
 // archiveRebuilt records the archive as a resumed run rebuilt it.
 func (j *journal) archiveRebuilt(ctx context.Context, ids []int64) error {
-	return j.st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(j.run.ID, ids) })
+	return j.st.RunInTx(ctx, func(tx store.RunTx) error { return tx.SetArchive(j.run.ID, ids) })
 }
 
 // ideaFellBack records that a meta-prompted child got no idea from its

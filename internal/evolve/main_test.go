@@ -48,12 +48,12 @@ func quickTrack(t testing.TB) *track.Spec {
 
 // realEvaluator returns an evaluator over st that runs programs under the
 // real harness, or skips the test when no Python with PyTorch exists.
-func realEvaluator(t testing.TB, st *store.Store) *eval.Evaluator {
+func realEvaluator(t testing.TB, st store.Store) *eval.Evaluator {
 	t.Helper()
 	return evaltest.New(t, evaltest.Options{Store: st, Data: map[string]string{"quick": shared.dataDir}})
 }
 
-func openStore(t testing.TB, path string) *store.Store { return storetest.SQLite(t, path) }
+func openStore(t testing.TB, path string) store.Store { return storetest.SQLite(t, path) }
 
 // testLog writes the engine's log to the test's log.
 func testLog(t testing.TB) *slog.Logger {

@@ -3,6 +3,7 @@ package evolve
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -62,7 +63,12 @@ func TestResumeAfterTrackMoved(t *testing.T) {
 				b, _ := json.Marshal(opts.Track)
 				h := sha256.Sum256(b)
 				run.TrackHash = hex.EncodeToString(h[:])
-				if _, err := st.DB().ExecContext(ctx, `UPDATE runs SET track_hash = $1 WHERE id = $2`, run.TrackHash, run.ID); err != nil {
+				db, err := sql.Open("sqlite", st.Location())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.ExecContext(ctx, `UPDATE runs SET track_hash = $1 WHERE id = $2`, run.TrackHash, run.ID); err != nil {
 					t.Fatal(err)
 				}
 			}

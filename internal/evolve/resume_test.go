@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
 )
@@ -38,7 +39,8 @@ func resumeConfig() Config {
 }
 
 // runHelper is the child process: it starts (or resumes) the run named
-// "resume" in the database $EVOLVE_DB and runs it to its end.
+// $EVOLVE_RUN ("resume" when unset) in the database $EVOLVE_DB (a
+// location: a SQLite file or a PostgreSQL URL) and runs it to its end.
 func runHelper(kind string) int {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -62,11 +64,15 @@ func runHelper(kind string) int {
 			{Name: "fake", Kind: propose.KindLLM, Client: fakeModel(30 * time.Millisecond)},
 		},
 	}
+	name := os.Getenv("EVOLVE_RUN")
+	if name == "" {
+		name = "resume"
+	}
 	var e *Engine
-	run, err := st.Run(ctx, "resume")
+	run, err := st.Run(ctx, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		e, err = New(ctx, opts, resumeConfig(), "resume")
+		e, err = New(ctx, opts, resumeConfig(), name)
 	case err == nil:
 		e, err = Resume(ctx, opts, run, Overrides{})
 	}
@@ -85,18 +91,15 @@ func TestResumeAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills the engine in child processes")
 	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "f.db")
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) { resumeAfterKill(t, storetest.Location(t, d)) })
+	}
+}
+
+func resumeAfterKill(t *testing.T, db string) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := func(extra ...string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=run", "EVOLVE_DB="+db)
-		cmd.Env = append(cmd.Env, extra...)
-		cmd.Stderr = testWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return startHelper(t, db, extra...)
 	}
 	// Killed at random moments, once right after an evaluation was
 	// recorded but before the engine saw it, then run to its end.
@@ -130,16 +133,32 @@ func TestResumeAfterKill(t *testing.T) {
 		t.Fatal("final session did not finish in 2 minutes")
 	}
 	t.Logf("%d kills", kills)
-	checkFinishedRun(t, db, resumeConfig())
+	checkFinishedRun(t, db, "resume", resumeConfig(), true)
 }
 
-// checkFinishedRun checks the invariants of a run that was killed and
-// resumed any number of times and then finished.
-func checkFinishedRun(t *testing.T, db string, cfg Config) {
+// startHelper starts runHelper in a child process on the database at
+// location db, with extra environment variables.
+func startHelper(t *testing.T, db string, extra ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=run", "EVOLVE_DB="+db)
+	cmd.Env = append(cmd.Env, extra...)
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// checkFinishedRun checks the invariants of a finished run: one that was
+// killed and resumed any number of times (resumed), or that ran beside
+// another in the same database (its evaluations are then told apart from
+// the other's by its children).
+func checkFinishedRun(t *testing.T, db, name string, cfg Config, resumed bool) {
 	t.Helper()
 	ctx := context.Background()
-	st := openStore(t, db)
-	run, err := st.Run(ctx, "resume")
+	st := storetest.OpenAt(t, db)
+	run, err := st.Run(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +166,7 @@ func checkFinishedRun(t *testing.T, db string, cfg Config) {
 		t.Fatalf("run: state %s, reason %s (%s), iterations %d", run.State, run.StopReason, run.StopDetail, run.Iterations)
 	}
 	starts, err := st.RunEvents(ctx, run.ID, "session_start")
-	if err != nil || len(starts) < 2 || run.Sessions != len(starts) {
+	if err != nil || (resumed && len(starts) < 2) || run.Sessions != len(starts) {
 		t.Errorf("sessions %d, session_start events %d (%v): the run was never resumed?", run.Sessions, len(starts), err)
 	}
 	kids, err := st.Children(ctx, run.ID)
@@ -182,6 +201,14 @@ func checkFinishedRun(t *testing.T, db string, cfg Config) {
 	evals, err := st.Evaluations(ctx, store.Filter{Limit: 100000})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !resumed {
+		// The other run's evaluations are not this one's.
+		mine := map[int64]bool{}
+		for _, c := range kids {
+			mine[c.EvaluationID], mine[c.FastEvaluationID] = true, true
+		}
+		evals = slices.DeleteFunc(evals, func(e *store.Evaluation) bool { return !mine[e.ID] })
 	}
 	done := map[string]int{}
 	interrupted := 0
@@ -235,7 +262,7 @@ func checkFinishedRun(t *testing.T, db string, cfg Config) {
 		}
 	}
 	adopted, err := st.RunEvents(ctx, run.ID, "adopted_evaluation")
-	if err != nil || len(adopted) == 0 {
+	if err != nil || (resumed && len(adopted) == 0) {
 		t.Errorf("no evaluation that finished just before a kill was adopted (%v)", err)
 	}
 	migs, err := st.RunEvents(ctx, run.ID, "migration")

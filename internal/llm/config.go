@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/bounded"
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
@@ -504,6 +505,10 @@ func (m Model) KeySource() string {
 // LookupEnv reads an environment variable; os.LookupEnv is one.
 type LookupEnv func(string) (string, bool)
 
+// maxKeyFile bounds an api_key_file: a key is a line, and a named pipe or
+// a device named by mistake must not be waited on or read without end.
+const maxKeyFile = 64 << 10
+
 // APIKey reads the model's API key from the environment or the key file.
 // It returns "" without error for local servers that need no key. A
 // missing required key is an *Error of kind ErrAuth that says what to set.
@@ -514,7 +519,7 @@ func (m Model) APIKey(lookup LookupEnv) (string, error) {
 	}
 	p, _ := LookupProvider(m.Spec.Provider)
 	if file := m.Config.APIKeyFile; file != "" {
-		b, err := os.ReadFile(file)
+		b, err := bounded.ReadFile(file, maxKeyFile)
 		if err != nil {
 			return "", &Error{Kind: ErrAuth, Provider: m.Spec.Provider, Model: m.Name,
 				Message: fmt.Sprintf("read api_key_file: %v", err),
@@ -562,7 +567,7 @@ func (c Config) Redactor(lookup LookupEnv) *Redactor {
 			envs[mc.APIKeyEnv] = true
 		}
 		if mc.APIKeyFile != "" {
-			if b, err := os.ReadFile(mc.APIKeyFile); err == nil {
+			if b, err := bounded.ReadFile(mc.APIKeyFile, maxKeyFile); err == nil {
 				secrets = append(secrets, strings.TrimSpace(string(b)))
 			}
 		}

@@ -208,6 +208,11 @@ func TestAPIKey(t *testing.T) {
 	if _, err := model(ModelConfig{Spec: "anthropic/x", APIKeyFile: file + ".missing"}).APIKey(lookup); !errors.Is(err, ErrAuth) {
 		t.Errorf("missing file: %v", err)
 	}
+	// A device named by mistake is refused, not read without end.
+	if _, err := model(ModelConfig{Spec: "anthropic/x", APIKeyFile: "/dev/zero"}).APIKey(lookup); !errors.Is(err, ErrAuth) ||
+		!strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: %v", err)
+	}
 }
 
 func TestConfigRedactorKnowsKeys(t *testing.T) {

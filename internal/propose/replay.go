@@ -10,10 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/bounded"
 	"github.com/frontier-bench/frontier/internal/llm"
 )
 
@@ -96,7 +96,9 @@ const maxRecordLine = 64 << 20
 
 // OpenReplay reads a replay file.
 func OpenReplay(path string) (*Replay, error) {
-	f, err := os.Open(path)
+	// A named pipe or a device is refused at once: opening a pipe would
+	// wait for a writer.
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open replay file: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,21 @@ func TestReplayFileErrors(t *testing.T) {
 	}
 	if _, err := OpenReplay(filepath.Join(t.TempDir(), "none.jsonl")); err == nil || !strings.Contains(err.Error(), "open replay file") {
 		t.Errorf("missing file: err = %v", err)
+	}
+	// A named pipe is refused at once: opening it would wait for a writer.
+	fifo := filepath.Join(t.TempDir(), "answers.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := OpenReplay(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "is a named pipe, not a regular file") {
+			t.Errorf("a named pipe: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OpenReplay waits on a named pipe")
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// BenchReader is what the bench runs' scores read; *store.Store is one.
+// BenchReader is what the bench runs' scores read; store.Store is one.
 type BenchReader interface {
 	BenchRuns(ctx context.Context) ([]*store.BenchRun, error)
 	BenchRun(ctx context.Context, ref string) (*store.BenchRun, error)

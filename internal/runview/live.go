@@ -13,7 +13,7 @@ import (
 )
 
 // FeedReader is what following a run reads: its row, its members (all of
-// them once, then those written since a time) and its claims. *store.Store
+// them once, then those written since a time) and its claims. store.Store
 // is one.
 type FeedReader interface {
 	Run(ctx context.Context, ref string) (*store.Run, error)

@@ -12,7 +12,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// MemberReader is what a member's story reads. *store.Store is one.
+// MemberReader is what a member's story reads. store.Store is one.
 type MemberReader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Attempts(ctx context.Context, runID int64) ([]*store.Attempt, error)

@@ -17,7 +17,7 @@ import (
 
 // ReportReader is what a run's report reads: a run, its members, claims
 // and iterations, and the programs, evaluations and telemetry they point
-// at. *store.Store is one.
+// at. store.Store is one.
 type ReportReader interface {
 	Run(ctx context.Context, ref string) (*store.Run, error)
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)

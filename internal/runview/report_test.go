@@ -22,7 +22,7 @@ const refSrc = "import torch\nLR = 3e-3\nSTEPS = 200\n"
 // duplicate, a failed apply, one still evaluating), and telemetry for the
 // reference and the best child.
 type fixture struct {
-	st      *store.Store
+	st      store.Store
 	run     *store.Run
 	ref     *store.Child
 	seed    *store.Child
@@ -71,7 +71,7 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 		if c.State == "" {
 			c.State = runs.Done
 		}
-		if err := st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertChild(c) }); err != nil {
+		if err := st.RunInTx(ctx, func(tx store.RunTx) error { return tx.InsertChild(c) }); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -112,7 +112,7 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 		ProgramHash: f.first.ProgramHash, Verdict: runs.Duplicate, SourceID: f.first.ID})
 	add(&store.Child{Iteration: 3, Island: 0, ParentID: f.first.ID, Origin: "llm", Model: "m1", Stage: runs.StageMeta,
 		State: runs.Evaluating})
-	if err := st.RunInTx(ctx, func(tx *store.RunTx) error {
+	if err := st.RunInTx(ctx, func(tx store.RunTx) error {
 		for i, stage := range []runs.Stage{runs.StageReference, runs.StageTemplate, runs.StageMeta, runs.StageMeta} {
 			if err := tx.InsertIteration(&store.Iteration{RunID: f.run.ID, Iteration: i, Stage: stage}); err != nil {
 				return err
@@ -132,7 +132,7 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 // confirm records a confirmed series for #fast: it becomes the record.
 func (f *fixture) confirm(t *testing.T) {
 	t.Helper()
-	err := f.st.RunInTx(context.Background(), func(tx *store.RunTx) error {
+	err := f.st.RunInTx(context.Background(), func(tx store.RunTx) error {
 		return tx.InsertConfirmation(&store.Confirmation{RunID: f.run.ID, Claim: runs.Claim{ChildID: f.fast.ID, BaselineID: f.ref.ID,
 			Method: runs.MethodSeries, State: runs.ClaimConfirmed, Pairs: 5, Alpha: 0.01, SingleMs: 17_000, TimeMs: 17_200,
 			BaselineMs: 20_050, TimeSD: 200, BaselineSD: 250, Speedup: 0.142, SpeedupLo: 0.12, SpeedupHi: 0.16, TimeP: 1e-5,

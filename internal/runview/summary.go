@@ -125,7 +125,7 @@ type GroupStats struct {
 	Fixed    int // passed the fast check after at least one fix
 }
 
-// SummaryReader is what a run's summary reads. *store.Store is one.
+// SummaryReader is what a run's summary reads. store.Store is one.
 type SummaryReader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)

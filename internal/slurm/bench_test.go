@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/tracks"
 )
 
 // BenchmarkSubmitToStart measures, one job at a time, how long a trivial
@@ -68,4 +73,89 @@ func benchStart(b *testing.B, tc *testCluster, pause time.Duration) {
 	}
 	report(toStart, "start")
 	report(toEnd, "end")
+}
+
+// BenchmarkPhaseWait measures, per evaluation phase, the time from
+// Execute to the phase's start on the node (PhaseRun.Waited) and to
+// Execute's return, with a job per phase and with a worker, alternating
+// one phase of each so that both see the same machine:
+//
+//	go test -run '^$' -bench PhaseWait -benchtime 10x ./internal/slurm/
+//
+// The phase's program exits at once: what is measured is the way to the
+// node and back, not training. The worker's first phase, which waits for
+// the worker's own job to start, is reported apart ("worker-first").
+func BenchmarkPhaseWait(b *testing.B) {
+	tc := newTestCluster(b)
+	tc.c.Log = nil
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	perJob := &Executor{Client: tc.c, Frontier: exe, Dir: filepath.Join(dir, "jobs")}
+	byWorker := &Executor{Client: tc.c, Frontier: exe, Dir: filepath.Join(dir, "workers"), Workers: Workers{N: 1, Idle: 2 * time.Minute}}
+	defer byWorker.Close()
+	base := tinyPhaseB(b)
+	var wait, total = map[string][]float64{}, map[string][]float64{}
+	run := func(name string, x *Executor, i int) {
+		job := base
+		job.Key = fmt.Sprintf("bench-%s-%d-%d", name, os.Getpid(), i)
+		t0 := time.Now()
+		r, err := x.Execute(context.Background(), job)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		if name == "worker" && i == 0 {
+			name = "worker-first"
+		}
+		wait[name] = append(wait[name], r.Waited.Seconds())
+		total[name] = append(total[name], time.Since(t0).Seconds())
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			run("job", perJob, i)
+			run("worker", byWorker, i)
+		} else {
+			run("worker", byWorker, i)
+			run("job", perJob, i)
+		}
+	}
+	for _, name := range []string{"job", "worker", "worker-first"} {
+		for _, m := range []struct {
+			what string
+			xs   []float64
+		}{{"wait", wait[name]}, {"total", total[name]}} {
+			xs := m.xs
+			if len(xs) == 0 {
+				continue
+			}
+			slices.Sort(xs)
+			q := func(p float64) float64 { return xs[int(p*float64(len(xs)-1)+0.5)] }
+			b.ReportMetric(q(0.5), name+"-"+m.what+"-median-s")
+			if len(xs) > 2 {
+				b.ReportMetric(q(0.25), name+"-"+m.what+"-q1-s")
+				b.ReportMetric(q(0.75), name+"-"+m.what+"-q3-s")
+			}
+			b.Logf("%s %s (s, n=%d): %.2f", name, m.what, len(xs), xs)
+		}
+	}
+}
+
+// tinyPhaseB is a phase of the tiny track whose program exits at once.
+func tinyPhaseB(b *testing.B) eval.PhaseJob {
+	spec, err := track.NewRegistry(tracks.FS).Get("tiny")
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := (&eval.LocalData{Dirs: map[string]string{spec.Name: b.TempDir()}}).Resolve(context.Background(), spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One CPU each, so that the idle worker's job and a phase's job fit
+	// on the test cluster's node side by side: otherwise a phase's job
+	// would wait for the worker to give the node up.
+	spec.Hardware.Threads = 1
+	return eval.PhaseJob{Track: spec, Data: files, Program: []byte("raise SystemExit(0)\n"), Name: "train.py", Mode: "fast",
+		Limit: spec.Limits.FastCheck.D(), Seed: 1}
 }

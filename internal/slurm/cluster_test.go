@@ -491,6 +491,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "phase-exec" {
 		os.Exit(servePhase(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "phase-worker" {
+		os.Exit(serveWorker(os.Args[2:]))
+	}
 	if phase := os.Getenv(firstExecutorEnv); phase != "" {
 		os.Exit(firstExecutor(phase))
 	}

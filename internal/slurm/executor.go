@@ -40,7 +40,12 @@ type Executor struct {
 	// Apply sets what the configuration decides of every job: partition,
 	// account, QoS, constraint, GPU type, extra directives.
 	Apply func(*Spec)
-	Log   *slog.Logger
+	// Workers, when N > 0, runs phases in long-lived worker jobs instead
+	// of a job each (see worker.go).
+	Workers Workers
+	Log     *slog.Logger
+
+	workers workerPool
 }
 
 // Names of the files of a phase's folder.
@@ -59,44 +64,16 @@ type nodeJob struct {
 
 // Execute submits the phase as a job (or follows the one an earlier
 // process submitted), waits for it, and returns what the node measured.
+// With workers, the phase goes to the queue of a worker job instead (see
+// Workers).
 func (x *Executor) Execute(ctx context.Context, job eval.PhaseJob) (*eval.PhaseRun, error) {
-	name := x.jobName(job)
-	dir := filepath.Join(x.Dir, name)
-	label := name
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("slurm: the phase's folder: %w", err)
-	}
-	key, err := x.key(dir)
+	ph, err := x.prepare(job)
 	if err != nil {
 		return nil, err
 	}
-	// The phase's folders lie in the job's own, which a later process
-	// finds by the job's name.
-	job.RunDir = dir
-	b, err := json.Marshal(nodeJob{Phase: job, Label: label})
-	if err != nil {
-		return nil, fmt.Errorf("slurm: encode the phase: %w", err)
-	}
-	if err := writeAtomic(filepath.Join(dir, jobFile), b); err != nil {
-		return nil, fmt.Errorf("slurm: write the phase: %w", err)
-	}
-	spec := Spec{
-		Name:    name,
-		Comment: comment(job),
-		Argv:    append(append([]string{x.Frontier}, x.NodeArgs...), "phase-exec", dir),
-		Dir:     dir,
-		Output:  filepath.Join(dir, "slurm-%j.out"),
-		CPUs:    max(1, job.Track.Hardware.Threads) * max(1, job.Track.Launcher.NProcPerNode),
-		Memory:  jobMemory(job),
-		// The phase's own limits (the program's, then the scorer's setup
-		// and answers) come first; Slurm's is a backstop.
-		TimeLimit: 2*job.Limit + 2*job.Track.Limits.CompileBudget.D() + 5*time.Minute,
-	}
-	if job.Track.Hardware.Device == "cuda" {
-		spec.GPUs = max(1, job.Track.Hardware.GPUs) * max(1, job.Track.Launcher.NProcPerNode)
-	}
-	if x.Apply != nil {
-		x.Apply(&spec)
+	spec := x.phaseSpec(job, ph)
+	if x.Workers.N > 0 && phaseTime(job) <= x.Workers.time()-workerMargin {
+		return x.executeByWorker(ctx, job, ph, spec)
 	}
 	say := func(format string, args ...any) {
 		if job.Progress != nil {
@@ -115,26 +92,113 @@ func (x *Executor) Execute(ctx context.Context, job eval.PhaseJob) (*eval.PhaseR
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("slurm job %s: %w", name, err)
+		return nil, fmt.Errorf("slurm job %s: %w", ph.name, err)
 	}
-	rep, rerr := ReadReport(filepath.Join(dir, reportName), key, res.ID, label)
-	if rerr == nil {
-		var out nodeReport
-		if err := json.Unmarshal(rep.Payload, &out); err != nil {
-			return nil, fmt.Errorf("slurm job %s: its report: %w", res.ID, err)
-		}
-		if out.Error != "" {
-			return nil, fmt.Errorf("slurm job %s on %s: %s", res.ID, rep.Node, out.Error)
-		}
-		if out.Run == nil {
-			return nil, fmt.Errorf("slurm job %s on %s: a report without a result", res.ID, rep.Node)
-		}
-		out.Run.Node = rep.Node
-		return out.Run, nil
+	run, rerr := readRun(ph, res.ID)
+	if rerr == nil || !errors.Is(rerr, errNoReport) {
+		return run, rerr
 	}
 	// No report: the node-side frontier did not get to the end. What
 	// Slurm says of the job is all there is.
 	return x.noReport(job, res, rerr)
+}
+
+// phase is a phase's folder and what authenticates its report.
+type phase struct {
+	name, dir, label string
+	key              Key
+	// submitted is when the phase was first handed to Slurm: when its
+	// key was written.
+	submitted time.Time
+}
+
+// prepare makes the phase's folder, with its key and its job, and
+// returns them; a folder an earlier process made keeps its key.
+func (x *Executor) prepare(job eval.PhaseJob) (phase, error) {
+	name := x.jobName(job)
+	ph := phase{name: name, dir: filepath.Join(x.Dir, name), label: name}
+	if err := os.MkdirAll(ph.dir, 0o700); err != nil {
+		return ph, fmt.Errorf("slurm: the phase's folder: %w", err)
+	}
+	var err error
+	if ph.key, ph.submitted, err = x.key(ph.dir); err != nil {
+		return ph, err
+	}
+	// The phase's folders lie in the job's own, which a later process
+	// finds by the job's name.
+	job.RunDir = ph.dir
+	job.Progress = nil
+	b, err := json.Marshal(nodeJob{Phase: job, Label: ph.label})
+	if err != nil {
+		return ph, fmt.Errorf("slurm: encode the phase: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(ph.dir, jobFile), b); err != nil {
+		return ph, fmt.Errorf("slurm: write the phase: %w", err)
+	}
+	return ph, nil
+}
+
+// phaseSpec is the job that runs the phase: the track's resources, the
+// configuration's partition and account.
+func (x *Executor) phaseSpec(job eval.PhaseJob, ph phase) Spec {
+	spec := Spec{
+		Name:      ph.name,
+		Comment:   comment(job),
+		Argv:      append(append([]string{x.Frontier}, x.NodeArgs...), "phase-exec", ph.dir),
+		Dir:       ph.dir,
+		Output:    filepath.Join(ph.dir, "slurm-%j.out"),
+		CPUs:      max(1, job.Track.Hardware.Threads) * max(1, job.Track.Launcher.NProcPerNode),
+		Memory:    jobMemory(job),
+		TimeLimit: phaseTime(job),
+	}
+	if job.Track.Hardware.Device == "cuda" {
+		spec.GPUs = max(1, job.Track.Hardware.GPUs) * max(1, job.Track.Launcher.NProcPerNode)
+	}
+	if x.Apply != nil {
+		x.Apply(&spec)
+	}
+	return spec
+}
+
+// phaseTime bounds how long a phase's node-side frontier runs: the
+// phase's own limits (the program's, then the scorer's setup and answers)
+// come first, and Slurm's is a backstop.
+func phaseTime(job eval.PhaseJob) time.Duration {
+	return 2*job.Limit + 2*job.Track.Limits.CompileBudget.D() + 5*time.Minute
+}
+
+// errNoReport: the phase's folder holds no report.
+var errNoReport = errors.New("no report")
+
+// readRun reads the phase's report, written by job: what the node
+// measured, or the node's error. errNoReport when there is none.
+func readRun(ph phase, job string) (*eval.PhaseRun, error) {
+	path := filepath.Join(ph.dir, reportName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoReport
+	}
+	rep, err := ReadReport(path, ph.key, job, ph.label)
+	if err != nil {
+		if errors.Is(err, ErrForged) {
+			return nil, fmt.Errorf("slurm job %s: its report does not carry the job's key: %w", job, err)
+		}
+		return nil, fmt.Errorf("slurm job %s: %w", job, err)
+	}
+	var out nodeReport
+	if err := json.Unmarshal(rep.Payload, &out); err != nil {
+		return nil, fmt.Errorf("slurm job %s: its report: %w", rep.Job, err)
+	}
+	if out.Error != "" {
+		return nil, fmt.Errorf("slurm job %s on %s: %s", rep.Job, rep.Node, out.Error)
+	}
+	if out.Run == nil {
+		return nil, fmt.Errorf("slurm job %s on %s: a report without a result", rep.Job, rep.Node)
+	}
+	out.Run.Node = rep.Node
+	if !out.Started.IsZero() && !ph.submitted.IsZero() {
+		out.Run.Waited = max(0, out.Started.Sub(ph.submitted))
+	}
+	return out.Run, nil
 }
 
 // noReport is the phase of a job that left no report: a program verdict
@@ -149,9 +213,6 @@ func (x *Executor) noReport(job eval.PhaseJob, res Result, rerr error) (*eval.Ph
 	case res.MemoryExceeded:
 		rr.Status, rr.Limit = runner.StatusLimit, runner.LimitMemory
 	default:
-		if errors.Is(rerr, ErrForged) {
-			return nil, fmt.Errorf("slurm job %s: its report does not carry the job's key: %w", res.ID, rerr)
-		}
 		return nil, fmt.Errorf("slurm job %s ended without a result (%v): %s", res.ID, rerr, res.Message)
 	}
 	run.Program = rr
@@ -200,30 +261,36 @@ func jobMemory(job eval.PhaseJob) int64 {
 	return m + 1<<30
 }
 
-// key returns the phase's key: the one an earlier process wrote when it
-// submitted the phase, else a new one.
-func (x *Executor) key(dir string) (Key, error) {
+// key returns the phase's key and when it was made: the one an earlier
+// process wrote when it submitted the phase, else a new one.
+func (x *Executor) key(dir string) (Key, time.Time, error) {
 	path := filepath.Join(dir, keyFile)
 	k, err := ReadKey(path)
 	if err == nil {
-		return k, nil
+		var made time.Time
+		if fi, err := os.Stat(path); err == nil {
+			made = fi.ModTime()
+		}
+		return k, made, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return Key{}, fmt.Errorf("slurm: the phase's key: %w", err)
+		return Key{}, time.Time{}, fmt.Errorf("slurm: the phase's key: %w", err)
 	}
 	if k, err = NewKey(); err != nil {
-		return Key{}, err
+		return Key{}, time.Time{}, err
 	}
 	if err := WriteKey(path, k); err != nil {
-		return Key{}, fmt.Errorf("slurm: the phase's key: %w", err)
+		return Key{}, time.Time{}, fmt.Errorf("slurm: the phase's key: %w", err)
 	}
-	return k, nil
+	return k, time.Now(), nil
 }
 
 // nodeReport is the payload of a phase's report.
 type nodeReport struct {
 	Run   *eval.PhaseRun `json:"run,omitempty"`
 	Error string         `json:"error,omitempty"`
+	// Started is when the node began the phase (by the node's clock).
+	Started time.Time `json:"started"`
 }
 
 // ServePhase is the node side of a phase's job: it reads the phase from
@@ -232,6 +299,7 @@ type nodeReport struct {
 // runs; the program never sees the folder. It returns an error only when
 // no report could be written.
 func ServePhase(ctx context.Context, dir string, exec eval.Executor) error {
+	started := time.Now()
 	key, err := ReadKey(filepath.Join(dir, keyFile))
 	if err != nil {
 		return fmt.Errorf("the phase's key: %w", err)
@@ -248,7 +316,7 @@ func ServePhase(ctx context.Context, dir string, exec eval.Executor) error {
 		dec.DisallowUnknownFields()
 		err = dec.Decode(&nj)
 	}
-	var rep nodeReport
+	rep := nodeReport{Started: started}
 	switch {
 	case err != nil:
 		rep.Error = fmt.Sprintf("read the phase: %v", err)
@@ -256,6 +324,12 @@ func ServePhase(ctx context.Context, dir string, exec eval.Executor) error {
 		rep.Error = "the phase names no track or no data"
 	default:
 		run, err := exec.Execute(ctx, nj.Phase)
+		if ctx.Err() != nil {
+			// Stopped (Slurm cancelled the job, or the frontier that
+			// waits gave up): what ran is no result. The frontier that
+			// waits reads Slurm's word on the job instead.
+			return fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
+		}
 		if err != nil {
 			rep.Error = err.Error()
 		} else {
@@ -268,6 +342,10 @@ func ServePhase(ctx context.Context, dir string, exec eval.Executor) error {
 	}
 	return WriteReport(filepath.Join(dir, reportName), key, Report{Job: jobID, Node: node, Label: nj.Label, Payload: payload})
 }
+
+// ErrStopped is ServePhase's error for a phase stopped before its end: it
+// wrote no report.
+var ErrStopped = errors.New("the phase was stopped before its end")
 
 // writeAtomic writes b to path through a temporary file and a rename.
 func writeAtomic(path string, b []byte) error {

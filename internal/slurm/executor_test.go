@@ -3,11 +3,15 @@ package slurm
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,22 +24,53 @@ import (
 	"github.com/frontier-bench/frontier/tracks"
 )
 
+// testNode is the executor a node's frontier builds: this node's Python
+// and sandbox.
+func testNode(ctx context.Context) (eval.Executor, error) {
+	py, err := pyenv.Find(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.Wrap(ctx, runner.NewLocal(nil), sandbox.ModeAuto, sandbox.Options{})
+	if err != nil {
+		return nil, err
+	}
+	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths}
+	return eval.NewNode(local), nil
+}
+
 // servePhase is phase-exec as the frontier binary runs it on a node: this
 // node's executor (its Python, its sandbox) runs the phase in dir.
 func servePhase(dir string) int {
 	ctx := context.Background()
-	py, err := pyenv.Find(ctx, "")
+	node, err := testNode(ctx)
+	if err == nil {
+		err = ServePhase(ctx, dir, node)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sb, err := sandbox.Wrap(ctx, runner.NewLocal(nil), sandbox.ModeAuto, sandbox.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	return 0
+}
+
+// serveWorker is phase-worker as the frontier binary runs it on a node.
+func serveWorker(args []string) int {
+	fs := flag.NewFlagSet("phase-worker", flag.ContinueOnError)
+	var opt WorkerOptions
+	fs.DurationVar(&opt.Limit, "limit", 0, "")
+	fs.DurationVar(&opt.Idle, "idle", 0, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: phase-worker [--limit D] [--idle D] DIR", err)
+		return 2
 	}
-	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths}
-	if err := ServePhase(ctx, dir, eval.NewNode(local)); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	node, err := testNode(ctx)
+	if err == nil {
+		err = ServeWorker(ctx, fs.Arg(0), node, opt, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -277,6 +277,25 @@ func (c *Client) Find(ctx context.Context, name string, since time.Duration) ([]
 	return jobs, nil
 }
 
+// List returns the jobs of the current user whose name starts with
+// prefix that slurmctld still knows (running, pending, or ended within
+// MinJobAge).
+func (c *Client) List(ctx context.Context, prefix string) ([]Info, error) {
+	u, err := user.Current()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs %s*: who am I: %w", prefix, err)
+	}
+	out, err := c.command(ctx, nil, "squeue", "--noheader", "--states=all", "--user="+u.Username, "--Format="+squeueFields)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs %s*: %w", prefix, err)
+	}
+	all, err := parseSqueue(out)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs %s*: %w", prefix, err)
+	}
+	return slices.DeleteFunc(all, func(in Info) bool { return !strings.HasPrefix(in.Name, prefix) }), nil
+}
+
 // jobNumber is the number of a job ID, for ordering; 0 when it is not one.
 func jobNumber(id string) int64 {
 	n, _ := strconv.ParseInt(id, 10, 64)

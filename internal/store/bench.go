@@ -4,10 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -154,7 +152,7 @@ type Conditions struct {
 
 // CreateBenchRun inserts r and sets r.ID. An empty name becomes
 // "bench-<id>".
-func (s *Store) CreateBenchRun(ctx context.Context, r *BenchRun) error {
+func (s *sqlStore) CreateBenchRun(ctx context.Context, r *BenchRun) error {
 	now := time.Now()
 	if r.StartedAt.IsZero() {
 		r.StartedAt = now
@@ -175,7 +173,7 @@ func (s *Store) CreateBenchRun(ctx context.Context, r *BenchRun) error {
 		if name == "" {
 			name = fmt.Sprintf("bench-pending-%d", now.UnixNano())
 		}
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.db.BeginTx(ctx)
 		if err != nil {
 			return err
 		}
@@ -196,7 +194,7 @@ func (s *Store) CreateBenchRun(ctx context.Context, r *BenchRun) error {
 		return tx.Commit()
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if s.unique(err) {
 			return fmt.Errorf("record bench run: a bench run named %q exists already; choose another name (--name) or resume it (--resume)", name)
 		}
 		return fmt.Errorf("record bench run %q: %w", name, err)
@@ -206,7 +204,7 @@ func (s *Store) CreateBenchRun(ctx context.Context, r *BenchRun) error {
 }
 
 // UpdateBenchRun writes r's state, stop reason, time and sessions.
-func (s *Store) UpdateBenchRun(ctx context.Context, r *BenchRun) error {
+func (s *sqlStore) UpdateBenchRun(ctx context.Context, r *BenchRun) error {
 	r.UpdatedAt = time.Now()
 	var finished any
 	if !r.FinishedAt.IsZero() {
@@ -252,14 +250,14 @@ func scanBenchRun(r scanner) (*BenchRun, error) {
 }
 
 // BenchRun returns the bench run named ref, or with id ref.
-func (s *Store) BenchRun(ctx context.Context, ref string) (*BenchRun, error) {
+func (s *sqlStore) BenchRun(ctx context.Context, ref string) (*BenchRun, error) {
 	q := `SELECT ` + benchRunColumns + ` FROM bench_runs WHERE name = $1`
 	arg := any(ref)
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
 		q, arg = `SELECT `+benchRunColumns+` FROM bench_runs WHERE id = $1`, id
 	}
 	r, err := scanBenchRun(s.db.QueryRowContext(ctx, q, arg))
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("bench run %q: %w (list bench runs with: frontier bench runs)", ref, ErrNotFound)
 	}
 	if err != nil {
@@ -269,7 +267,7 @@ func (s *Store) BenchRun(ctx context.Context, ref string) (*BenchRun, error) {
 }
 
 // BenchRuns lists the bench runs, oldest first.
-func (s *Store) BenchRuns(ctx context.Context) ([]*BenchRun, error) {
+func (s *sqlStore) BenchRuns(ctx context.Context) ([]*BenchRun, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+benchRunColumns+` FROM bench_runs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list bench runs: %w", err)
@@ -288,7 +286,7 @@ func (s *Store) BenchRuns(ctx context.Context) ([]*BenchRun, error) {
 
 // InsertBenchAttempts records a run's planned attempts in one transaction
 // and sets their ids.
-func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) error {
+func (s *sqlStore) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) error {
 	for _, a := range as {
 		if a.State == "" {
 			a.State = AttemptPending
@@ -296,7 +294,7 @@ func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) err
 	}
 	ids := make([]int64, len(as))
 	err := s.write(ctx, func() error {
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.db.BeginTx(ctx)
 		if err != nil {
 			return err
 		}
@@ -322,7 +320,7 @@ func (s *Store) InsertBenchAttempts(ctx context.Context, as []*BenchAttempt) err
 
 // UpdateBenchAttempt writes everything of a but its run, position, task
 // and seed.
-func (s *Store) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
+func (s *sqlStore) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
 	var n int64
 	revs, _ := json.Marshal(nonNil(a.RetimeEvaluations))
 	err := s.write(ctx, func() error {
@@ -348,7 +346,7 @@ func (s *Store) UpdateBenchAttempt(ctx context.Context, a *BenchAttempt) error {
 }
 
 // BenchAttempts returns a run's attempts in their order.
-func (s *Store) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt, error) {
+func (s *sqlStore) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, position, task, seed, state, COALESCE(start_hash, ''), evolve_run,
 		start_ms, goal_ms, time_source, COALESCE(best_node_id, 0), best_ms, fsr, nodes, acceptable, buggy, cost_usd, tokens,
 		started_at, finished_at, retime_n, COALESCE(retime_start_ms, 0), COALESCE(retime_best_ms, 0), COALESCE(retime_p, 0),
@@ -377,7 +375,7 @@ func (s *Store) BenchAttempts(ctx context.Context, runID int64) ([]*BenchAttempt
 }
 
 // InsertBenchNode records a node and sets n.ID.
-func (s *Store) InsertBenchNode(ctx context.Context, n *BenchNode) error {
+func (s *sqlStore) InsertBenchNode(ctx context.Context, n *BenchNode) error {
 	now := time.Now()
 	n.CreatedAt, n.UpdatedAt = now, now
 	err := s.write(ctx, func() error {
@@ -396,7 +394,7 @@ func (s *Store) InsertBenchNode(ctx context.Context, n *BenchNode) error {
 }
 
 // UpdateBenchNode writes what a node's proposal and evaluation changed.
-func (s *Store) UpdateBenchNode(ctx context.Context, n *BenchNode) error {
+func (s *sqlStore) UpdateBenchNode(ctx context.Context, n *BenchNode) error {
 	n.UpdatedAt = time.Now()
 	var k int64
 	err := s.write(ctx, func() error {
@@ -421,7 +419,7 @@ func (s *Store) UpdateBenchNode(ctx context.Context, n *BenchNode) error {
 }
 
 // BenchNodes returns an attempt's nodes in the order they were made.
-func (s *Store) BenchNodes(ctx context.Context, attemptID int64) ([]*BenchNode, error) {
+func (s *sqlStore) BenchNodes(ctx context.Context, attemptID int64) ([]*BenchNode, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, attempt_id, seq, step, COALESCE(parent_id, 0), kind, debug_depth, state,
 		COALESCE(program_hash, ''), norm_hash, COALESCE(duplicate_of, 0), description, error, COALESCE(evaluation_id, 0), verdict,
 		reason, val_loss, train_time_ms, input_tokens, output_tokens, cost_usd, created_at, updated_at
@@ -450,7 +448,7 @@ func (s *Store) BenchNodes(ctx context.Context, attemptID int64) ([]*BenchNode, 
 // InsertBenchCall records a model call of bench node nodeID before it is
 // sent and sets c.ID; FinishLLMCall records its answer. c.RunID must be 0:
 // the call belongs to a bench run, not an evolution run.
-func (s *Store) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall) error {
+func (s *sqlStore) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall) error {
 	if c.RunID != 0 {
 		return fmt.Errorf("record model call of bench node %d: it names evolution run %d", nodeID, c.RunID)
 	}
@@ -462,9 +460,18 @@ func (s *Store) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall) e
 	}
 	c.BenchNodeID = nodeID
 	err := s.write(ctx, func() error {
-		return s.db.QueryRowContext(ctx, `INSERT INTO llm_calls (bench_node_id, purpose, model, state, request, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			nodeID, c.Purpose, c.Model, c.State, c.Request, c.CreatedAt.UnixMilli()).Scan(&c.ID)
+		req, err := s.contentText(ctx, c.Request)
+		if err != nil {
+			return err
+		}
+		return s.inTx(ctx, func(tx sqlTx) error {
+			if err := req.writeIf(ctx, tx); err != nil {
+				return err
+			}
+			return tx.QueryRowContext(ctx, `INSERT INTO llm_calls (bench_node_id, purpose, model, state, request_hash, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+				nodeID, c.Purpose, c.Model, c.State, req.hashOf(), c.CreatedAt.UnixMilli()).Scan(&c.ID)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("record model call of bench node %d: %w", nodeID, err)
@@ -474,38 +481,18 @@ func (s *Store) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall) e
 
 // BenchCalls returns the model calls of an attempt's nodes in order. With
 // text false the request and answer are left empty.
-func (s *Store) BenchCalls(ctx context.Context, attemptID int64, text bool) ([]*LLMCall, error) {
-	cols := `'', ''`
-	if text {
-		cols = `c.request, c.answer`
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.bench_node_id, c.purpose, c.model, c.state, `+cols+`, c.error,
-		c.server_model, c.provider, c.finish_reason, c.input_tokens, c.output_tokens, c.reasoning_tokens, c.cached_tokens,
-		c.estimated, c.cost_usd, c.price_unknown, c.latency_ms, c.attempts, c.request_id, c.created_at, c.finished_at
-		FROM llm_calls c JOIN bench_nodes n ON n.id = c.bench_node_id WHERE n.attempt_id = $1 ORDER BY c.id`, attemptID)
+func (s *sqlStore) BenchCalls(ctx context.Context, attemptID int64, text bool) ([]*LLMCall, error) {
+	out, err := s.calls(ctx, text, `SELECT `+callColumns+` FROM llm_calls c JOIN bench_nodes n ON n.id = c.bench_node_id
+		WHERE n.attempt_id = $1 ORDER BY c.id`, attemptID)
 	if err != nil {
 		return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
 	}
-	defer rows.Close()
-	var out []*LLMCall
-	for rows.Next() {
-		var c LLMCall
-		var created int64
-		var finished sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.BenchNodeID, &c.Purpose, &c.Model, &c.State, &c.Request, &c.Answer, &c.Error,
-			&c.ServerModel, &c.Provider, &c.FinishReason, &c.InputTokens, &c.OutputTokens, &c.ReasoningTokens, &c.CachedTokens,
-			&c.Estimated, &c.CostUSD, &c.PriceUnknown, &c.LatencyMs, &c.Attempts, &c.RequestID, &created, &finished); err != nil {
-			return nil, fmt.Errorf("list model calls of bench attempt %d: %w", attemptID, err)
-		}
-		c.CreatedAt, c.FinishedAt = time.UnixMilli(created), timeOf(finished)
-		out = append(out, &c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MarkLostBenchCalls marks the calls of a bench run that never got an
 // answer recorded as lost, and returns how many there were.
-func (s *Store) MarkLostBenchCalls(ctx context.Context, runID int64) (int64, error) {
+func (s *sqlStore) MarkLostBenchCalls(ctx context.Context, runID int64) (int64, error) {
 	var n int64
 	err := s.write(ctx, func() error {
 		res, err := s.db.ExecContext(ctx, `UPDATE llm_calls SET state = $1, error = $2, finished_at = $3 WHERE state = $4
@@ -526,8 +513,8 @@ func (s *Store) MarkLostBenchCalls(ctx context.Context, runID int64) (int64, err
 // BenchSpend sums a bench run's model calls: cost, input plus output
 // tokens, and calls. The calls of its evolve scaffold's runs are not
 // included (see RunSpend).
-func (s *Store) BenchSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(c.cost_usd), 0), COALESCE(SUM(c.input_tokens + c.output_tokens), 0),
+func (s *sqlStore) BenchSpend(ctx context.Context, runID int64) (usd float64, tokens, calls int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(c.cost_usd), 0), CAST(COALESCE(SUM(c.input_tokens + c.output_tokens), 0) AS BIGINT),
 		COUNT(*) FROM llm_calls c JOIN bench_nodes n ON n.id = c.bench_node_id JOIN bench_attempts a ON a.id = n.attempt_id
 		WHERE a.run_id = $1`, runID).Scan(&usd, &tokens, &calls)
 	if err != nil {
@@ -537,7 +524,7 @@ func (s *Store) BenchSpend(ctx context.Context, runID int64) (usd float64, token
 }
 
 // PutCalibration records a calibrated record and sets c.ID.
-func (s *Store) PutCalibration(ctx context.Context, c *Calibration) error {
+func (s *sqlStore) PutCalibration(ctx context.Context, c *Calibration) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
 	}
@@ -561,7 +548,7 @@ func (s *Store) PutCalibration(ctx context.Context, c *Calibration) error {
 
 // Calibrations returns the newest calibration of each record of a suite
 // on a machine class (every class when class is ""), by record.
-func (s *Store) Calibrations(ctx context.Context, suite, class string) ([]*Calibration, error) {
+func (s *sqlStore) Calibrations(ctx context.Context, suite, class string) ([]*Calibration, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, suite, record, program_hash, track, track_hash, fingerprint_class, n,
 		mean_ms, sd_ms, lo_ms, hi_ms, val_loss, evaluation_ids, created_at, conditions FROM bench_calibrations c
 		WHERE suite = $1 AND ($2 = '' OR fingerprint_class = $2) AND id = (SELECT MAX(id) FROM bench_calibrations d

@@ -31,14 +31,14 @@ type Confirmation struct {
 }
 
 // InsertConfirmation records a claim and sets c.ID.
-func (t *RunTx) InsertConfirmation(c *Confirmation) error {
+func (t *runTx) InsertConfirmation(c *Confirmation) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = t.now
 	}
 	if c.Source == "" {
 		c.Source = "engine"
 	}
-	err := t.tx.QueryRow(`INSERT INTO run_confirmations (run_id, child_id, baseline_id, method, state, source, created_at)
+	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO run_confirmations (run_id, child_id, baseline_id, method, state, source, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
 		c.RunID, c.ChildID, c.BaselineID, c.Method, c.State, c.Source, c.CreatedAt.UnixMilli()).Scan(&c.ID)
 	if err != nil {
@@ -49,7 +49,7 @@ func (t *RunTx) InsertConfirmation(c *Confirmation) error {
 
 // UpdateConfirmation writes every mutable field of a claim: its state,
 // its numbers and its evaluations.
-func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
+func (t *runTx) UpdateConfirmation(c *Confirmation) error {
 	var finished, started any
 	if !c.FinishedAt.IsZero() {
 		finished = c.FinishedAt.UnixMilli()
@@ -58,7 +58,7 @@ func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
 		started = c.StartedAt.UnixMilli()
 	}
 	evs, _ := json.Marshal(nonNil(c.Evaluations))
-	_, err := t.tx.Exec(`UPDATE run_confirmations SET baseline_id = $1, method = $2, state = $3, pairs = $4, alpha = $5,
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_confirmations SET baseline_id = $1, method = $2, state = $3, pairs = $4, alpha = $5,
 		time_ms = $6, baseline_ms = $7, time_sd = $8, baseline_sd = $9, loss_mean = $10, loss_sd = $11, speedup = $12,
 		speedup_lo = $13, speedup_hi = $14, time_p = $15, loss_p = $16, noise_cv = $17, noise_df = $18, reason = $19,
 		evaluations = $20, finished_at = $21, single_ms = $22, started_at = $24 WHERE id = $23`,
@@ -73,7 +73,7 @@ func (t *RunTx) UpdateConfirmation(c *Confirmation) error {
 }
 
 // Confirmations returns a run's claims in the order they were made.
-func (s *Store) Confirmations(ctx context.Context, runID int64) ([]*Confirmation, error) {
+func (s *sqlStore) Confirmations(ctx context.Context, runID int64) ([]*Confirmation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, child_id, baseline_id, method, state, source, pairs, alpha, time_ms,
 		baseline_ms, time_sd, baseline_sd, loss_mean, loss_sd, speedup, speedup_lo, speedup_hi, time_p, loss_p, noise_cv,
 		noise_df, reason, evaluations, created_at, finished_at, single_ms, started_at FROM run_confirmations WHERE run_id = $1 ORDER BY id`, runID)
@@ -127,7 +127,7 @@ func number(f float64) any {
 // RunningEvaluations returns the evaluations of a program still marked
 // running that started at or after since: a resumed run reads them before
 // it marks them interrupted, to clean what their process left.
-func (s *Store) RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*Evaluation, error) {
+func (s *sqlStore) RunningEvaluations(ctx context.Context, programHash string, since time.Time) ([]*Evaluation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+evalColumns+` FROM evaluations
 		WHERE program_hash = $1 AND state = $2 AND started_at >= $3 ORDER BY id`, programHash, StateRunning, since.UnixMilli())
 	if err != nil {

@@ -3,34 +3,51 @@ package store_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
-func openSQLite(ctx context.Context, path string) (storetest.Store, error) {
-	return store.Open(ctx, path)
-}
-
 func TestMain(m *testing.M) {
-	storetest.HelperMain(openSQLite)
+	storetest.HelperMain(store.Open)
 	os.Exit(m.Run())
 }
 
-// The SQLite store passes the contract every store must pass.
+// Every store passes the contract: SQLite, and PostgreSQL (a real server,
+// see storetest.PostgresEnv).
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store { return storetest.SQLite(t, "") })
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) store.Store { return storetest.Open(t, d) })
+		})
+	}
 }
 
-// Two processes on one SQLite file (WAL, busy timeout) lose nothing.
+// Two processes on one database lose nothing: SQLite (WAL, busy timeout)
+// and PostgreSQL.
 func TestContractProcesses(t *testing.T) {
-	storetest.Processes(t, filepath.Join(t.TempDir(), "shared.db"), openSQLite)
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) { storetest.Processes(t, storetest.Location(t, d), store.Open) })
+	}
 }
 
 // An evaluation a process left running when it died is marked
 // interrupted by the next; a live process's is not.
 func TestContractOrphans(t *testing.T) {
-	storetest.Orphans(t, filepath.Join(t.TempDir(), "shared.db"), openSQLite)
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) { storetest.Orphans(t, storetest.Location(t, d), store.Open) })
+	}
+}
+
+// A run a live process runs is refused to another; a dead one's is taken
+// over.
+func TestContractClaims(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			storetest.Claims(t, storetest.Location(t, d), func(ctx context.Context, loc string, o store.Owner) (store.Store, error) {
+				return store.OpenAs(ctx, loc, o)
+			})
+		})
+	}
 }

@@ -18,6 +18,7 @@ const (
 	StateRunning     = "running"
 	StateDone        = "done"
 	StateInterrupted = "interrupted"
+	StateDiskFull    = "disk_full" // could not finish: the disk was full (free space, run again)
 )
 
 // Evaluation is one evaluation of a program on a track.
@@ -50,14 +51,14 @@ type Evaluation struct {
 
 // CreateEvaluation records an evaluation that is about to start and sets
 // e.ID. The program must be stored already.
-func (s *Store) CreateEvaluation(ctx context.Context, e *Evaluation) error {
+func (s *sqlStore) CreateEvaluation(ctx context.Context, e *Evaluation) error {
 	if e.StartedAt.IsZero() {
 		e.StartedAt = time.Now()
 	}
 	if e.State == "" {
 		e.State = StateRunning
 	}
-	e.Owner = s.owner
+	e.Owner = s.owner.String()
 	err := s.write(ctx, func() error {
 		return s.db.QueryRowContext(ctx,
 			`INSERT INTO evaluations (program_hash, track, track_hash, seed, fast_only, state, run_dir, started_at, owner)
@@ -73,7 +74,7 @@ func (s *Store) CreateEvaluation(ctx context.Context, e *Evaluation) error {
 
 // FinishEvaluation stores the outcome of evaluation e.ID and, when not nil,
 // its telemetry, in one transaction.
-func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
+func (s *sqlStore) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
 	if e.FinishedAt.IsZero() {
 		e.FinishedAt = time.Now()
 	}
@@ -90,8 +91,8 @@ func (s *Store) FinishEvaluation(ctx context.Context, e *Evaluation, telemetry [
 	return err
 }
 
-func (s *Store) finishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *sqlStore) finishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
+	tx, err := s.db.BeginTx(ctx)
 	if err != nil {
 		return err
 	}
@@ -147,9 +148,9 @@ func scanEvaluation(r scanner) (*Evaluation, error) {
 }
 
 // Evaluation returns evaluation id.
-func (s *Store) Evaluation(ctx context.Context, id int64) (*Evaluation, error) {
+func (s *sqlStore) Evaluation(ctx context.Context, id int64) (*Evaluation, error) {
 	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("evaluation %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
@@ -167,7 +168,7 @@ type Filter struct {
 }
 
 // Evaluations lists evaluations, newest first.
-func (s *Store) Evaluations(ctx context.Context, f Filter) ([]*Evaluation, error) {
+func (s *sqlStore) Evaluations(ctx context.Context, f Filter) ([]*Evaluation, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -190,10 +191,10 @@ func (s *Store) Evaluations(ctx context.Context, f Filter) ([]*Evaluation, error
 }
 
 // Telemetry returns the stored telemetry JSONL of evaluation id.
-func (s *Store) Telemetry(ctx context.Context, id int64) ([]byte, error) {
+func (s *sqlStore) Telemetry(ctx context.Context, id int64) ([]byte, error) {
 	var b []byte
 	err := s.db.QueryRowContext(ctx, `SELECT jsonl FROM telemetry WHERE evaluation_id = $1`, id).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("telemetry of evaluation %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
@@ -205,7 +206,7 @@ func (s *Store) Telemetry(ctx context.Context, id int64) ([]byte, error) {
 // InterruptEvaluations marks evaluations of a program that are still
 // "running" and started at or after since as interrupted: the process that
 // ran them is gone.
-func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
+func (s *sqlStore) InterruptEvaluations(ctx context.Context, programHash string, since time.Time) error {
 	err := s.write(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `UPDATE evaluations SET state = $1, reason = $2, finished_at = $3
 			WHERE program_hash = $4 AND state = $5 AND started_at >= $6`,
@@ -222,11 +223,11 @@ func (s *Store) InterruptEvaluations(ctx context.Context, programHash string, si
 // a program, fast-only or not, that started at or after since. A run that
 // was killed after an evaluation finished but before it recorded the
 // result adopts it instead of evaluating again.
-func (s *Store) LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*Evaluation, error) {
+func (s *sqlStore) LatestEvaluation(ctx context.Context, programHash string, fastOnly bool, since time.Time) (*Evaluation, error) {
 	e, err := scanEvaluation(s.db.QueryRowContext(ctx, `SELECT `+evalColumns+` FROM evaluations
 		WHERE program_hash = $1 AND fast_only = $2 AND state = $3 AND started_at >= $4 ORDER BY id DESC LIMIT 1`,
 		programHash, fastOnly, StateDone, since.UnixMilli()))
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("finished evaluation of %.12s: %w", programHash, ErrNotFound)
 	}
 	if err != nil {

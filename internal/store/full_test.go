@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func checkFullDisk(t *testing.T, dir string) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(dir, "frontier.db")
-	s, err := Open(ctx, path)
+	s, err := open(ctx, path, Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,10 @@ func checkFullDisk(t *testing.T, dir string) {
 	}
 	// With the disk full again and no reserve left, a write says so.
 	fill(t, filepath.Join(dir, "more"))
-	_, err = s.PutProgram(ctx, bytes.Repeat([]byte("y"), 8<<20), "")
+	// Bytes that neither compress nor repeat: chunks of their own.
+	big := make([]byte, 8<<20)
+	rand.NewChaCha8([32]byte{3, 4}).Read(big)
+	_, err = s.PutProgram(ctx, big, "")
 	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "free some space") {
 		t.Errorf("a write on a full disk: %v, want ErrDiskFull", err)
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,7 +14,7 @@ const ReserveBytes = 32 << 20
 
 // keepReserve makes sure the reserve file is there, at full size. Without
 // the room for it frontier runs without one; the next start tries again.
-func (s *Store) keepReserve() {
+func (s *sqlStore) keepReserve() {
 	if s.reserve == "" {
 		return
 	}
@@ -49,26 +48,11 @@ func (s *Store) keepReserve() {
 
 // releaseReserve gives the reserve's space back to the file system; it
 // says whether there was any to give.
-func (s *Store) releaseReserve() bool {
+func (s *sqlStore) releaseReserve() bool {
 	if s.reserve == "" {
 		return false
 	}
 	return os.Remove(s.reserve) == nil
-}
-
-// write runs f, a write to the database. When it fails because the disk
-// is full, the store gives up its reserve and runs f once more, so that an
-// outcome that was reached is stored; f must write only through the
-// database. Errors are explained (ErrReadOnly, ErrDiskFull, ErrDamaged).
-func (s *Store) write(_ context.Context, f func() error) error {
-	if s.readOnly {
-		return s.explain(errReadOnlyWrite)
-	}
-	err := f()
-	if sqliteCode(err) == sqliteFull && s.releaseReserve() {
-		err = f()
-	}
-	return s.explain(err)
 }
 
 // errReadOnlyWrite stands for SQLite's own refusal, for a store that does

@@ -62,6 +62,11 @@ type Run struct {
 	StartedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero while running
+	// Owner is the process that runs the run (see RunStore.ClaimRun), as
+	// Owner.String writes it; "" when none claims it. LeaseUntil is when
+	// its claim lapses unless it is renewed.
+	Owner      string
+	LeaseUntil time.Time
 }
 
 // RunModel is a member of a run's ensemble, as the run records it.
@@ -170,7 +175,7 @@ type RunEvent struct {
 }
 
 // CreateRun inserts r and sets r.ID.
-func (s *Store) CreateRun(ctx context.Context, r *Run) error {
+func (s *sqlStore) CreateRun(ctx context.Context, r *Run) error {
 	now := time.Now()
 	if r.StartedAt.IsZero() {
 		r.StartedAt = now
@@ -191,7 +196,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 			r.Objective, r.MetaStart, r.TrackDir).Scan(&r.ID)
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if s.unique(err) {
 			return fmt.Errorf("create run: a run named %q exists already; choose another name or resume it", r.Name)
 		}
 		return fmt.Errorf("create run: %w", err)
@@ -200,16 +205,18 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) error {
 }
 
 const runColumns = `id, name, track, track_hash, target_val_loss, loss_floor, config, models, seed, state, stop_reason,
-	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start, track_dir`
+	stop_detail, rng, bandit, iterations, active_ms, sessions, started_at, updated_at, finished_at, objective, meta_start, track_dir,
+	owner, lease_until`
 
 func scanRun(r scanner) (*Run, error) {
 	var run Run
 	var seed, started, updated int64
 	var finished sql.NullInt64
 	var cfg, models, bandit string
+	var lease int64
 	err := r.Scan(&run.ID, &run.Name, &run.Track, &run.TrackHash, &run.TargetValLoss, &run.LossFloor, &cfg, &models, &seed,
 		&run.State, &run.StopReason, &run.StopDetail, &run.RNG, &bandit, &run.Iterations, &run.ActiveMs, &run.Sessions,
-		&started, &updated, &finished, &run.Objective, &run.MetaStart, &run.TrackDir)
+		&started, &updated, &finished, &run.Objective, &run.MetaStart, &run.TrackDir, &run.Owner, &lease)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +226,14 @@ func scanRun(r scanner) (*Run, error) {
 	if finished.Valid {
 		run.FinishedAt = time.UnixMilli(finished.Int64)
 	}
+	if lease > 0 {
+		run.LeaseUntil = time.UnixMilli(lease)
+	}
 	return &run, nil
 }
 
 // Run finds a run by id ("12") or name.
-func (s *Store) Run(ctx context.Context, ref string) (*Run, error) {
+func (s *sqlStore) Run(ctx context.Context, ref string) (*Run, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, errors.New("run: empty id or name")
@@ -235,7 +245,7 @@ func (s *Store) Run(ctx context.Context, ref string) (*Run, error) {
 		row = s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE name = $1`, ref)
 	}
 	r, err := scanRun(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("run %q: %w (list runs with: frontier runs)", ref, ErrNotFound)
 	}
 	if err != nil {
@@ -245,7 +255,7 @@ func (s *Store) Run(ctx context.Context, ref string) (*Run, error) {
 }
 
 // Runs lists every run, newest first.
-func (s *Store) Runs(ctx context.Context) ([]*Run, error) {
+func (s *sqlStore) Runs(ctx context.Context) ([]*Run, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -262,28 +272,30 @@ func (s *Store) Runs(ctx context.Context) ([]*Run, error) {
 	return out, rows.Err()
 }
 
-// RunTx is a transaction over the run tables.
-type RunTx struct {
-	tx  *sql.Tx
+// runTx is a RunTx: a transaction over the run tables, with the time it
+// began (every row it writes has it).
+type runTx struct {
+	ctx context.Context
+	tx  sqlTx
 	now time.Time
 }
 
-// RunInTx runs f in one transaction, committed when f returns nil. It does
-// not follow ctx's cancellation (only its values), so that a decision that
-// was made is recorded even while the run is being aborted. When the disk
-// is full, f runs a second time, in a new transaction, after the store gave
-// up its reserve (see write): f writes only through tx, and what it sets
-// from the first run (ids) the second sets again.
-func (s *Store) RunInTx(ctx context.Context, f func(tx *RunTx) error) error {
+var _ RunTx = (*runTx)(nil)
+
+// RunInTx runs f in one transaction (see RunStore). It does not follow
+// ctx's cancellation (only its values), so that a decision that was made
+// is recorded even while the run is being aborted, but gives up after a
+// minute.
+func (s *sqlStore) RunInTx(ctx context.Context, f func(tx RunTx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return s.write(ctx, func() error {
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.db.BeginTx(ctx)
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		defer tx.Rollback()
-		if err := f(&RunTx{tx: tx, now: time.Now()}); err != nil {
+		if err := f(&runTx{ctx: ctx, tx: tx, now: time.Now()}); err != nil {
 			return err
 		}
 		if err := tx.Commit(); err != nil {
@@ -312,7 +324,7 @@ func CheckRunName(name string) error {
 // detail, configuration and models (with the objective and the planned
 // meta-prompting start), RNG and bandit state, iterations, active time,
 // sessions and the track's folder (a resumed run may find it elsewhere).
-func (t *RunTx) UpdateRun(r *Run) error {
+func (t *runTx) UpdateRun(r *Run) error {
 	if err := CheckRunName(r.Name); err != nil {
 		return fmt.Errorf("update run %d: %w", r.ID, err)
 	}
@@ -321,7 +333,7 @@ func (t *RunTx) UpdateRun(r *Run) error {
 	if !r.FinishedAt.IsZero() {
 		finished = r.FinishedAt.UnixMilli()
 	}
-	_, err := t.tx.Exec(`UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET state = $1, stop_reason = $2, stop_detail = $3, rng = $4, bandit = $5,
 		iterations = $6, active_ms = $7, sessions = $8, updated_at = $9, finished_at = $10, config = $11, models = $12, name = $13,
 		objective = $14, meta_start = $15, track_dir = $16 WHERE id = $17`,
 		r.State, r.StopReason, r.StopDetail, r.RNG, jsonText(r.Bandit, "{}"), r.Iterations, r.ActiveMs, r.Sessions,
@@ -334,13 +346,13 @@ func (t *RunTx) UpdateRun(r *Run) error {
 }
 
 // InsertIteration records an iteration.
-func (t *RunTx) InsertIteration(it *Iteration) error {
+func (t *runTx) InsertIteration(it *Iteration) error {
 	if it.CreatedAt.IsZero() {
 		it.CreatedAt = t.now
 	}
 	top, _ := json.Marshal(nonNil(it.TopIDs))
 	div, _ := json.Marshal(nonNil(it.DiverseIDs))
-	_, err := t.tx.Exec(`INSERT INTO run_iterations (run_id, iteration, island, parent_id, top_ids, diverse_ids, stage, created_at)
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_iterations (run_id, iteration, island, parent_id, top_ids, diverse_ids, stage, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		it.RunID, it.Iteration, it.Island, nullID(it.ParentID), string(top), string(div), it.Stage, it.CreatedAt.UnixMilli())
 	if err != nil {
@@ -350,8 +362,8 @@ func (t *RunTx) InsertIteration(it *Iteration) error {
 }
 
 // FinishIteration marks an iteration done.
-func (t *RunTx) FinishIteration(runID int64, iteration int) error {
-	_, err := t.tx.Exec(`UPDATE run_iterations SET done_at = $1 WHERE run_id = $2 AND iteration = $3 AND done_at IS NULL`,
+func (t *runTx) FinishIteration(runID int64, iteration int) error {
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_iterations SET done_at = $1 WHERE run_id = $2 AND iteration = $3 AND done_at IS NULL`,
 		t.now.UnixMilli(), runID, iteration)
 	if err != nil {
 		return fmt.Errorf("finish iteration %d: %w", iteration, err)
@@ -360,12 +372,12 @@ func (t *RunTx) FinishIteration(runID int64, iteration int) error {
 }
 
 // InsertChild records a new member and sets c.ID.
-func (t *RunTx) InsertChild(c *Child) error {
+func (t *runTx) InsertChild(c *Child) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = t.now
 	}
 	c.UpdatedAt = t.now
-	err := t.tx.QueryRow(`INSERT INTO run_children (run_id, iteration, slot, island, parent_id, origin, source_id, model, stage,
+	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO run_children (run_id, iteration, slot, island, parent_id, origin, source_id, model, stage,
 		template, seed, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
 		c.RunID, c.Iteration, c.Slot, c.Island, nullID(c.ParentID), c.Origin, nullID(c.SourceID), c.Model, c.Stage,
 		c.Template, int64(c.Seed), c.State, c.CreatedAt.UnixMilli(), c.UpdatedAt.UnixMilli()).Scan(&c.ID)
@@ -378,7 +390,7 @@ func (t *RunTx) InsertChild(c *Child) error {
 // UpdateChild writes every mutable field of c (its stage and template
 // too: a child whose model left the ensemble, or gave no idea, is asked
 // with another prompt).
-func (t *RunTx) UpdateChild(c *Child) error {
+func (t *runTx) UpdateChild(c *Child) error {
 	c.UpdatedAt = t.now
 	var finished any
 	if !c.FinishedAt.IsZero() {
@@ -388,7 +400,7 @@ func (t *RunTx) UpdateChild(c *Child) error {
 	if c.ProgramHash != "" {
 		hash = c.ProgramHash
 	}
-	_, err := t.tx.Exec(`UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
 		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
 		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,
 		input_tokens = $19, output_tokens = $20, cost_usd = $21, updated_at = $22, finished_at = $23, source_id = $24,
@@ -404,7 +416,7 @@ func (t *RunTx) UpdateChild(c *Child) error {
 }
 
 // InsertAttempt records a step of a child and sets a.ID.
-func (t *RunTx) InsertAttempt(a *Attempt) error {
+func (t *runTx) InsertAttempt(a *Attempt) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = t.now
 	}
@@ -412,7 +424,7 @@ func (t *RunTx) InsertAttempt(a *Attempt) error {
 	if a.ProgramHash != "" {
 		hash = a.ProgramHash
 	}
-	err := t.tx.QueryRow(`INSERT INTO run_attempts (child_id, attempt, kind, llm_call_id, program_hash, edit, error,
+	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO run_attempts (child_id, attempt, kind, llm_call_id, program_hash, edit, error,
 		fast_evaluation_id, fast_verdict, fast_reason, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
 		a.ChildID, a.Attempt, a.Kind, nullID(a.LLMCallID), hash, a.Edit, a.Error, nullID(a.FastEvaluationID), a.FastVerdict,
 		a.FastReason, a.CreatedAt.UnixMilli()).Scan(&a.ID)
@@ -423,8 +435,8 @@ func (t *RunTx) InsertAttempt(a *Attempt) error {
 }
 
 // SetAttemptFast records the fast check of an attempt's program.
-func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict runs.Verdict, reason string) error {
-	_, err := t.tx.Exec(`UPDATE run_attempts SET fast_evaluation_id = $1, fast_verdict = $2, fast_reason = $3 WHERE id = $4`,
+func (t *runTx) SetAttemptFast(attemptID, evaluationID int64, verdict runs.Verdict, reason string) error {
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_attempts SET fast_evaluation_id = $1, fast_verdict = $2, fast_reason = $3 WHERE id = $4`,
 		nullID(evaluationID), verdict, reason, attemptID)
 	if err != nil {
 		return fmt.Errorf("record fast check of attempt %d: %w", attemptID, err)
@@ -433,12 +445,12 @@ func (t *RunTx) SetAttemptFast(attemptID, evaluationID int64, verdict runs.Verdi
 }
 
 // SetArchive replaces the run's elite archive with ids, best first.
-func (t *RunTx) SetArchive(runID int64, ids []int64) error {
-	if _, err := t.tx.Exec(`DELETE FROM run_archive WHERE run_id = $1`, runID); err != nil {
+func (t *runTx) SetArchive(runID int64, ids []int64) error {
+	if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM run_archive WHERE run_id = $1`, runID); err != nil {
 		return fmt.Errorf("update archive: %w", err)
 	}
 	for i, id := range ids {
-		if _, err := t.tx.Exec(`INSERT INTO run_archive (run_id, child_id, position) VALUES ($1, $2, $3)`, runID, id, i); err != nil {
+		if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_archive (run_id, child_id, position) VALUES ($1, $2, $3)`, runID, id, i); err != nil {
 			return fmt.Errorf("update archive: %w", err)
 		}
 	}
@@ -447,11 +459,11 @@ func (t *RunTx) SetArchive(runID int64, ids []int64) error {
 
 // AddEvent records an event. An event whose non-empty key exists already
 // is not recorded again, and AddEvent reports false.
-func (t *RunTx) AddEvent(e *RunEvent) (bool, error) {
+func (t *runTx) AddEvent(e *RunEvent) (bool, error) {
 	if e.At.IsZero() {
 		e.At = t.now
 	}
-	res, err := t.tx.Exec(`INSERT INTO run_events (run_id, kind, key, iteration, detail, at) VALUES ($1, $2, $3, $4, $5, $6)
+	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_events (run_id, kind, key, iteration, detail, at) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT DO NOTHING`, e.RunID, e.Kind, e.Key, e.Iteration, jsonText(e.Detail, "{}"), e.At.UnixMilli())
 	if err != nil {
 		return false, fmt.Errorf("record %s event: %w", e.Kind, err)
@@ -488,7 +500,7 @@ func scanChild(r scanner) (*Child, error) {
 }
 
 // Children returns every member of a run, in the order they were created.
-func (s *Store) Children(ctx context.Context, runID int64) ([]*Child, error) {
+func (s *sqlStore) Children(ctx context.Context, runID int64) ([]*Child, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE run_id = $1 ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list children of run %d: %w", runID, err)
@@ -505,12 +517,9 @@ func (s *Store) Children(ctx context.Context, runID int64) ([]*Child, error) {
 	return out, rows.Err()
 }
 
-// ChildrenSince returns the members of a run whose row was written at or
-// after since, in the order they were written: a watcher's delta, read
-// from an index (run_id, updated_at) whatever the size of the run. Times
-// are the writers' clocks: a watcher that asks from a little before what
-// it saw last does not miss a write whose transaction began earlier.
-func (s *Store) ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error) {
+// ChildrenSince returns the members of a run written at or after since,
+// in the order they were written (see RunStore).
+func (s *sqlStore) ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE run_id = $1 AND updated_at >= $2
 		ORDER BY updated_at, id`, runID, since.UnixMilli())
 	if err != nil {
@@ -529,9 +538,9 @@ func (s *Store) ChildrenSince(ctx context.Context, runID int64, since time.Time)
 }
 
 // Child returns one member.
-func (s *Store) Child(ctx context.Context, id int64) (*Child, error) {
+func (s *sqlStore) Child(ctx context.Context, id int64) (*Child, error) {
 	c, err := scanChild(s.db.QueryRowContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	if notFound(err) {
 		return nil, fmt.Errorf("child %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
@@ -541,7 +550,7 @@ func (s *Store) Child(ctx context.Context, id int64) (*Child, error) {
 }
 
 // Iterations returns a run's iterations in order.
-func (s *Store) Iterations(ctx context.Context, runID int64) ([]*Iteration, error) {
+func (s *sqlStore) Iterations(ctx context.Context, runID int64) ([]*Iteration, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT iteration, island, parent_id, top_ids, diverse_ids, stage, created_at, done_at
 		FROM run_iterations WHERE run_id = $1 ORDER BY iteration`, runID)
 	if err != nil {
@@ -574,7 +583,7 @@ func (s *Store) Iterations(ctx context.Context, runID int64) ([]*Iteration, erro
 }
 
 // Attempts returns the attempts of a run's children, by child then order.
-func (s *Store) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
+func (s *sqlStore) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.child_id, a.attempt, a.kind, a.llm_call_id, a.program_hash, a.edit, a.error,
 		a.fast_evaluation_id, a.fast_verdict, a.fast_reason, a.created_at
 		FROM run_attempts a JOIN run_children c ON c.id = a.child_id WHERE c.run_id = $1 ORDER BY a.child_id, a.id`, runID)
@@ -600,7 +609,7 @@ func (s *Store) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
 }
 
 // Archive returns the ids of the run's elite archive, best first.
-func (s *Store) Archive(ctx context.Context, runID int64) ([]int64, error) {
+func (s *sqlStore) Archive(ctx context.Context, runID int64) ([]int64, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT child_id FROM run_archive WHERE run_id = $1 ORDER BY position`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read archive of run %d: %w", runID, err)
@@ -618,7 +627,7 @@ func (s *Store) Archive(ctx context.Context, runID int64) ([]int64, error) {
 }
 
 // RunEvents returns a run's events of a kind ("" for all), in order.
-func (s *Store) RunEvents(ctx context.Context, runID int64, kind string) ([]*RunEvent, error) {
+func (s *sqlStore) RunEvents(ctx context.Context, runID int64, kind string) ([]*RunEvent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, key, iteration, detail, at FROM run_events
 		WHERE run_id = $1 AND ($2 = '' OR kind = $2) ORDER BY id`, runID, kind)
 	if err != nil {
@@ -640,8 +649,8 @@ func (s *Store) RunEvents(ctx context.Context, runID int64, kind string) ([]*Run
 }
 
 // AddRunEvent records an event outside a transaction (see RunTx.AddEvent).
-func (s *Store) AddRunEvent(ctx context.Context, e *RunEvent) error {
-	return s.RunInTx(ctx, func(tx *RunTx) error {
+func (s *sqlStore) AddRunEvent(ctx context.Context, e *RunEvent) error {
+	return s.RunInTx(ctx, func(tx RunTx) error {
 		_, err := tx.AddEvent(e)
 		return err
 	})

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-func openTest(t *testing.T) *Store {
+func openTest(t *testing.T) *sqlStore {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "sub", "f.db"))
+	s, err := open(context.Background(), filepath.Join(t.TempDir(), "sub", "f.db"), Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +97,13 @@ func TestEvaluationNeedsProgram(t *testing.T) {
 func TestReopenKeepsData(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
-	s, err := Open(ctx, path)
+	s, err := open(ctx, path, Self())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := s.PutProgram(ctx, []byte("y"), "")
 	s.Close()
-	s, err = Open(ctx, path)
+	s, err = open(ctx, path, Self())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 // Package testdeps decides what a test does when something it needs from
 // the machine is missing (PyTorch, bubblewrap, Chromium, a Python
-// interpreter, a Slurm cluster): on a developer's machine it skips, saying what is missing;
-// where FRONTIER_REQUIRE_DEPS=1 (CI sets it, after installing everything
-// with scripts/install-deps.sh) it fails, because a skip there would hide a
-// broken install behind a green run.
+// interpreter, a Slurm cluster, a PostgreSQL server): on a developer's
+// machine it skips, saying what is missing; where FRONTIER_REQUIRE_DEPS=1
+// (CI sets it, after installing everything with scripts/install-deps.sh and
+// starting Slurm and PostgreSQL with scripts/slurm.sh and
+// scripts/postgres.sh) it fails, because a skip there would hide a broken
+// install behind a green run.
 package testdeps
 
 import (
@@ -20,8 +22,8 @@ const RequireEnv = "FRONTIER_REQUIRE_DEPS"
 func Required() bool { return os.Getenv(RequireEnv) == "1" }
 
 // Missing ends the test because dep (a short name: "torch", "bwrap",
-// "chromium", "python3", "slurm") is not usable here: it skips, or fails when
-// Required. The message says why, as t.Skipf would.
+// "chromium", "python3", "slurm", "postgres") is not usable here: it skips,
+// or fails when Required. The message says why, as t.Skipf would.
 func Missing(t testing.TB, dep, format string, args ...any) {
 	t.Helper()
 	if Required() {

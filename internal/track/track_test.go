@@ -167,7 +167,7 @@ func TestHostileTrackFiles(t *testing.T) {
 		}, "path escapes"},
 		"reference too large": {func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "train.py"), make([]byte, MaxFileBytes+1), 0o600)
-		}, "more than the 1024 KiB"},
+		}, "more than the 1 MiB"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,17 +2,14 @@ package yamlfile
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"syscall"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/frontier-bench/frontier/internal/bounded"
 )
 
 // What a YAML file may cost before it is decoded. The decoder's time and
@@ -34,72 +31,7 @@ const (
 // ReadFile reads the YAML file at path, which must be a regular file of at
 // most MaxBytes. Opening never waits: a named pipe or a device is refused,
 // not read.
-func ReadFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadRegular(f, path, MaxBytes)
-}
-
-// ReadRegular reads f, which must be a regular file of at most limit bytes;
-// name names it in errors. Open f with O_NONBLOCK, so that opening a named
-// pipe does not wait for a writer before this refuses it.
-func ReadRegular(f *os.File, name string, limit int64) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", name, fileKind(fi.Mode()))
-	}
-	if fi.Size() > limit {
-		return nil, sizeError(name, fi.Size(), limit)
-	}
-	// The file may grow between Stat and the read: read at most one byte
-	// more than allowed.
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, sizeError(name, int64(len(b)), limit)
-	}
-	return b, nil
-}
-
-func sizeError(name string, size, limit int64) error {
-	return fmt.Errorf("%s holds %s, more than the %s frontier reads from such a file: is it the right file?", name, bytesText(size), bytesText(limit))
-}
-
-func bytesText(n int64) string {
-	switch {
-	case n >= 10<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 10<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
-}
+func ReadFile(path string) ([]byte, error) { return bounded.ReadFile(path, MaxBytes) }
 
 // Check refuses src, the bytes of file, when it is larger than MaxBytes,
 // nests collections deeper than MaxDepth, or expands through its aliases
@@ -111,7 +43,7 @@ func fileKind(m os.FileMode) string {
 // they expand to. Syntax errors are left to the decoder.
 func Check(file string, src []byte) error {
 	if len(src) > MaxBytes {
-		return sizeError(file, int64(len(src)), MaxBytes)
+		return &bounded.TooLargeError{Name: file, Size: int64(len(src)), Limit: MaxBytes}
 	}
 	if line, col, deep := quickDepth(src, MaxDepth); deep {
 		return depthError(file, src, line, col)
@@ -380,21 +312,5 @@ func sumSizes[N ast.Node](values []N, size func(ast.Node) int, add func(a, b int
 // inside dir (symbolic links are followed only while they stay inside).
 // Opening never waits: a named pipe is refused, not read.
 func ReadInside(dir, name string, limit int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
-			// os.Root's refusal of a path that leaves the folder (through
-			// "..", an absolute symbolic link, ...) says only "path
-			// escapes from parent".
-			return nil, fmt.Errorf("%w (files must lie inside the folder %s)", err, dir)
-		}
-		return nil, err
-	}
-	defer f.Close()
-	return ReadRegular(f, name, limit)
+	return bounded.ReadInside(dir, name, limit)
 }

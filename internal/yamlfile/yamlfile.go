@@ -82,14 +82,24 @@ func keyOnLine(src []byte, n int) string {
 	return string(key)
 }
 
-// Join returns errs as one error, one per line; nil when there are none.
+// MaxErrors is the most errors Join lists: a file with thousands of
+// unknown keys (the wrong file, or one written by a program) would bury
+// the first of them, which is the one to fix.
+const MaxErrors = 20
+
+// Join returns errs as one error, one per line, the first MaxErrors of
+// them and a line that counts the rest; nil when there are none.
 func Join(errs []*Error) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	joined := make([]error, len(errs))
-	for i, e := range errs {
+	n := min(len(errs), MaxErrors)
+	joined := make([]error, n, n+1)
+	for i, e := range errs[:n] {
 		joined[i] = e
+	}
+	if more := len(errs) - n; more > 0 {
+		joined = append(joined, &Error{File: errs[n].File, Msg: fmt.Sprintf("and %d more (%d in all): fix the ones above first; this may be the wrong file", more, len(errs))})
 	}
 	return errors.Join(joined...)
 }

@@ -18,7 +18,7 @@ import (
 
 // addRun records a finished bench run whose attempts have the given FSR
 // per task, one attempt per value (seeds 0, 1, ...).
-func addRun(t *testing.T, st *store.Store, name, scaffold, hints string, fsr map[string][]float64, tasks []string) {
+func addRun(t *testing.T, st store.Store, name, scaffold, hints string, fsr map[string][]float64, tasks []string) {
 	t.Helper()
 	ctx := context.Background()
 	r := &store.BenchRun{Name: name, Suite: "mini", SuiteHash: "h", Scaffold: scaffold, Model: "coder", Hints: hints}
@@ -112,7 +112,7 @@ type run struct {
 	sources                                         map[string][]string
 }
 
-func addRunOf(t *testing.T, st *store.Store, r run) {
+func addRunOf(t *testing.T, st store.Store, r run) {
 	t.Helper()
 	ctx := context.Background()
 	br := &store.BenchRun{Name: r.name, Suite: "mini", SuiteHash: r.suiteHash, Scaffold: r.scaffold, Model: r.model, Hints: r.hints, Config: []byte(r.config)}

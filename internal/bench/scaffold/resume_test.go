@@ -14,7 +14,7 @@ import (
 // evaluation: the evaluation is recorded, the node is not (a process
 // killed between the two).
 type failingStore struct {
-	*store.Store
+	store.Store
 	failed bool
 }
 

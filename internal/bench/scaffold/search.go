@@ -35,7 +35,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// Store is what a search records into; *store.Store is one.
+// Store is what a search records into; store.Store is one.
 type Store interface {
 	PutProgram(ctx context.Context, src []byte, normHash string) (string, error)
 	Program(ctx context.Context, hash string) ([]byte, error)

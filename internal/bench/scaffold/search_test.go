@@ -33,7 +33,7 @@ func fakeTrack(t testing.TB) *track.Spec {
 }
 
 // newAttempt records a bench run with one attempt and returns the attempt's id.
-func newAttempt(t testing.TB, st *store.Store) int64 {
+func newAttempt(t testing.TB, st store.Store) int64 {
 	t.Helper()
 	ctx := context.Background()
 	r := &store.BenchRun{Suite: "s", SuiteHash: "h", Scaffold: "aide", Model: "m", Hints: "1"}

@@ -858,6 +858,18 @@ class Judge:
                                          "said: %s: %s" % (str(msg.get("kind") or "Exception")[:200],
                                                            str(msg.get("message") or "")[:MAX_TEXT])})
             return
+        if c.role == "scorer" and msg.get("code") == "state" and self.handed_off:
+            # The scorer runs the program's setup, then imports what the
+            # training process exported at fh.finish(). When those objects
+            # do not line up, logits_fn used at the end something the run
+            # built (a memo of answered rows, a model swapped in): the
+            # answers then depend on more than the weights, which is the
+            # judge's finding whatever the program says about it.
+            self.fail("stateful_eval", "the scorer, a fresh process of the program, could not rebuild from the state "
+                      "exported at fh.finish() what logits_fn used then, so the final validation's answers depend on "
+                      "objects the run built after fh.train_begin(), not only on the weights: %s"
+                      % str(msg.get("message") or "")[:MAX_TEXT], c)
+            return
         if self.reported_error and self.failure is not None:
             return
         self.reported_error = True

@@ -24,13 +24,13 @@ import (
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// Store is what the fixtures write. *store.Store is one.
+// Store is what the fixtures write. store.Store is one.
 type Store interface {
 	PutProgram(ctx context.Context, src []byte, normHash string) (string, error)
 	CreateEvaluation(ctx context.Context, e *store.Evaluation) error
 	FinishEvaluation(ctx context.Context, e *store.Evaluation, telemetry []byte) error
 	CreateRun(ctx context.Context, r *store.Run) error
-	RunInTx(ctx context.Context, f func(tx *store.RunTx) error) error
+	RunInTx(ctx context.Context, f func(tx store.RunTx) error) error
 	InsertLLMCall(ctx context.Context, c *store.LLMCall) error
 	FinishLLMCall(ctx context.Context, c *store.LLMCall) error
 	CreateBenchRun(ctx context.Context, r *store.BenchRun) error
@@ -152,7 +152,7 @@ func Seed(ctx context.Context, st Store, o Options) (*Fixture, error) {
 	ref := &store.Child{RunID: run.ID, Origin: runs.OriginReference, Stage: runs.StageReference, State: runs.Done, ProgramHash: refHash,
 		Verdict: runs.Acceptable, ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100, Score: 399, EvaluationID: refEval,
 		Description: "the track's reference"}
-	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
+	err = st.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Stage: runs.StageReference}); err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func Seed(ctx context.Context, st Store, o Options) (*Fixture, error) {
 				f.Rejected = c
 			}
 		}
-		err := st.RunInTx(ctx, func(tx *store.RunTx) error {
+		err := st.RunInTx(ctx, func(tx store.RunTx) error {
 			if err := tx.InsertIteration(&store.Iteration{RunID: run.ID, Iteration: it, Island: island, ParentID: parent.ID, Stage: stage}); err != nil {
 				return err
 			}
@@ -250,7 +250,7 @@ func Seed(ctx context.Context, st Store, o Options) (*Fixture, error) {
 	if err := w.claims(f); err != nil {
 		return nil, err
 	}
-	err = st.RunInTx(ctx, func(tx *store.RunTx) error {
+	err = st.RunInTx(ctx, func(tx store.RunTx) error {
 		var archive []int64
 		for _, c := range f.Members {
 			if c.Verdict == runs.Acceptable && !c.Origin.IsCopy() && len(archive) < 20 {
@@ -441,7 +441,7 @@ func (w *writer) claims(f *Fixture) error {
 			f.Record = c
 		}
 	}
-	return w.st.RunInTx(w.ctx, func(tx *store.RunTx) error {
+	return w.st.RunInTx(w.ctx, func(tx store.RunTx) error {
 		if err := tx.InsertConfirmation(&store.Confirmation{RunID: w.run.ID, Claim: runs.Claim{ChildID: f.Rejected.ID, BaselineID: f.Reference.ID,
 			Method: runs.MethodSeries, State: runs.ClaimRejected, Source: "engine", Pairs: 5, Alpha: 0.01, SingleMs: f.Rejected.TrainTimeMs,
 			TimeMs: 19_900, BaselineMs: 20_000, TimeSD: 300, BaselineSD: 250, Speedup: 0.005, SpeedupLo: -0.02, SpeedupHi: 0.03, TimeP: 0.3,
@@ -588,12 +588,12 @@ func (f *Fixture) Propose(ctx context.Context, st Store, it int, desc string) (*
 	}
 	c := &store.Child{RunID: f.Run.ID, Iteration: it, Origin: runs.OriginLLM, Model: f.Models[0], Stage: runs.StageTemplate,
 		State: runs.Queued, ParentID: f.Reference.ID}
-	err = st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertChild(c) })
+	err = st.RunInTx(ctx, func(tx store.RunTx) error { return tx.InsertChild(c) })
 	if err != nil {
 		return nil, err
 	}
 	c.State, c.ProgramHash, c.Description = runs.Fast, hash, desc
-	return c, st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateChild(c) })
+	return c, st.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateChild(c) })
 }
 
 // Settle gives child c its final verdict, as the engine does when its
@@ -604,5 +604,5 @@ func (f *Fixture) Settle(ctx context.Context, st Store, c *store.Child, v runs.V
 		c.ValLoss, c.TrainTimeMs, c.StepAvgMs = 3.95, ms, ms/200
 		c.Score = c.StepAvgMs * c.ValLoss
 	}
-	return st.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateChild(c) })
+	return st.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateChild(c) })
 }

@@ -13,7 +13,7 @@ import (
 // read back as written; a run without a name gets bench-<id>; pending
 // calls of one run are marked lost without touching another's; spending
 // sums a run's node calls only.
-func testBench(t *testing.T, s Store) {
+func testBench(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := &store.BenchRun{Suite: "tiny-ladder", SuiteHash: "sh", Scaffold: "aide", Model: "m", Hints: "1+2", Config: []byte(`{"nodes":20}`)}
 	must(t, s.CreateBenchRun(ctx, r))
@@ -145,7 +145,7 @@ func testBench(t *testing.T, s Store) {
 
 // testCalibrations: the newest calibration of each record and machine
 // class is the one returned.
-func testCalibrations(t *testing.T, s Store) {
+func testCalibrations(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	h, err := s.PutProgram(ctx, []byte("r0"), "")
 	must(t, err)

@@ -24,7 +24,7 @@ const perProcess = 25
 // HelperMain does the helper process's part of Processes and exits, when
 // this process is one; otherwise it returns at once. Call it first in
 // TestMain, with the same open function as Processes.
-func HelperMain(open func(ctx context.Context, name string) (Store, error)) {
+func HelperMain(open func(ctx context.Context, name string) (store.Store, error)) {
 	if name := os.Getenv(orphanEnv); name != "" {
 		if err := leaveRunning(context.Background(), open, name); err != nil {
 			fmt.Fprintln(os.Stderr, "storetest helper:", err)
@@ -49,7 +49,7 @@ func HelperMain(open func(ctx context.Context, name string) (Store, error)) {
 // which TestMain hands to HelperMain) each record evaluations and a run's
 // children, and every row of both is there afterwards. name is what open
 // takes: a file path for SQLite, a connection string for a server.
-func Processes(t *testing.T, name string, open func(ctx context.Context, name string) (Store, error)) {
+func Processes(t *testing.T, name string, open func(ctx context.Context, name string) (store.Store, error)) {
 	ctx := context.Background()
 	s, err := open(ctx, name)
 	if err != nil {
@@ -97,7 +97,7 @@ func Processes(t *testing.T, name string, open func(ctx context.Context, name st
 
 // writeShare is one process's writes: evaluations from creation to
 // finish, and its run's children with the run row in one transaction each.
-func writeShare(ctx context.Context, open func(ctx context.Context, name string) (Store, error), name, who string) error {
+func writeShare(ctx context.Context, open func(ctx context.Context, name string) (store.Store, error), name, who string) error {
 	s, err := open(ctx, name)
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func writeShare(ctx context.Context, open func(ctx context.Context, name string)
 		if err := s.FinishEvaluation(ctx, e, []byte("{}\n")); err != nil {
 			return err
 		}
-		err = s.RunInTx(ctx, func(tx *store.RunTx) error {
+		err = s.RunInTx(ctx, func(tx store.RunTx) error {
 			if err := tx.InsertChild(&store.Child{RunID: r.ID, Iteration: i, Origin: "mutate", State: "queued", ProgramHash: h}); err != nil {
 				return err
 			}
@@ -138,7 +138,7 @@ func writeShare(ctx context.Context, open func(ctx context.Context, name string)
 // (killed, or a failure before it recorded the outcome) is found by the
 // next process and marked interrupted, once, while the evaluations of live
 // processes (this one) are left alone.
-func Orphans(t *testing.T, name string, open func(ctx context.Context, name string) (Store, error)) {
+func Orphans(t *testing.T, name string, open func(ctx context.Context, name string) (store.Store, error)) {
 	ctx := context.Background()
 	s, err := open(ctx, name)
 	if err != nil {
@@ -175,7 +175,7 @@ func Orphans(t *testing.T, name string, open func(ctx context.Context, name stri
 }
 
 // leaveRunning is the helper's part of Orphans.
-func leaveRunning(ctx context.Context, open func(ctx context.Context, name string) (Store, error), name string) error {
+func leaveRunning(ctx context.Context, open func(ctx context.Context, name string) (store.Store, error), name string) error {
 	s, err := open(ctx, name)
 	if err != nil {
 		return err

@@ -16,8 +16,9 @@ import (
 
 // Run runs the contract against stores that open returns; each call must
 // give a new, empty store, closed by the test's cleanup.
-func Run(t *testing.T, open func(t *testing.T) Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Programs", func(t *testing.T) { testPrograms(t, open(t)) })
+	t.Run("Contents", func(t *testing.T) { testContents(t, open(t)) })
 	t.Run("Evaluations", func(t *testing.T) { testEvaluations(t, open(t)) })
 	t.Run("ResumeQueries", func(t *testing.T) { testResumeQueries(t, open(t)) })
 	t.Run("Runs", func(t *testing.T) { testRuns(t, open(t)) })
@@ -38,7 +39,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func testPrograms(t *testing.T, s Store) {
+func testPrograms(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	a, b := []byte("print(1)\n"), []byte("print(1) \n")
 	ha, err := s.PutProgram(ctx, a, "n")
@@ -69,7 +70,7 @@ func testPrograms(t *testing.T, s Store) {
 	}
 }
 
-func newEvaluation(t *testing.T, s Store, src string, fastOnly bool) *store.Evaluation {
+func newEvaluation(t *testing.T, s store.Store, src string, fastOnly bool) *store.Evaluation {
 	t.Helper()
 	h, err := s.PutProgram(context.Background(), []byte(src), "")
 	must(t, err)
@@ -78,7 +79,7 @@ func newEvaluation(t *testing.T, s Store, src string, fastOnly bool) *store.Eval
 	return e
 }
 
-func testEvaluations(t *testing.T, s Store) {
+func testEvaluations(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := newEvaluation(t, s, "a", false)
 	if e.ID == 0 || e.State != store.StateRunning || e.StartedAt.IsZero() {
@@ -143,7 +144,7 @@ func ids(es []*store.Evaluation) []int64 {
 
 // testResumeQueries checks the queries a resumed run relies on to redo
 // nothing that finished and to lose nothing that did not.
-func testResumeQueries(t *testing.T, s Store) {
+func testResumeQueries(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	before := newEvaluation(t, s, "p", false) // an older session's, still "running"
 	time.Sleep(5 * time.Millisecond)
@@ -183,7 +184,7 @@ func testResumeQueries(t *testing.T, s Store) {
 	}
 }
 
-func newRun(t *testing.T, s Store, name string) *store.Run {
+func newRun(t *testing.T, s store.Store, name string) *store.Run {
 	t.Helper()
 	r := &store.Run{Name: name, Track: "tiny", TrackDir: "/tracks/tiny", TrackHash: "th", TargetValLoss: 4.2, Seed: 7,
 		Config: json.RawMessage(`{"islands":2}`), RNG: []byte{1, 2, 3}}
@@ -191,7 +192,7 @@ func newRun(t *testing.T, s Store, name string) *store.Run {
 	return r
 }
 
-func testRuns(t *testing.T, s Store) {
+func testRuns(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	a := newRun(t, s, "alpha")
 	if a.ID == 0 || a.State != store.RunRunning || a.StartedAt.IsZero() {
@@ -228,7 +229,7 @@ func testRuns(t *testing.T, s Store) {
 	// UpdateRun writes every mutable field.
 	a.State, a.StopReason, a.StopDetail, a.Iterations, a.ActiveMs, a.Sessions = store.RunStopped, "iterations", "all done", 4, 1234, 2
 	a.FinishedAt, a.Name, a.Bandit, a.TrackDir = time.Now(), "alpha2", json.RawMessage(`{"m":1}`), "/moved/tiny"
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateRun(a) }))
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateRun(a) }))
 	got, err = s.Run(ctx, "alpha2")
 	if err != nil || got.State != store.RunStopped || got.StopReason != "iterations" || got.Iterations != 4 ||
 		got.ActiveMs != 1234 || got.Sessions != 2 || got.FinishedAt.IsZero() || string(got.Bandit) != `{"m":1}` ||
@@ -237,15 +238,47 @@ func testRuns(t *testing.T, s Store) {
 	}
 }
 
+func testTransactions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r := newRun(t, s, "tx")
+	// An error rolls back everything the transaction wrote.
+	boom := errors.New("boom")
+	err := s.RunInTx(ctx, func(tx store.RunTx) error {
+		must(t, tx.InsertIteration(&store.Iteration{RunID: r.ID, Iteration: 1, Stage: "template"}))
+		must(t, tx.InsertChild(&store.Child{RunID: r.ID, Iteration: 1, Origin: "mutate", State: "queued"}))
+		r.Iterations = 1
+		must(t, tx.UpdateRun(r))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("RunInTx returned %v, want the function's error", err)
+	}
+	kids, _ := s.Children(ctx, r.ID)
+	its, _ := s.Iterations(ctx, r.ID)
+	got, _ := s.Run(ctx, "tx")
+	if len(kids) != 0 || len(its) != 0 || got.Iterations != 0 {
+		t.Errorf("a failed transaction left %d children, %d iterations, iterations %d", len(kids), len(its), got.Iterations)
+	}
+	// A decision is recorded even while the caller is being canceled.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	err = s.RunInTx(canceled, func(tx store.RunTx) error {
+		return tx.InsertIteration(&store.Iteration{RunID: r.ID, Iteration: 1, Stage: "template"})
+	})
+	if its, _ := s.Iterations(ctx, r.ID); err != nil || len(its) != 1 {
+		t.Errorf("a transaction under a canceled context: %v, %d iterations; want it committed", err, len(its))
+	}
+}
+
 // testChangedMembers: a watcher's delta holds the members written at or
 // after a time, in the order written, and only those of its run.
-func testChangedMembers(t *testing.T, s Store) {
+func testChangedMembers(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r, other := newRun(t, s, "watched"), newRun(t, s, "other")
 	write := func(c *store.Child, insert bool) time.Time {
 		t.Helper()
 		time.Sleep(3 * time.Millisecond) // the writes' times are in milliseconds
-		must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+		must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
 			if insert {
 				return tx.InsertChild(c)
 			}
@@ -270,46 +303,14 @@ func testChangedMembers(t *testing.T, s Store) {
 	}
 }
 
-func testTransactions(t *testing.T, s Store) {
-	ctx := context.Background()
-	r := newRun(t, s, "tx")
-	// An error rolls back everything the transaction wrote.
-	boom := errors.New("boom")
-	err := s.RunInTx(ctx, func(tx *store.RunTx) error {
-		must(t, tx.InsertIteration(&store.Iteration{RunID: r.ID, Iteration: 1, Stage: "template"}))
-		must(t, tx.InsertChild(&store.Child{RunID: r.ID, Iteration: 1, Origin: "mutate", State: "queued"}))
-		r.Iterations = 1
-		must(t, tx.UpdateRun(r))
-		return boom
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("RunInTx returned %v, want the function's error", err)
-	}
-	kids, _ := s.Children(ctx, r.ID)
-	its, _ := s.Iterations(ctx, r.ID)
-	got, _ := s.Run(ctx, "tx")
-	if len(kids) != 0 || len(its) != 0 || got.Iterations != 0 {
-		t.Errorf("a failed transaction left %d children, %d iterations, iterations %d", len(kids), len(its), got.Iterations)
-	}
-	// A decision is recorded even while the caller is being canceled.
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	err = s.RunInTx(canceled, func(tx *store.RunTx) error {
-		return tx.InsertIteration(&store.Iteration{RunID: r.ID, Iteration: 1, Stage: "template"})
-	})
-	if its, _ := s.Iterations(ctx, r.ID); err != nil || len(its) != 1 {
-		t.Errorf("a transaction under a canceled context: %v, %d iterations; want it committed", err, len(its))
-	}
-}
-
-func testMembers(t *testing.T, s Store) {
+func testMembers(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := newRun(t, s, "members")
 	prog, err := s.PutProgram(ctx, []byte("p"), "")
 	must(t, err)
 	ev := newEvaluation(t, s, "p", false)
 	var ref, kid *store.Child
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.InsertIteration(&store.Iteration{RunID: r.ID, Iteration: 0, Stage: "reference"}); err != nil {
 			return err
 		}
@@ -335,7 +336,7 @@ func testMembers(t *testing.T, s Store) {
 	kid.Summary, kid.InputTokens, kid.OutputTokens, kid.CostUSD, kid.FinishedAt = "s", 10, 20, 0.5, time.Now()
 	kid.Stage, kid.Template = "template", "combine" // a meta-prompted child that fell back
 	var a1, a2 *store.Attempt
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.UpdateChild(kid); err != nil {
 			return err
 		}
@@ -380,13 +381,13 @@ func testMembers(t *testing.T, s Store) {
 	if arch, err := s.Archive(ctx, r.ID); err != nil || len(arch) != 2 || arch[0] != kid.ID {
 		t.Errorf("Archive = %v, %v; want best first", arch, err)
 	}
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.SetArchive(r.ID, []int64{ref.ID}) }))
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error { return tx.SetArchive(r.ID, []int64{ref.ID}) }))
 	if arch, _ := s.Archive(ctx, r.ID); len(arch) != 1 || arch[0] != ref.ID {
 		t.Errorf("SetArchive does not replace: %v", arch)
 	}
 	// Keyed events happen once per run and kind.
 	var first, second bool
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
 		var err error
 		first, err = tx.AddEvent(&store.RunEvent{RunID: r.ID, Kind: "migration", Key: "1", Detail: json.RawMessage(`{"n":1}`)})
 		if err != nil {
@@ -408,7 +409,7 @@ func testMembers(t *testing.T, s Store) {
 	}
 }
 
-func testCalls(t *testing.T, s Store) {
+func testCalls(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := newRun(t, s, "calls")
 	other := newRun(t, s, "other")
@@ -451,7 +452,7 @@ func testCalls(t *testing.T, s Store) {
 
 // testConcurrentWriters: goroutines that write at once through one store
 // lose nothing and get distinct ids.
-func testConcurrentWriters(t *testing.T, s Store) {
+func testConcurrentWriters(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := newRun(t, s, "concurrent")
 	const workers, each = 4, 10
@@ -462,7 +463,7 @@ func testConcurrentWriters(t *testing.T, s Store) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				err := s.RunInTx(ctx, func(tx *store.RunTx) error {
+				err := s.RunInTx(ctx, func(tx store.RunTx) error {
 					return tx.InsertChild(&store.Child{RunID: r.ID, Iteration: w, Slot: i, Origin: "mutate", State: "queued"})
 				})
 				if err == nil {
@@ -488,7 +489,7 @@ func testConcurrentWriters(t *testing.T, s Store) {
 // testConfirmations: claims are stored with every number, unknown numbers
 // (NaN) read back as NaN, an update writes the outcome, and a run's claims
 // come back in the order they were made.
-func testConfirmations(t *testing.T, s Store) {
+func testConfirmations(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := newRun(t, s, "claims")
 	other := newRun(t, s, "other")
@@ -496,10 +497,10 @@ func testConfirmations(t *testing.T, s Store) {
 	c := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 5, BaselineID: 1, Method: runs.MethodSeries,
 		State: runs.ClaimQueued, Pairs: 5, Alpha: 0.01, SingleMs: 700, TimeMs: 900, BaselineMs: nan, TimeSD: nan, BaselineSD: nan,
 		LossMean: nan, LossSD: nan, Speedup: 0.1, SpeedupLo: nan, SpeedupHi: nan, TimeP: nan, LossP: nan, NoiseCV: nan}}
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.InsertConfirmation(c) }))
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error { return tx.InsertConfirmation(c) }))
 	second := &store.Confirmation{RunID: r.ID, Claim: runs.Claim{ChildID: 7, BaselineID: 5, Method: runs.MethodNoise,
 		State: runs.ClaimConfirmed, Source: "cli", Pairs: 1, NoiseCV: 0.03, NoiseDF: 8, TimeP: 1e-4}}
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error {
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
 		if err := tx.InsertConfirmation(second); err != nil {
 			return err
 		}
@@ -522,7 +523,7 @@ func testConfirmations(t *testing.T, s Store) {
 	}
 	c.State, c.BaselineMs, c.TimeP, c.LossP, c.Reason = runs.ClaimRejected, 950, 0.2, 0.001, "not significant"
 	c.Evaluations, c.FinishedAt = []int64{11, 12, 13, 14}, time.Now()
-	must(t, s.RunInTx(ctx, func(tx *store.RunTx) error { return tx.UpdateConfirmation(c) }))
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateConfirmation(c) }))
 	got, _ = s.Confirmations(ctx, r.ID)
 	if g := got[0]; g.State != runs.ClaimRejected || g.BaselineMs != 950 || g.TimeP != 0.2 || g.Reason != "not significant" ||
 		len(g.Evaluations) != 4 || g.Evaluations[3] != 14 || g.FinishedAt.IsZero() {

@@ -16,7 +16,7 @@ import (
 func newDB(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := open(ctx, path, Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOpenDamaged(t *testing.T) {
 			if err := os.WriteFile(path, c.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s, err := Open(context.Background(), path)
+			s, err := open(context.Background(), path, Self())
 			if err == nil {
 				// Damage past the schema shows when the pages are read.
 				_, err = s.Evaluations(context.Background(), Filter{})
@@ -95,7 +95,7 @@ func TestOpenDamaged(t *testing.T) {
 func TestOpenPrivate(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	path := filepath.Join(home, "frontier.db")
-	s, err := Open(context.Background(), path)
+	s, err := open(context.Background(), path, Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func inHelper(bin, test, env string, attr *syscall.SysProcAttr) ([]byte, error) 
 
 func checkReadOnly(t *testing.T, path string) {
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := open(ctx, path, Self())
 	if err != nil {
 		t.Fatalf("Open on a read-only home: %v", err)
 	}

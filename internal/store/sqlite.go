@@ -13,15 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // The database's own troubles, as errors a caller can tell apart; each
 // comes wrapped in a message that says what happened and what to do.
 var (
-	// ErrDamaged: the file is empty, truncated, not a SQLite database, or
-	// SQLite found it corrupt. frontier never re-creates or repairs it.
-	ErrDamaged = errors.New("the database is damaged")
 	// ErrReadOnly: the database was opened for reading (this user may not
 	// write to it or its folder) and a write was asked for.
 	ErrReadOnly = errors.New("the database is read-only")
@@ -32,12 +29,13 @@ var (
 
 // SQLite's primary result codes that the store explains.
 const (
-	sqliteReadOnly = 8
-	sqliteIOErr    = 10
-	sqliteCorrupt  = 11
-	sqliteFull     = 13
-	sqliteCantOpen = 14
-	sqliteNotADB   = 26
+	sqliteReadOnly   = 8
+	sqliteIOErr      = 10
+	sqliteCorrupt    = 11
+	sqliteFull       = 13
+	sqliteCantOpen   = 14
+	sqliteNotADB     = 26
+	sqliteConstraint = 19
 )
 
 // sqliteCode returns the primary SQLite result code err carries, or 0.
@@ -49,27 +47,32 @@ func sqliteCode(err error) int {
 	return 0
 }
 
-// Open opens the SQLite database at path and brings its schema up to
-// date. Where there is none it creates one, private to this user (0600, in
-// a folder created 0700, as it holds every program, prompt and answer),
-// and atomically: a database file either does not exist or is complete.
+// openSQLite opens the SQLite database at loc.Path and brings its schema
+// up to date. Where there is none it creates one, private to this user
+// (0600, in a folder created 0700, as it holds every program, prompt and
+// answer), and atomically: a database file either does not exist or is
+// complete.
 //
 // A database that exists is never re-created or repaired: an empty
 // (0-byte), truncated or damaged file is an error (ErrDamaged) that says
 // what happened and what to do. When this user may not write to the
 // database or its folder (a read-only home), it is opened for reading:
 // what only reads works, and every write fails with ErrReadOnly.
-func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("open store: empty database path")
-	}
+func openSQLite(ctx context.Context, loc Location, owner Owner) (*sqlStore, error) {
+	path := loc.Path
 	if path == ":memory:" {
-		return openFile(ctx, path, false)
+		s, err := openFile(ctx, path, false, owner)
+		if err == nil {
+			if err = s.prepare(ctx); err != nil {
+				s.Close()
+			}
+		}
+		return s, err
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := create(ctx, path); err != nil {
+		if err := create(ctx, path, owner); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -82,8 +85,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 	readOnly := !writable(path) || !writable(filepath.Dir(path))
-	s, err := openFile(ctx, path, readOnly)
+	s, err := openFile(ctx, path, readOnly, owner)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if !readOnly {
@@ -92,34 +99,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// OpenReader opens the database at path for reading only, as a watcher
-// does while searches write it (frontier serve): every connection is
-// read-only (mode=ro and query_only), a WAL database is read as it
-// changes, and nothing is created or migrated. A reader in WAL mode never
-// blocks a writer; each query is its own short transaction, so a reader
-// never holds the log back from its checkpoint for long. A database this
-// version must first upgrade is an error that says so.
-func OpenReader(ctx context.Context, path string) (*Store, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("open store %s: there is no database there: start a run with frontier evolve (or frontier demo), or point --db or --home at the right one", path)
-	case err != nil:
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("open store: %s is not a file (%s): point --db or db: in frontier.yaml at a database file", path, fi.Mode().Type())
-	}
-	if err := checkHeader(path, fi.Size()); err != nil {
-		return nil, err
-	}
-	return openDB(ctx, path, modeReader)
-}
-
 // create makes a new database at path: built under a temporary name and
 // linked into place, so that a process killed meanwhile leaves no empty
 // or half-made database, and one that another process made meanwhile is
 // kept.
-func create(ctx context.Context, path string) error {
+func create(ctx context.Context, path string, owner Owner) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the database's folder: %w", err)
@@ -135,8 +119,12 @@ func create(ctx context.Context, path string) error {
 			os.Remove(tmp + suffix)
 		}
 	}()
-	s, err := openFile(ctx, tmp, false)
+	s, err := openFile(ctx, tmp, false, owner)
 	if err != nil {
+		return fmt.Errorf("create store %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
 		return fmt.Errorf("create store %s: %w", path, err)
 	}
 	if err := s.db.Close(); err != nil {
@@ -205,8 +193,9 @@ func damaged(path, what string) error {
 		path, what, path, path, path, ErrDamaged)
 }
 
-// How a database file is opened: for writing, read-only because this
-// user may not write it, or as a reader of a database others write.
+// How a SQLite file is opened: for writing, read-only because this user
+// may not write it, or as a reader of a database others write
+// (OpenReader).
 type openMode int
 
 const (
@@ -218,15 +207,14 @@ const (
 // openFile opens the database file (which must exist unless it is
 // :memory:) and migrates it; read-only, it checks that no migration is
 // due instead.
-func openFile(ctx context.Context, path string, readOnly bool) (*Store, error) {
+func openFile(ctx context.Context, path string, readOnly bool, owner Owner) (*sqlStore, error) {
 	if readOnly {
-		return openDB(ctx, path, modeReadOnly)
+		return openDB(ctx, path, modeReadOnly, owner)
 	}
-	return openDB(ctx, path, modeWrite)
+	return openDB(ctx, path, modeWrite, owner)
 }
 
-func openDB(ctx context.Context, path string, mode openMode) (*Store, error) {
-	readOnly := mode != modeWrite
+func openDB(ctx context.Context, path string, mode openMode, owner Owner) (*sqlStore, error) {
 	q := url.Values{}
 	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)"}
 	switch mode {
@@ -259,65 +247,70 @@ func openDB(ctx context.Context, path string, mode openMode) (*Store, error) {
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would be its own database
 	}
-	s := &Store{db: db, path: path, readOnly: readOnly, reader: mode == modeReader, owner: processOwner()}
+	s := &sqlStore{db: sqlDB{db}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
+		reader: mode == modeReader, owner: owner}
 	if path != ":memory:" {
 		s.reserve = path + "-reserve"
-	}
-	if err := s.prepare(ctx); err != nil {
-		db.Close()
-		return nil, err
 	}
 	return s, nil
 }
 
 // prepare reads the schema (which finds most damage at once) and brings it
-// up to date.
-func (s *Store) prepare(ctx context.Context) error {
+// up to date; read-only, it checks that no migration is due instead.
+func (s *sqlStore) prepare(ctx context.Context) error {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
-		return s.explain(fmt.Errorf("open store %s: %w", s.path, err))
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	prov, err := goose.NewProvider(goose.DialectSQLite3, s.db, sub)
-	if err != nil {
-		return fmt.Errorf("open store %s: migrations: %w", s.path, err)
+		return s.explain(fmt.Errorf("open store %s: %w", s.loc, err))
 	}
 	if s.readOnly {
-		pending, err := prov.HasPending(ctx)
+		st, err := s.schema(ctx)
 		if err != nil {
-			return s.explain(fmt.Errorf("open store %s read-only: %w (is it a frontier database?)", s.path, err))
+			return s.explain(fmt.Errorf("open store %s read-only: %w (is it a frontier database?)", s.loc, err))
 		}
-		if pending && s.reader {
-			return fmt.Errorf("the database %s was written by an older version of frontier, which a reader does not upgrade: run frontier runs once (it upgrades the database), then start again: %w", s.path, ErrReadOnly)
+		if st.Newer() {
+			return st.newerError()
 		}
-		if pending {
-			return fmt.Errorf("the database %s is read-only for this user, and this version of frontier must first upgrade it: run frontier once where it may write there: %w", s.path, ErrReadOnly)
+		if st.Pending() && s.reader {
+			return fmt.Errorf("the database %s was written by an older version of frontier, which a reader does not upgrade: run frontier runs once (it upgrades the database), then start again: %w", s.loc, ErrReadOnly)
+		}
+		if st.Pending() {
+			return fmt.Errorf("the database %s is read-only for this user, and this version of frontier must first upgrade it: run frontier once where it may write there: %w", s.loc, ErrReadOnly)
 		}
 		return nil
 	}
-	if _, err := prov.Up(ctx); err != nil {
-		return s.explain(fmt.Errorf("open store %s: migrate: %w (is it a frontier database?)", s.path, err))
+	if err := s.migrate(ctx); err != nil {
+		return s.explain(fmt.Errorf("open store %s: %w", s.loc, err))
 	}
 	return nil
 }
 
 // explain turns SQLite's terse codes for trouble with the database itself
 // into what happened and what to do; other errors pass unchanged.
-func (s *Store) explain(err error) error {
+func (s *sqlStore) explain(err error) error {
 	switch sqliteCode(err) {
 	case 0:
 		return err
 	case sqliteCorrupt, sqliteNotADB:
-		return fmt.Errorf("%w (%w)", damaged(s.path, "SQLite finds it damaged"), err)
+		return fmt.Errorf("%w (%w)", damaged(s.loc.Path, "SQLite finds it damaged"), err)
 	case sqliteReadOnly:
-		return fmt.Errorf("the database %s is read-only for this user: frontier can read it but not record into it; use a home (--home, FRONTIER_HOME) or --db where you may write: %w (%w)", s.path, ErrReadOnly, err)
+		return fmt.Errorf("the database %s is read-only for this user: frontier can read it but not record into it; use a home (--home, FRONTIER_HOME) or --db where you may write: %w (%w)", s.loc, ErrReadOnly, err)
 	case sqliteFull:
-		return fmt.Errorf("the disk that holds the database %s is full: free some space (old run folders, data you no longer use), then run again; nothing recorded before is lost: %w (%w)", s.path, ErrDiskFull, err)
+		return fmt.Errorf("the disk that holds the database %s is full: free some space (old run folders, data you no longer use), then run again; nothing recorded before is lost: %w (%w)", s.loc, ErrDiskFull, err)
 	case sqliteCantOpen, sqliteIOErr:
-		return fmt.Errorf("the database %s cannot be read or written (check that its folder exists and that this user may write there): %w", s.path, err)
+		return fmt.Errorf("the database %s cannot be read or written (check that its folder exists and that this user may write there): %w", s.loc, err)
 	}
 	return err
+}
+
+// sqliteDialect is SQLite's SQL.
+var sqliteDialect = &dialect{
+	name:         SQLite,
+	nowMs:        `CAST(unixepoch('subsec') * 1000 AS INTEGER)`,
+	versionTable: `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`,
+	unique: func(err error) bool {
+		return sqliteCode(err) == sqliteConstraint && strings.Contains(err.Error(), "UNIQUE")
+	},
+	// A writer waits for the lock (busy_timeout, and BEGIN IMMEDIATE takes
+	// it first): nothing is aborted halfway.
+	transient: func(error) bool { return false },
 }

@@ -1,0 +1,171 @@
+package slurm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/executortest"
+	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/track"
+	"github.com/frontier-bench/frontier/tracks"
+)
+
+// workerJobs lists the worker jobs the executor's folder saw: one output
+// file each.
+func workerJobs(t *testing.T, x *Executor) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(x.Dir, "workers", "*", "worker-*.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Phases run by workers pass the executor contract as jobs of their own
+// do, and fewer jobs than phases ran them.
+func TestWorkerContract(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs training programs in Slurm workers")
+	}
+	x := testExecutor(t)
+	x.Workers = Workers{N: 2, Idle: 20 * time.Second}
+	t.Cleanup(func() { x.Close() })
+	executortest.Run(t, x, executortest.Options{})
+	phases, _ := filepath.Glob(filepath.Join(x.Dir, "frontier-*", reportName))
+	jobs := workerJobs(t, x)
+	t.Logf("%d phases ran in %d worker jobs", len(phases), len(jobs))
+	if len(jobs) == 0 || len(jobs) >= len(phases) {
+		t.Errorf("%d phases ran in %d worker jobs: want fewer jobs than phases", len(phases), len(jobs))
+	}
+}
+
+// tinyPhase is the fast phase of the tiny track's reference.
+func tinyPhase(t *testing.T, key string) eval.PhaseJob {
+	t.Helper()
+	spec, err := track.NewRegistry(tracks.FS).Get("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := (&eval.LocalData{Dirs: map[string]string{spec.Name: t.TempDir()}}).Resolve(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := spec.ReferenceSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eval.PhaseJob{Track: spec, Data: files, Program: src, Name: "train.py", Mode: "fast",
+		Limit: spec.Limits.FastCheck.D(), Key: key + "-" + filepath.Base(t.TempDir()), Seed: 1}
+}
+
+// A worker cancelled while it runs a phase (by an administrator, or its
+// node taken away) gives the phase back: another worker runs it from the
+// start, and the phase's result is that run's.
+func TestWorkerLostPhaseRunsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a training program in Slurm workers")
+	}
+	x := testExecutor(t)
+	x.Workers = Workers{N: 1, Idle: 20 * time.Second}
+	t.Cleanup(func() { x.Close() })
+	job := tinyPhase(t, "worker-lost")
+	done := make(chan struct{})
+	var run *eval.PhaseRun
+	var err error
+	go func() {
+		defer close(done)
+		run, err = x.Execute(context.Background(), job)
+	}()
+	// Cancel the worker once it holds the phase.
+	var first string
+	for deadline := time.Now().Add(3 * time.Minute); first == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker claimed the phase")
+		}
+		m, _ := filepath.Glob(filepath.Join(x.Dir, "workers", "*", "claimed", "*", x.jobName(job)))
+		if len(m) > 0 {
+			first = filepath.Base(filepath.Dir(m[0]))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	if err := x.Client.Cancel(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Program.Status != runner.StatusOK || !strings.Contains(string(run.Telemetry), `"event":"final"`) {
+		t.Errorf("the phase after its worker was cancelled: %+v\n%s", run.Program, run.Telemetry)
+	}
+	if jobs := workerJobs(t, x); len(jobs) != 2 {
+		t.Errorf("worker jobs %v: want the cancelled one and one more", jobs)
+	}
+}
+
+// A frontier that gives up on a queued or running phase takes it out of
+// the queue, or has its worker stop it; the worker lives on for the next.
+func TestWorkerCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a training program in Slurm workers")
+	}
+	x := testExecutor(t)
+	x.Workers = Workers{N: 1, Idle: 30 * time.Second}
+	t.Cleanup(func() { x.Close() })
+	job := tinyPhase(t, "worker-cancel")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.Execute(ctx, job)
+		done <- err
+	}()
+	var claimed []string
+	for deadline := time.Now().Add(3 * time.Minute); len(claimed) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker claimed the phase")
+		}
+		claimed, _ = filepath.Glob(filepath.Join(x.Dir, "workers", "*", "claimed", "*", x.jobName(job)))
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled phase returned no error")
+	}
+	cdir := filepath.Dir(filepath.Dir(filepath.Dir(claimed[0])))
+	// The worker stops the phase within seconds and lets it go, with no
+	// result for anyone to read.
+	start := time.Now()
+	for exists(claimed[0]) {
+		if time.Since(start) > time.Minute {
+			t.Fatal("the worker did not stop the cancelled phase")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the worker stopped the phase %v after the cancel", time.Since(start).Round(10*time.Millisecond))
+	if exists(doneFile(cdir, x.jobName(job))) || exists(filepath.Join(x.Dir, x.jobName(job), reportName)) {
+		t.Error("a cancelled phase left a result")
+	}
+	// The same worker runs the next phase.
+	next := tinyPhase(t, "worker-cancel-next")
+	run, err := x.Execute(context.Background(), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Program.Status != runner.StatusOK {
+		t.Errorf("the next phase: %+v", run.Program)
+	}
+	if jobs := workerJobs(t, x); len(jobs) != 1 {
+		t.Errorf("worker jobs %v: want the one that ran both", jobs)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
