@@ -30,8 +30,8 @@ type MemberQuery struct {
 	PerPage int // default 50, at most 500
 }
 
-// Sorts a MemberQuery knows.
-var memberSorts = []string{"newest", "oldest", "time", "rank"}
+// MemberSorts are the orders a MemberQuery knows.
+var MemberSorts = []string{"newest", "oldest", "time", "rank"}
 
 // ParseMemberQuery reads a query from a URL's parameters (class, model,
 // stage, island, sort, page, per_page); a value it cannot read is an error
@@ -44,8 +44,8 @@ func ParseMemberQuery(v url.Values) (MemberQuery, error) {
 	if q.Sort == "" {
 		q.Sort = "newest"
 	}
-	if !slices.Contains(memberSorts, q.Sort) {
-		return q, fmt.Errorf("sort %q: use one of %v", q.Sort, memberSorts)
+	if !slices.Contains(MemberSorts, q.Sort) {
+		return q, fmt.Errorf("sort %q: use one of %v", q.Sort, MemberSorts)
 	}
 	num := func(key string, dst *int, lo, hi int) error {
 		s := v.Get(key)
