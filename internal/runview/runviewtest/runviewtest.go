@@ -462,8 +462,8 @@ func (w *writer) claims(f *Fixture) error {
 // Result is an evaluator's result document of a program with verdict.
 func Result(verdict runs.Verdict, loss, ms, stepAvg float64, hostile bool) *eval.Result {
 	r := &eval.Result{Schema: eval.Schema, Verdict: eval.Verdict(verdict), Verification: "full", FingerprintClass: "cpu/2/torch2.1",
-		Track: eval.TrackInfo{Name: "tiny", Hash: "0123abcd", Target: 4.0, LossFloor: 3.5, Device: "cpu"},
-		Program: eval.ProgramInfo{Name: "train.py", Bytes: len(refSrc)},
+		Track:       eval.TrackInfo{Name: "tiny", Hash: "0123abcd", Target: 4.0, LossFloor: 3.5, Device: "cpu"},
+		Program:     eval.ProgramInfo{Name: "train.py", Bytes: len(refSrc)},
 		Environment: eval.Environment{Frontier: "test", Python: "3.11.2", Torch: "2.1.0", Threads: 2, Device: "cpu", Sandbox: "bwrap"}}
 	switch verdict {
 	case runs.Acceptable:
