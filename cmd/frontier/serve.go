@@ -91,7 +91,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, ready func(url st
 	if err != nil {
 		return fmt.Errorf("listen on %s (is another program using that port? choose another with --addr): %w", addr, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, }
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(g.stdout, "frontier serve: %s (database %s, read-only; Ctrl-C stops)\n", dashboard.WithToken(url, token), st.Location())
 	if token != "" {
