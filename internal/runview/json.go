@@ -309,8 +309,7 @@ func (s *Summary) Doc(now time.Time) RunDoc {
 	}
 	out.PerModel, out.PerStage = groupRows(s.PerModel), groupRows(s.PerStage)
 	for _, p := range s.Purposes {
-		out.Spend.Purposes = append(out.Spend.Purposes, PurposeRow{Purpose: p.Purpose, Calls: p.Calls, Failed: p.Failed, Lost: p.Lost,
-			InputTokens: p.InputTokens, OutputTokens: p.OutputTokens, CostUSD: p.CostUSD})
+		out.Spend.Purposes = append(out.Spend.Purposes, PurposeRow(p))
 	}
 	return out
 }
