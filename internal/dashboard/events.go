@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -170,21 +171,29 @@ func (s *Server) publishRun(ctx context.Context, w *watched, d runview.Delta) {
 	}
 	for _, c := range d.Members {
 		var b bytes.Buffer
-		if err := s.pages.ExecuteTemplate(&b, "member-row", memberRowView(run, c, sum)); err != nil {
+		if err := s.pages.ExecuteTemplate(&b, "member-row", memberRowView(run, c, sum, byID)); err != nil {
 			s.log.Warn("dashboard: rendering a member", "err", err)
 			continue
 		}
 		s.send(run.ID, false, "member", d.Version, map[string]any{"id": c.ID, "html": b.String(), "member": runview.Row(c, byID)})
 	}
-	figs, _, err := s.figures(ctx, w, sum)
-	if err != nil {
-		s.log.Warn("dashboard: drawing a run's figures", "run", run.Name, "err", err)
-		return
+	// The figures go with the sections at most every figureEvery: the
+	// page keeps the ones it has meanwhile.
+	var figs []report.Figure
+	withFigs := w.figuresDue(d.Run != nil && d.Run.State != store.RunRunning)
+	if withFigs {
+		if figs, _, err = s.figures(ctx, w, sum); err != nil {
+			s.log.Warn("dashboard: drawing a run's figures", "run", run.Name, "err", err)
+			withFigs = false
+		}
 	}
 	sections, err := s.runSections(run, sum, figs, w.live.Version())
 	if err != nil {
 		s.log.Warn("dashboard: rendering a run", "err", err)
 		return
+	}
+	if !withFigs {
+		delete(sections, "figures")
 	}
 	s.send(run.ID, false, "summary", d.Version, map[string]any{"sections": sections, "run": sum.Row(time.Now()), "version": d.Version})
 }

@@ -238,9 +238,9 @@ type memberRow struct {
 	Parent int64
 }
 
-func memberRowView(run *store.Run, c *store.Child, sum *runview.Summary) memberRow {
+func memberRowView(run *store.Run, c *store.Child, sum *runview.Summary, members map[int64]*store.Child) memberRow {
 	row := memberRow{Run: run, C: c, Ref: sum.Reference, Record: sum.Record != nil && sum.Record.ID == c.ID && sum.RecordClaim != nil}
-	row.Parent = runview.Program(c, byID(sum.Members)).ParentID
+	row.Parent = runview.Program(c, members).ParentID
 	return row
 }
 

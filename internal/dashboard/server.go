@@ -74,9 +74,15 @@ type watched struct {
 
 	figMu   sync.Mutex
 	figVer  uint64
+	figAt   time.Time // when the figures were drawn
 	figs    []report.Figure
 	figData *report.Data
 }
+
+// figureEvery is how often a run's figures are drawn again while it keeps
+// changing: drawing those of a run of 10,000 programs takes a fraction of
+// a second, and a busy search changes at every poll.
+const figureEvery = 5 * time.Second
 
 type rowCache struct {
 	updated time.Time
@@ -236,6 +242,14 @@ func (s *Server) summary(ctx context.Context, run *store.Run) (*watched, *runvie
 	return w, sum, err
 }
 
+// figuresDue reports whether the figures pushed to a run's watchers are
+// behind by more than figureEvery, or the run ended.
+func (w *watched) figuresDue(ended bool) bool {
+	w.figMu.Lock()
+	defer w.figMu.Unlock()
+	return ended || w.figs == nil || time.Since(w.figAt) >= figureEvery
+}
+
 // figures are the run's figures at the live copy's version, drawn again
 // only after a change.
 func (s *Server) figures(ctx context.Context, w *watched, sum *runview.Summary) ([]report.Figure, *report.Data, error) {
@@ -253,7 +267,7 @@ func (s *Server) figures(ctx context.Context, w *watched, sum *runview.Summary) 
 		}
 		d.Best = b
 	}
-	w.figs, w.figData, w.figVer = report.Figures(d), d, v
+	w.figs, w.figData, w.figVer, w.figAt = report.Figures(d), d, v, time.Now()
 	return w.figs, d, nil
 }
 

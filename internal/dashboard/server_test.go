@@ -341,22 +341,22 @@ func TestEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := runStream.next(t, "member", 10*time.Second)
+	ev := runStream.next(t, "member", 30*time.Second)
 	if ev["id"] != float64(c.ID) || !strings.Contains(ev["html"].(string), "a child &lt;b&gt;written&lt;/b&gt; live") {
 		t.Errorf("member event: %v", ev)
 	}
-	sum := runStream.next(t, "summary", 10*time.Second)
+	sum := runStream.next(t, "summary", 30*time.Second)
 	if secs, ok := sum["sections"].(map[string]any); !ok || secs["head"] == nil || secs["figures"] == nil {
 		t.Errorf("summary event: %v", sum)
 	}
 	if err := wd.fix.Settle(ctx, wd.w, c, "acceptable", 9_000); err != nil {
 		t.Fatal(err)
 	}
-	ev = runStream.next(t, "member", 10*time.Second)
+	ev = runStream.next(t, "member", 30*time.Second)
 	if m, _ := ev["member"].(map[string]any); ev["id"] != float64(c.ID) || m["verdict"] != "acceptable" {
 		t.Errorf("the verdict's event: %v", ev)
 	}
-	row := list.next(t, "run", 10*time.Second)
+	row := list.next(t, "run", 30*time.Second)
 	if row["id"] != float64(wd.fix.Run.ID) {
 		t.Errorf("run event: %v", row)
 	}
