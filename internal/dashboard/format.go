@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -47,7 +48,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(min(100, 100*used/max(limit, 1e-12)), 'f', 1, 64) + "%"
 	},
 	"over":     func(used, limit float64) bool { return used >= limit },
-	"diffcls":  diffClass,
+	"diffcls":  report.DiffClass,
 	"lines":    func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") },
 	"add":      func(a, b int) int { return a + b },
 	"deref":    derefNaN,
@@ -195,19 +196,4 @@ func gaugeText(g runview.BudgetGauge) string {
 		return fmt.Sprintf("%s of %s", (time.Duration(g.Used) * time.Millisecond).Round(time.Second), (time.Duration(g.Limit) * time.Millisecond).Round(time.Second))
 	}
 	return count(int64(g.Used)) + " of " + count(int64(g.Limit))
-}
-
-// diffClass is the CSS class of a line of a unified diff.
-func diffClass(l string) string {
-	switch {
-	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-		return "dh"
-	case strings.HasPrefix(l, "@@"):
-		return "dk"
-	case strings.HasPrefix(l, "+"):
-		return "da"
-	case strings.HasPrefix(l, "-"):
-		return "dd"
-	}
-	return ""
 }
