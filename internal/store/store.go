@@ -16,8 +16,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -290,10 +288,4 @@ type Usage struct {
 	Bytes int64
 	// Rows counts the rows of each of frontier's tables.
 	Rows map[string]int64
-}
-
-// Hash is the content address of a program: the SHA-256 of its bytes.
-func Hash(src []byte) string {
-	h := sha256.Sum256(src)
-	return hex.EncodeToString(h[:])
 }
