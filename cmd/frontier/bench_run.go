@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/bench"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
@@ -108,7 +109,7 @@ type benchSummary struct {
 	StopReason string                `json:"stop_reason"`
 	StopDetail string                `json:"stop_detail"`
 	Attempts   []*store.BenchAttempt `json:"attempts"`
-	Scores     bench.Scores          `json:"scores"`
+	Scores     fsr.Scores            `json:"scores"`
 }
 
 func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
@@ -342,13 +343,13 @@ func benchSignals(ctx context.Context, sigs <-chan os.Signal, b interface{ Drain
 
 // printBenchSummary prints how a run ended, its attempts and its scores.
 func printBenchSummary(w io.Writer, sum *bench.Summary, asJSON bool) error {
-	var outcomes []bench.Outcome
+	var outcomes []fsr.Outcome
 	for _, a := range sum.Attempts {
 		if a.State == store.AttemptDone {
-			outcomes = append(outcomes, bench.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
+			outcomes = append(outcomes, fsr.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
 		}
 	}
-	sc := bench.Score(outcomes, 1)
+	sc := fsr.Summarize(outcomes, 1)
 	r := sum.Run
 	if asJSON {
 		return writeJSON(w, benchSummary{Run: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints,

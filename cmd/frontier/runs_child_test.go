@@ -10,6 +10,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runview"
 )
 
 // A member of a run, from the terminal: its lineage, prompts and answers,
@@ -43,7 +44,7 @@ func TestRunsChildAndDiff(t *testing.T) {
 		t.Errorf("runs show --child:\n%s", viaShow)
 	}
 	// --json: the calls in full, the request as the JSON it was stored as.
-	var story childShowJSON
+	var story runview.MemberDoc
 	jsonOf(t, &story, "--home", home, "runs", "child", "kid", "2", "--json")
 	if len(story.Calls) == 0 || story.Calls[0].Purpose != "template" || !strings.Contains(story.Calls[0].Answer, "WASTE = ") ||
 		!strings.HasPrefix(string(story.Calls[0].Request), "{") || len(story.Attempts) == 0 || story.Member.Model != "fake" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/bench/scaffold"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
@@ -587,7 +588,7 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 	if res.bestMs > 0 && res.bestMs < best {
 		best, a.BestNodeID, a.BestMs = res.bestMs, res.bestNode, res.bestMs
 	}
-	a.FSR = FSR(a.StartMs, a.GoalMs, best)
+	a.FSR = fsr.Of(a.StartMs, a.GoalMs, best)
 	a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens = res.nodes, res.acceptable, res.buggy, res.costUSD, res.tokens
 	var notes []string
 	bestText := seconds(best)
@@ -612,7 +613,7 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 		}
 		if rt.ok {
 			a.BestMs = rt.bestMs
-			a.FSR = FSR(a.StartMs, a.GoalMs, rt.bestMs)
+			a.FSR = fsr.Of(a.StartMs, a.GoalMs, rt.bestMs)
 			bestText = fmt.Sprintf("%s from %d runs of each in alternation with the start (%s once)", seconds(rt.bestMs), a.RetimeN, seconds(best))
 		}
 	}

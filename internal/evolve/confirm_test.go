@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -90,7 +91,7 @@ func (f *seriesFake) EvaluateRepeats(ctx context.Context, rr eval.RepeatRequest)
 	return res, nil
 }
 
-func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *RunSummary) {
+func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *runview.Summary) {
 	t.Helper()
 	st := openStore(t, "")
 	f.st = st
@@ -106,7 +107,7 @@ func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *RunSummary) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Summarize(context.Background(), st, run)
+	s, err := runview.Summarize(context.Background(), st, run)
 	if err != nil {
 		t.Fatal(err)
 	}

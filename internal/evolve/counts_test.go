@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -71,7 +72,7 @@ func TestOutcomeByAttempts(t *testing.T) {
 	e, sum := runEngine(t, opts, cfg)
 	ctx := context.Background()
 	run, _ := st.Run(ctx, fmt.Sprint(e.RunID()))
-	s, err := Summarize(ctx, st, run)
+	s, err := runview.Summarize(ctx, st, run)
 	if err != nil {
 		t.Fatal(err)
 	}

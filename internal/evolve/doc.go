@@ -8,7 +8,8 @@
 // it stood.
 //
 // New starts a run, Resume continues one; Engine.Run runs it until a
-// budget, a drain or a cancellation. Summarize reads a run's summary.
+// budget, a drain or a cancellation. What a run holds is read back by
+// internal/runview, never by the engine.
 //
 // The Engine is a coordinator over parts that each own their state, one
 // file each: population (members, islands, archive), sampler (sample.go:

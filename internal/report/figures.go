@@ -410,7 +410,7 @@ func refLine(y float64) hline {
 
 // figures builds every figure of the report from the analysis.
 func (a *analysis) figures() []*figure {
-	return []*figure{a.timeFigure(), a.breakdownFigure(), a.frontierTimeFigure(), a.frontierLossFigure(), a.curveFigure()}
+	return []*figure{a.timeFigure(), a.breakdownFigure(), a.frontierTimeFigure(), a.frontierLossFigure(), a.curveFigure("best")}
 }
 
 // timeFigure is the paper's Fig. 2c / 3b: the train time of every
@@ -664,8 +664,9 @@ func addStep(p *plot.Plot, l *plot.Legend, name string, xys plotter.XYs, c color
 }
 
 // curveFigure draws the best program's training loss against train time,
-// with the reference's when known, and its validation passes.
-func (a *analysis) curveFigure() *figure {
+// with the reference's when known, and its validation passes; who names
+// the program in the legend ("best").
+func (a *analysis) curveFigure(who string) *figure {
 	f := &figure{Name: "best_curve", Title: "Best program: loss against train time"}
 	b := a.d.Best
 	if b == nil {
@@ -707,7 +708,7 @@ func (a *analysis) curveFigure() *figure {
 		if err == nil {
 			line.LineStyle = draw.LineStyle{Color: modelColors[0], Width: 1.6}
 			p.Add(line)
-			l.Add("best train loss", line)
+			l.Add(who+" train loss", line)
 		}
 	}
 	if len(vals) > 0 {
@@ -715,7 +716,7 @@ func (a *analysis) curveFigure() *figure {
 		if err == nil {
 			s.GlyphStyle = draw.GlyphStyle{Color: modelColors[1], Radius: 3, Shape: draw.BoxGlyph{}}
 			p.Add(s)
-			l.Add("best val loss", s)
+			l.Add(who+" val loss", s)
 		}
 	}
 	padY(p, 0.04)

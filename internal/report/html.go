@@ -574,7 +574,7 @@ func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
 			lines = lines[:maxDiffLines]
 		}
 		for _, l := range lines {
-			v.DiffLines = append(v.DiffLines, diffLine{Class: diffClass(l), Text: l})
+			v.DiffLines = append(v.DiffLines, diffLine{Class: DiffClass(l), Text: l})
 		}
 	}
 	v.Sections = sectionsTable(b)
@@ -599,7 +599,10 @@ func recordFact(a *analysis, p Program) string {
 	return fmt.Sprintf("%s s, %s", secs(r.TrainTimeMs), r.Evidence)
 }
 
-func diffClass(l string) string {
+// DiffClass is the CSS class of a line of a unified diff: dh (a file's
+// header), dk (a hunk's), da (added), dd (removed), dc (context). The
+// dashboard colours its diffs with the same classes.
+func DiffClass(l string) string {
 	switch {
 	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
 		return "dh"

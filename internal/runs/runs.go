@@ -80,27 +80,6 @@ const (
 // (acceptable or loss too high).
 func (v Verdict) Valid() bool { return v == Acceptable || v == LossTooHigh }
 
-// Rank orders the evaluator's verdicts for ranking programs, lower is
-// better: failures never outrank valid programs. The engine's own
-// verdicts (a child never evaluated) and unknown words rank last.
-func (v Verdict) Rank() int {
-	switch v {
-	case Acceptable:
-		return 0
-	case LossTooHigh:
-		return 1
-	case FastOK, NoResult:
-		return 2
-	case Timeout:
-		return 3
-	case Error:
-		return 4
-	case Invalid:
-		return 5
-	}
-	return 6
-}
-
 // Class groups verdicts as the paper's breakdown does (Fig. 3c), plus the
 // children that were never evaluated.
 type Class string

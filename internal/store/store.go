@@ -137,6 +137,12 @@ type RunStore interface {
 	// Children returns every member of a run, in the order they were
 	// created.
 	Children(ctx context.Context, runID int64) ([]*Child, error)
+	// ChildrenSince returns the members of a run whose row was written at
+	// or after since, in the order they were written: a watcher's delta,
+	// read from an index whatever the size of the run. Times are the
+	// writers' clocks: a watcher that asks from a little before what it
+	// saw last does not miss a write whose transaction began earlier.
+	ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error)
 	// Child returns one member; ErrNotFound when there is none.
 	Child(ctx context.Context, id int64) (*Child, error)
 	// Iterations returns a run's iterations in order.

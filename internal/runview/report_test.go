@@ -1,4 +1,4 @@
-package fromstore
+package runview
 
 import (
 	"context"
@@ -143,10 +143,10 @@ func (f *fixture) confirm(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestLoadReport(t *testing.T) {
 	f := newFixture(t, runs.ObjectiveScore, 2)
 	f.confirm(t)
-	d, err := Load(context.Background(), f.st, "r1")
+	d, err := LoadReport(context.Background(), f.st, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestLoad(t *testing.T) {
 func TestLoadRecord(t *testing.T) {
 	for _, objective := range []string{runs.ObjectiveScore, runs.ObjectiveTime, runs.ObjectiveLoss} {
 		f := newFixture(t, objective, 2)
-		d, err := Load(context.Background(), f.st, "1")
+		d, err := LoadReport(context.Background(), f.st, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +279,7 @@ func TestLoadMetaPromptFrom(t *testing.T) {
 
 func TestLoadMissingRun(t *testing.T) {
 	f := newFixture(t, runs.ObjectiveScore, 2)
-	_, err := Load(context.Background(), f.st, "nope")
+	_, err := LoadReport(context.Background(), f.st, "nope")
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing run: %v", err)
 	}
