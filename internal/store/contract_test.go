@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
@@ -49,5 +50,30 @@ func TestContractClaims(t *testing.T) {
 				return store.OpenAs(ctx, loc, o)
 			})
 		})
+	}
+}
+
+// Processes that open one new PostgreSQL database at once all open it:
+// none sees the schema between two of the first one's migrations and takes
+// it for an old schema to upgrade.
+func TestNewPostgresOpenedAtOnce(t *testing.T) {
+	loc := storetest.Location(t, store.Postgres)
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			// Staggered, so that some look while the first migrates.
+			time.Sleep(time.Duration(i) * 15 * time.Millisecond)
+			s, err := store.Open(context.Background(), loc)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

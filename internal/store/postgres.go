@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // openPostgres opens the PostgreSQL database at loc.URL. A database that
@@ -22,6 +23,11 @@ func openPostgres(ctx context.Context, loc Location, owner Owner) (*sqlStore, er
 		return nil, err
 	}
 	st, err := s.schema(ctx)
+	if err == nil && st.Version > 0 && st.Pending() {
+		// Another process may be migrating a new database right now,
+		// between two migrations: look again once it is done.
+		st, err = s.settledSchema(ctx)
+	}
 	if err == nil {
 		switch {
 		case st.Version == 0:
@@ -38,6 +44,23 @@ func openPostgres(ctx context.Context, loc Location, owner Owner) (*sqlStore, er
 		return nil, fmt.Errorf("open store %s: %w", loc, err)
 	}
 	return s, nil
+}
+
+// settledSchema reads the schema while holding the lock that migrations
+// hold (goose's session lock), so that it never sees a migration half done.
+func (s *sqlStore) settledSchema(ctx context.Context) (*Schema, error) {
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := conn.ExecContext(lctx, `SELECT pg_advisory_lock($1)`, lock.DefaultLockID); err != nil {
+		return nil, fmt.Errorf("wait for a migration another process runs: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lock.DefaultLockID)
+	return s.schema(ctx)
 }
 
 // connectPostgres connects to the database at loc.URL as it is.
