@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -70,6 +71,10 @@ type PhaseRun struct {
 	// Waited is how long the phase waited for a node: from its submission
 	// to its start there (0 on this machine).
 	Waited time.Duration `json:"waited_ns,omitempty"`
+	// Conditions are the node's state while the program ran: the load
+	// average at its start and end, and the CPU time it, and others
+	// beside it, took (see measureConditions); nil when not read.
+	Conditions *store.Conditions `json:"conditions,omitempty"`
 }
 
 // Node runs phases on this machine: Harness those of harness-contract

@@ -100,8 +100,10 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		case <-pctx.Done():
 		}
 	}()
+	meter := startMeter(judge.Pid())
 	rr, err := l.Runner.Run(pctx, pjob)
 	ended := context.Cause(pctx)
+	cond := meter.stop(rr)
 	stop(nil)
 	cleanup() // its temporary files, before the scorer starts
 	judge.CloseClients()
@@ -112,7 +114,7 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	if rr.Status == runner.StatusCanceled && errors.Is(ended, errHandedOff) && ctx.Err() == nil {
 		rr.Status, rr.Message = runner.StatusOK, "stopped after its final validation"
 	}
-	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname()}
+	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname(), Conditions: cond}
 
 	// The scorer, once the program's final validation is over.
 	select {

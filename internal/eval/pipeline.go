@@ -224,6 +224,9 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 		res.Warnings = append(res.Warnings, w.Message)
 	}
 	res.Metrics.WallMs = o.phase.WallMs
+	if c := o.phase.Conditions; c != nil && c.CPU != nil {
+		res.Metrics.CPUMs = c.CPU.OwnMs
+	}
 	if o.phase.Sandbox != "" {
 		res.Environment.Sandbox = o.phase.Sandbox
 	}
@@ -276,6 +279,7 @@ func (e *Evaluator) record(ctx context.Context, rec *store.Evaluation, res *Resu
 	rec.ValLoss, rec.TrainTimeMs, rec.StepAvgMs, rec.Steps = m.ValLoss, m.TrainTimeMs, m.StepAvgMs, m.Steps
 	rec.TokensPerS, rec.PeakRSSMB, rec.WallMs = m.TokensPerS, m.PeakRSSMB, m.WallMs
 	rec.FingerprintClass, rec.Result, rec.RunDir = res.FingerprintClass, doc, res.RunDir
+	rec.Conditions = res.TimedConditions()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return e.Store.FinishEvaluation(sctx, rec, telemetry)

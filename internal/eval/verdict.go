@@ -254,6 +254,7 @@ func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
 	out.phase.LimitMs = float64(run.Limit.Milliseconds())
 	out.phase.Node, out.phase.Sandbox = run.Node, run.Program.Sandbox
 	out.phase.WaitMs = float64(run.Waited.Milliseconds())
+	out.phase.Conditions = run.Conditions
 	if run.JudgeFailed != "" {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.
