@@ -359,16 +359,18 @@ type attemptJSON struct {
 // evaluationJSON is an evaluation of a member; its whole result is in
 // the database (evaluations.result, the shape of eval --json).
 type evaluationJSON struct {
-	ID          int64     `json:"id"`
-	Kind        string    `json:"kind"` // fast or full
-	Seed        int       `json:"seed"`
-	State       string    `json:"state"`
-	Verdict     string    `json:"verdict,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	ValLoss     float64   `json:"val_loss,omitempty"`
-	TrainTimeMs float64   `json:"train_time_ms,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitzero"`
-	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	ID          int64   `json:"id"`
+	Kind        string  `json:"kind"` // fast or full
+	Seed        int     `json:"seed"`
+	State       string  `json:"state"`
+	Verdict     string  `json:"verdict,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	ValLoss     float64 `json:"val_loss,omitempty"`
+	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
+	// Conditions are the machine's state while its timed phase ran.
+	Conditions *store.Conditions `json:"conditions,omitempty"`
+	StartedAt  time.Time         `json:"started_at,omitzero"`
+	FinishedAt time.Time         `json:"finished_at,omitzero"`
 }
 
 type callJSON struct {
@@ -419,7 +421,7 @@ func childShowOf(run *store.Run, s *evolve.ChildStory, byID map[int64]*store.Chi
 			kind = "fast"
 		}
 		out.Evaluations = append(out.Evaluations, evaluationJSON{ID: ev.ID, Kind: kind, Seed: ev.Seed, State: ev.State, Verdict: ev.Verdict,
-			Reason: ev.Reason, ValLoss: ev.ValLoss, TrainTimeMs: ev.TrainTimeMs, StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt})
+			Reason: ev.Reason, ValLoss: ev.ValLoss, TrainTimeMs: ev.TrainTimeMs, Conditions: ev.Conditions, StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt})
 	}
 	for _, call := range s.Calls {
 		cj := callJSON{ID: call.ID, Purpose: call.Purpose, Model: call.Model, State: call.State, FinishReason: call.FinishReason,

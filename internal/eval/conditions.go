@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/hostload"
@@ -70,39 +68,6 @@ func conditionsOf(start, end hostload.Sample, rr runner.Result, judge time.Durat
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// ConditionsText says in one line what a timing was taken under: the
-// program's own CPU time, what other processes and a hypervisor took
-// meanwhile (in CPUs kept busy on average), and the load average at the
-// start and end. It is "" when nothing is known.
-func ConditionsText(c *store.Conditions) string {
-	if c == nil {
-		return ""
-	}
-	var parts []string
-	if u := c.CPU; u != nil {
-		parts = append(parts, fmt.Sprintf("own CPU %s (%s)", fmtMs(u.OwnMs), u.OwnSource))
-		if u.WallMs > 0 {
-			others := fmt.Sprintf("others %.2f of %d CPUs", u.OthersMs/u.WallMs, u.CPUs)
-			if u.StealMs > 0 {
-				others += fmt.Sprintf(", steal %.2f", u.StealMs/u.WallMs)
-			}
-			parts = append(parts, others)
-		}
-	}
-	if len(c.LoadAvg) > 0 || len(c.LoadAvgEnd) > 0 {
-		parts = append(parts, "load "+load1(c.LoadAvg)+" -> "+load1(c.LoadAvgEnd))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// load1 is the one-minute load average, or "?".
-func load1(l []float64) string {
-	if len(l) == 0 {
-		return "?"
-	}
-	return fmt.Sprintf("%.2f", l[0])
-}
 
 // TimedConditions are the conditions of the phase whose time the result
 // reports: the full run's, else the fast check's; nil when neither ran.

@@ -23,7 +23,7 @@ func TestConditionsOf(t *testing.T) {
 	if c == nil || c.CPU == nil || *c.CPU != want || c.LoadAvg[0] != 1.5 || c.LoadAvgEnd[0] != 3 {
 		t.Fatalf("conditions %+v (cpu %+v), want cpu %+v and both load averages", c, c.CPU, want)
 	}
-	text := ConditionsText(c)
+	text := c.Summary()
 	for _, w := range []string{"own CPU 12.00s (procs)", "others 0.50 of 2 CPUs", "steal 0.05", "load 1.50 -> 3.00"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("%q lacks %q", text, w)
@@ -31,10 +31,10 @@ func TestConditionsOf(t *testing.T) {
 	}
 	// Without /proc/stat the load is all there is; without that too,
 	// nothing.
-	if c := conditionsOf(hostload.Sample{LoadAvg: []float64{1, 1, 1}}, hostload.Sample{}, rr, 0); c == nil || c.CPU != nil || ConditionsText(c) != "load 1.00 -> ?" {
-		t.Errorf("load only: %+v, %q", c, ConditionsText(c))
+	if c := conditionsOf(hostload.Sample{LoadAvg: []float64{1, 1, 1}}, hostload.Sample{}, rr, 0); c == nil || c.CPU != nil || c.Summary() != "load 1.00 -> ?" {
+		t.Errorf("load only: %+v, %q", c, c.Summary())
 	}
-	if c := conditionsOf(hostload.Sample{}, hostload.Sample{}, runner.Result{}, 0); c != nil || ConditionsText(c) != "" {
+	if c := conditionsOf(hostload.Sample{}, hostload.Sample{}, runner.Result{}, 0); c != nil || c.Summary() != "" {
 		t.Errorf("nothing known: %+v", c)
 	}
 }
@@ -55,7 +55,7 @@ func TestReportShowsConditions(t *testing.T) {
 	if err := WriteReport(&b, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"wall 1m20.0s, CPU 2m30.0s", "ran under: own CPU 2m30.0s (cgroup), others 0.50 of 2 CPUs, load 2.00 -> 2.50"} {
+	for _, w := range []string{"wall 1m20.0s, CPU 2m30.0s", "ran under: own CPU 150.00s (cgroup), others 0.50 of 2 CPUs, load 2.00 -> 2.50"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("report lacks %q:\n%s", w, b.String())
 		}

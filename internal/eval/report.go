@@ -71,7 +71,7 @@ func WriteReport(w io.Writer, r *Result) error {
 		if ph.LimitNote != "" {
 			fmt.Fprintf(b, "%-13s %s\n", "", ph.LimitNote)
 		}
-		if c := ConditionsText(ph.Conditions); c != "" {
+		if c := ph.Conditions.Summary(); c != "" {
 			fmt.Fprintf(b, "%-13s ran under: %s\n", "", c)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"strconv"
 	"time"
 )
@@ -142,37 +143,13 @@ type Calibration struct {
 }
 
 // Conditions are what is known of a machine's state while something was
-// measured. They are stored as JSON, so that what is recorded can grow.
-type Conditions struct {
-	// LoadAvg is the load average over 1, 5 and 15 minutes when the
-	// measurement began, LoadAvgEnd when it ended; empty when unknown.
-	LoadAvg    []float64 `json:"load_avg,omitempty"`
-	LoadAvgEnd []float64 `json:"load_avg_end,omitempty"`
-	// CPU is what the machine's CPUs did while the measured process ran;
-	// nil when it was not read (no /proc, or taken before it was).
-	CPU *CPUUse `json:"cpu,omitempty"`
-}
+// measured (runs.Conditions). They are stored as JSON, so that what is
+// recorded can grow.
+type Conditions = runs.Conditions
 
-// CPUUse is the measured job's CPU time beside its wall time and beside
-// what the rest of the machine took meanwhile.
-type CPUUse struct {
-	// WallMs is the job's wall time, as the runner measured it.
-	WallMs float64 `json:"wall_ms"`
-	// OwnMs is the job's own CPU time (user and system); OwnSource says
-	// where it was read: "cgroup" (the job cgroup's cpu.stat, every
-	// process counted) or "rusage" (its main process and the children
-	// it waited for).
-	OwnMs     float64 `json:"own_ms"`
-	OwnSource string  `json:"own_source,omitempty"`
-	// OthersMs is the CPU time every other process of the machine took
-	// during the job's run: /proc/stat's busy time less the job's own and
-	// the judge's. StealMs is the time a hypervisor gave the machine's
-	// CPUs to other machines. CPUs is how many the machine has: OthersMs
-	// / WallMs is how many of them other work kept busy on average.
-	OthersMs float64 `json:"others_ms"`
-	StealMs  float64 `json:"steal_ms"`
-	CPUs     int     `json:"cpus"`
-}
+// CPUUse is a measured job's CPU time beside the machine's
+// (runs.CPUUse).
+type CPUUse = runs.CPUUse
 
 // CreateBenchRun inserts r and sets r.ID. An empty name becomes
 // "bench-<id>".

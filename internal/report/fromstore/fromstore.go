@@ -92,6 +92,7 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 			}
 			if e != nil {
 				d.Run.FingerprintClass = e.FingerprintClass
+				d.Reference.Conditions = e.Conditions
 			}
 		}
 	}
@@ -100,7 +101,18 @@ func Load(ctx context.Context, st Store, ref string) (*report.Data, error) {
 		if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 			continue
 		}
-		d.Programs = append(d.Programs, Program(c, byID))
+		p := Program(c, byID)
+		if c.EvaluationID != 0 && c.Verdict.Valid() {
+			// The load behind its time, beside it.
+			e, err := st.Evaluation(ctx, c.EvaluationID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			if e != nil {
+				p.Conditions = e.Conditions
+			}
+		}
+		d.Programs = append(d.Programs, p)
 	}
 	stored, err := st.Confirmations(ctx, run.ID)
 	if err != nil {
