@@ -21,7 +21,9 @@
 #               suites/tiny-ladder/records)
 #   FRONTIER    the frontier binary (default bin/frontier)
 #   OUT         where the runs' JSON and the table go (default a new
-#               temporary folder)
+#               temporary folder); the table covers every run there
+#   ROUND0      the first round's number (default 0): to add rounds to
+#               an OUT folder that has some
 # Each run is `frontier eval --track tiny --seed 0 --json`; they go to the
 # store of $FRONTIER_HOME like any evaluation.
 set -eu
@@ -56,15 +58,16 @@ trap cleanup EXIT INT TERM
 (while :; do
 	echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"
 	sleep 10
-done) >"$out/loadavg.txt" &
+done) >>"$out/loadavg.txt" &
 load_pid=$!
 
 runs=$(( n > ref_n ? n : ref_n ))
+round0=${ROUND0:-0}
 i=0
 while [ "$i" -lt "$runs" ]; do
 	# The conditions in an order that rotates: 0 1 2, 1 2 0, 2 0 1, ...
 	for k in 0 1 2; do
-		c=$(( (k + i) % 3 ))
+		c=$(( (k + i + round0) % 3 ))
 		b=0
 		while [ "$b" -lt "$c" ]; do
 			sh -c 'while :; do :; done' &
@@ -84,8 +87,9 @@ while [ "$i" -lt "$runs" ]; do
 			if [ "$p" != ref ]; then
 				f="suites/tiny-ladder/records/$p.py"
 			fi
-			echo "== round $((i + 1)): $p beside $c burner(s)" >&2
-			"$frontier" eval "$f" --track tiny --seed 0 --quiet --json >"$out/$p-b$c-$i.json" || true
+			r=$((i + round0))
+			echo "== round $((r + 1)): $p beside $c burner(s)" >&2
+			"$frontier" eval "$f" --track tiny --seed 0 --quiet --json >"$out/$p-b$c-$r.json" || true
 		done
 		stop_burners
 	done
