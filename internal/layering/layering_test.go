@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"suites":                  {},
 	"tracks":                  {},
 
-	"internal/bench":             {"internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
+	"internal/bench":             {"internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/bench/benchreport": {"internal/bench", "internal/store"},
 	"internal/bench/benchtest":   {"internal/eval", "internal/store"},
 	"internal/bench/published":   {"internal/bench", "internal/importer"},
