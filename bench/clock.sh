@@ -55,7 +55,8 @@ trap cleanup EXIT INT TERM
 "$frontier" track show tiny --program >"$out/ref.py"
 
 # The machine's load every 10 s while the study runs.
-(while :; do
+(trap - EXIT INT TERM
+while :; do
 	echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"
 	sleep 10
 done) >>"$out/loadavg.txt" &
@@ -148,6 +149,13 @@ for b in (1, 2):
     if w and c:
         aw, ac = st.mean(abs(x) for x in w), st.mean(abs(x) for x in c)
         print(f"beside {b} burner(s), over programs: mean |shift| of wall {100 * aw:.1f}%, of cpu {100 * ac:.1f}%: cpu moves {aw / ac if ac else float('inf'):.1f}x less")
+# The spread over every run of a program, whatever ran beside it: what a
+# reader of single timings taken at different moments sees.
+for prog in sorted({p for p, _ in rows}):
+    allr = [x for (p, _), r in rows.items() if p == prog for x in r]
+    if len(allr) > 1:
+        cv = {k: st.stdev([x[k] for x in allr]) / st.mean([x[k] for x in allr]) for k in ("wall", "train", "cpu")}
+        print(f"{prog}: over all {len(allr)} runs, sd/mean of wall {100 * cv['wall']:.1f}%, train {100 * cv['train']:.1f}%, cpu {100 * cv['cpu']:.1f}%")
 loads = [float(l.split()[1]) for l in open(os.path.join(out, "loadavg.txt")) if len(l.split()) > 1]
 if loads:
     print(f"load average (1 min) while measuring, every 10 s: mean {st.mean(loads):.2f}, min {min(loads):.2f}, max {max(loads):.2f} (n = {len(loads)})")
