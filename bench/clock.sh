@@ -49,18 +49,19 @@ cleanup() {
 		kill "$load_pid" 2>/dev/null || true
 	fi
 }
-trap cleanup EXIT INT TERM
-
-# The reference as the track gives it.
-"$frontier" track show tiny --program >"$out/ref.py"
-
-# The machine's load every 10 s while the study runs.
-(trap - EXIT INT TERM
-while :; do
+# The machine's load every 10 s while the study runs. It starts before the
+# traps are set: a subshell holding them would run cleanup on SIGTERM and
+# go on.
+(while :; do
 	echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"
 	sleep 10
 done) >>"$out/loadavg.txt" &
 load_pid=$!
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+# The reference as the track gives it.
+"$frontier" track show tiny --program >"$out/ref.py"
 
 runs=$(( n > ref_n ? n : ref_n ))
 round0=${ROUND0:-0}
