@@ -23,7 +23,7 @@ apt_install() {
 		return 0
 	fi
 	echo "install-deps: installing with apt:$missing"
-	echo "install-deps: (Python and PyTorch for the training programs, bubblewrap for their sandbox, Chromium for the tests that open a report;"
+	echo "install-deps: (Python and PyTorch for the training programs, bubblewrap for their sandbox, Chromium for the tests that open a report or the dashboard;"
 	echo "install-deps:  a few hundred MB to download and a few minutes on a fresh machine; apt says each step below)"
 	echo "install-deps: apt-get update"
 	$SUDO apt-get update -q

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/bench/benchreport"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -34,7 +35,7 @@ With --json it prints the report's data instead of writing files.`,
 				return err
 			}
 			defer st.Close()
-			rep, err := benchreport.Load(cmd.Context(), st, args)
+			rep, err := runview.LoadBench(cmd.Context(), st, args)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return usage(err)
@@ -42,7 +43,7 @@ With --json it prints the report's data instead of writing files.`,
 				return err
 			}
 			if asJSON {
-				return rep.WriteJSON(g.stdout)
+				return benchreport.WriteJSON(g.stdout, rep)
 			}
 			if out == "" {
 				out = filepath.Join(cfg.Home, "reports", "bench")

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/bench"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/config"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
@@ -75,7 +76,7 @@ Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.cfg.Scaffold, "scaffold", "flat", "flat, tree, forest, aide, multi-aide or evolve")
+	f.StringVar(&o.cfg.Scaffold, "scaffold", "flat", oneOf(bench.Scaffolds()))
 	f.StringVar(&o.model, "model", "", "the model that proposes, by name under llm.models")
 	f.StringVar(&o.proposer, "proposer", "", "auto (the one configured model, else mutate), llm or mutate")
 	f.StringVar(&o.replay, "replay", "", "replay recorded answers from a JSONL `FILE` instead of asking a model")
@@ -110,7 +111,7 @@ type benchSummary struct {
 	StopReason string                `json:"stop_reason"`
 	StopDetail string                `json:"stop_detail"`
 	Attempts   []*store.BenchAttempt `json:"attempts"`
-	Scores     bench.Scores          `json:"scores"`
+	Scores     fsr.Scores            `json:"scores"`
 }
 
 func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
@@ -348,13 +349,13 @@ func benchSignals(ctx context.Context, sigs <-chan os.Signal, b interface{ Drain
 
 // printBenchSummary prints how a run ended, its attempts and its scores.
 func printBenchSummary(w io.Writer, sum *bench.Summary, asJSON bool) error {
-	var outcomes []bench.Outcome
+	var outcomes []fsr.Outcome
 	for _, a := range sum.Attempts {
 		if a.State == store.AttemptDone {
-			outcomes = append(outcomes, bench.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
+			outcomes = append(outcomes, fsr.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
 		}
 	}
-	sc := bench.Score(outcomes, 1)
+	sc := fsr.Summarize(outcomes, 1)
 	r := sum.Run
 	if asJSON {
 		return writeJSON(w, benchSummary{Run: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints,
@@ -441,4 +442,14 @@ func newBenchRunsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	return cmd
+}
+
+// oneOf lists names as a flag's help says them: "a, b or c". The list
+// comes from where the names are defined, so that a new one is in the
+// help at once.
+func oneOf(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/report"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -96,7 +96,7 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 }
 
 // confirmPair picks the candidate and the baseline of a confirmation.
-func confirmPair(s *evolve.RunSummary, o confirmOptions) (cand, base *store.Child, err error) {
+func confirmPair(s *runview.Summary, o confirmOptions) (cand, base *store.Child, err error) {
 	byID := map[int64]*store.Child{}
 	for _, c := range s.Members {
 		byID[c.ID] = c
@@ -163,7 +163,7 @@ type confirmOutcome struct {
 	cl         *store.Confirmation
 	res        *eval.Result
 	cand, base *store.Child
-	s          *evolve.RunSummary
+	s          *runview.Summary
 }
 
 // err is what the command returns for the series: nil when the speedup
@@ -188,7 +188,7 @@ type confirmationJSON struct {
 }
 
 func (oc *confirmOutcome) json() *confirmationJSON {
-	cl := fromstore.Claim(oc.cl.Claim)
+	cl := runview.Claim(oc.cl.Claim)
 	return &confirmationJSON{Claim: &cl, Verdict: oc.res.Verdict, Reason: oc.res.Reason}
 }
 
@@ -237,7 +237,7 @@ func runConfirmation(ctx context.Context, g *globals, cfg *config.Config, env *e
 func evolveMinPairs(alpha float64) int { return evolve.Defaults().ConfirmPairs(alpha) }
 
 // memberName names a member of a run for people: "#1 (the reference)".
-func memberName(c *store.Child, s *evolve.RunSummary) string {
+func memberName(c *store.Child, s *runview.Summary) string {
 	switch {
 	case s.Reference != nil && c.ID == s.Reference.ID:
 		return fmt.Sprintf("#%d (the reference)", c.ID)
@@ -251,7 +251,7 @@ func memberName(c *store.Child, s *evolve.RunSummary) string {
 // from the claim (never the evaluator's verdict of the candidate's mean,
 // which reads LOSS_TOO_HIGH when every run reached the target but the mean
 // is not significantly under it), then the runs and the tests.
-func writeConfirmation(w io.Writer, cl *store.Confirmation, res *eval.Result, cand, base *store.Child, s *evolve.RunSummary) {
+func writeConfirmation(w io.Writer, cl *store.Confirmation, res *eval.Result, cand, base *store.Child, s *runview.Summary) {
 	fmt.Fprintf(w, "confirmation of #%d against %s, %d runs of each in alternation\n", cand.ID, memberName(base, s), cl.Pairs)
 	head := "CONFIRMED"
 	if cl.State != runs.ClaimConfirmed {

@@ -12,6 +12,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
@@ -152,7 +153,7 @@ func TestConfirmationHeadline(t *testing.T) {
 		t.Fatalf("state %s (%s)", cl.State, cl.Reason)
 	}
 	ref := &store.Child{ID: 1, Origin: runs.OriginReference}
-	sum := &evolve.RunSummary{Run: &store.Run{Name: "r"}, Reference: ref, Record: ref}
+	sum := &runview.Summary{Run: &store.Run{Name: "r"}, Reference: ref, Record: ref}
 	var b strings.Builder
 	writeConfirmation(&b, cl, res, &store.Child{ID: 5}, ref, sum)
 	out := b.String()

@@ -19,7 +19,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/report"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -183,7 +183,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 		confirmErr = confirmRecord(ctx, g, cfg, env, sum.RunName, confirmOptions{repeats: o.pairs, seed: 1})
 	}
 
-	d, err := fromstore.Load(ctx, env.store, sum.RunName)
+	d, err := runview.LoadReport(ctx, env.store, sum.RunName)
 	if err != nil {
 		return fmt.Errorf("demo: read the run for its report: %w", err)
 	}

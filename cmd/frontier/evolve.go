@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/provider"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -315,7 +316,7 @@ func stopError(sum *evolve.Summary) error {
 // run stands once the session ended, why it ended, the engine's counts
 // over the run, the confirmation (--confirm) and what to run next.
 type evolveJSON struct {
-	Run          runJSON           `json:"run"`
+	Run          runview.RunRow    `json:"run"`
 	StopReason   string            `json:"stop_reason"`
 	StopDetail   string            `json:"stop_detail"`
 	Iterations   int               `json:"iterations"`
@@ -336,7 +337,7 @@ func searchJSON(ctx context.Context, st store.Store, sum *evolve.Summary) (*evol
 		return nil, err
 	}
 	c := sum.Status
-	out := &evolveJSON{Run: runOf(s), StopReason: sum.StopReason, StopDetail: sum.StopDetail, Iterations: c.Iteration,
+	out := &evolveJSON{Run: s.Row(time.Now()), StopReason: sum.StopReason, StopDetail: sum.StopDetail, Iterations: c.Iteration,
 		Evaluations: c.Evaluations, Acceptable: c.Acceptable, LossTooHigh: c.LossTooHigh, Buggy: c.Buggy, Duplicates: c.Duplicates,
 		NoProposal: c.NoProposal, Next: []string{"frontier runs show " + sum.RunName, "frontier runs best " + sum.RunName, "frontier report " + sum.RunName}}
 	if c.FastestID != 0 && c.FastestClaim != string(runs.ClaimRejected) && c.FastestClaim != string(runs.ClaimFailed) {

@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -71,7 +72,7 @@ func TestRunsCommands(t *testing.T) {
 	st, sum := quickRun(t, home, "cli-runs", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
 		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}})
 	run, _ := st.Run(ctx, "cli-runs")
-	s, err := evolve.Summarize(ctx, st, run)
+	s, err := runview.Summarize(ctx, st, run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/bounded"
 	"github.com/frontier-bench/frontier/internal/report"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -179,5 +179,5 @@ func safeName(s string) string {
 // loadRunReport reads a run from the database (the engine's tables) into
 // the report's data.
 func loadRunReport(ctx context.Context, st store.Store, run string) (*report.Data, error) {
-	return fromstore.Load(ctx, st, run)
+	return runview.LoadReport(ctx, st, run)
 }

@@ -115,6 +115,7 @@ Start with:  frontier doctor   then   frontier eval --track tiny`,
 		newPhaseExecCmd(g),
 		newPhaseWorkerCmd(g),
 		newDBCmd(g),
+		newServeCmd(g),
 		newVersionCmd(g),
 	)
 	markUsageErrors(root)

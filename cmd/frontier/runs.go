@@ -8,13 +8,13 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/config"
-	"github.com/frontier-bench/frontier/internal/evolve"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -77,12 +77,12 @@ re-times a candidate against the standing record. RUN is a run's id or name.`,
 
 // summarizeRun reads the summary of run ref (an id or a name); an unknown
 // run is a usage error.
-func summarizeRun(ctx context.Context, st store.Store, ref string) (*evolve.RunSummary, error) {
+func summarizeRun(ctx context.Context, st store.Store, ref string) (*runview.Summary, error) {
 	run, err := st.Run(ctx, ref)
 	if err != nil {
 		return nil, usage(err)
 	}
-	return evolve.Summarize(ctx, st, run)
+	return runview.Summarize(ctx, st, run)
 }
 
 // withStore opens the configured database, which must exist.
@@ -108,13 +108,13 @@ func runsList(ctx context.Context, w io.Writer, st store.Store, asJSON bool) err
 		return err
 	}
 	if asJSON {
-		out := runsListJSON{Runs: []runJSON{}}
+		out := runview.RunsDoc{Runs: []runview.RunRow{}}
 		for _, r := range list {
-			s, err := evolve.Summarize(ctx, st, r)
+			s, err := runview.Summarize(ctx, st, r)
 			if err != nil {
 				return fmt.Errorf("run %s: %w", r.Name, err)
 			}
-			out.Runs = append(out.Runs, runOf(s))
+			out.Runs = append(out.Runs, s.Row(time.Now()))
 		}
 		return writeJSON(w, out)
 	}
@@ -125,13 +125,13 @@ func runsList(ctx context.Context, w io.Writer, st store.Store, asJSON bool) err
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTRACK\tSTATE\tSTOP\tITER\tCHILDREN\tACCEPT\tRECORD\tSPEEDUP\tEVIDENCE\tCOST\tSTARTED")
 	for _, r := range list {
-		s, err := evolve.Summarize(ctx, st, r)
+		s, err := runview.Summarize(ctx, st, r)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.Name, err)
 		}
 		record, vs, evidence := recordCells(s)
 		state := r.State
-		if stale(r) {
+		if runview.Stale(r, time.Now()) {
 			state = "running?" // no session has written for a while: it may have been killed
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t$%.2f\t%s\n", r.ID, printable(r.Name), printable(r.Track), state, orDash(r.StopReason),
@@ -143,7 +143,7 @@ func runsList(ctx context.Context, w io.Writer, st store.Store, asJSON bool) err
 // recordCells are the record's cells of the runs table: the record, its
 // speedup over the reference and what it rests on (with the fastest
 // single timing when it is a candidate that is not confirmed).
-func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
+func recordCells(s *runview.Summary) (record, speedup, evidence string) {
 	if s.Record == nil {
 		return "-", "-", "-"
 	}
@@ -154,25 +154,10 @@ func recordCells(s *evolve.RunSummary) (record, speedup, evidence string) {
 		// mean against the reference's single timing.
 		speedup, evidence = runs.FormatSpeedup(s.RecordSpeedup), s.RecordClaim.Brief()
 	}
-	if c := candidate(s); c != nil {
+	if c := s.CandidateClaim(); c != nil {
 		evidence += fmt.Sprintf("; #%d faster once (%s)", c.ChildID, c.State)
 	}
 	return record, speedup, evidence
-}
-
-// candidate is the newest claim of the run's candidate record (see
-// RunSummary.Candidate), or a stand-in saying it has none; nil when there
-// is no candidate.
-func candidate(s *evolve.RunSummary) *store.Confirmation {
-	if s.Candidate == nil {
-		return nil
-	}
-	for i := len(s.Claims) - 1; i >= 0; i-- {
-		if c := s.Claims[i]; c.ChildID == s.Candidate.ID {
-			return c
-		}
-	}
-	return &store.Confirmation{Claim: runs.Claim{ChildID: s.Candidate.ID, State: "unclaimed"}}
 }
 
 func orDash(s string) string {
@@ -182,7 +167,7 @@ func orDash(s string) string {
 	return s
 }
 
-func budgetText(b evolve.BudgetConfig) string {
+func budgetText(b runview.Budget) string {
 	var parts []string
 	if b.MaxIterations > 0 {
 		parts = append(parts, fmt.Sprintf("%d iterations", b.MaxIterations))
@@ -203,15 +188,6 @@ func budgetText(b evolve.BudgetConfig) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func containsChild(cs []*store.Child, id int64) bool {
-	for _, c := range cs {
-		if c.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 func clipText(s string, n int) string {
@@ -247,7 +223,7 @@ func runsBest(ctx context.Context, g *globals, st store.Store, ref string, o bes
 		what = "the fastest single timing"
 		if s.RecordClaim != nil && s.Record.ID == b.ID {
 			what += ", the record: " + s.RecordClaim.Evidence()
-		} else if c := candidate(s); c != nil {
+		} else if c := s.CandidateClaim(); c != nil {
 			what += fmt.Sprintf(", not confirmed (claim %s)", c.State)
 		}
 	case b == nil:
@@ -256,7 +232,7 @@ func runsBest(ctx context.Context, g *globals, st store.Store, ref string, o bes
 		what, kind = "the record: "+s.RecordClaim.Evidence(), "record"
 	case s.Record != nil && b.ID == s.Record.ID:
 		what, kind = "the record is still the reference: no faster program was confirmed", "reference"
-		if c := candidate(s); c != nil {
+		if c := s.CandidateClaim(); c != nil {
 			what += fmt.Sprintf(" (#%d measured faster once, claim %s; --fastest writes it)", c.ChildID, c.State)
 		}
 	default:
@@ -276,7 +252,7 @@ func runsBest(ctx context.Context, g *globals, st store.Store, ref string, o bes
 		for _, c := range s.Members {
 			byID[c.ID] = c
 		}
-		out := runsBestJSON{Run: run.Name, Member: fromstore.Program(b, byID), Kind: kind, Evidence: what, Output: o.out}
+		out := runsBestJSON{Run: run.Name, Member: runview.Program(b, byID), Kind: kind, Evidence: what, Output: o.out}
 		if o.out == "" {
 			out.Source = string(src)
 		}

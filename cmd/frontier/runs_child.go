@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/frontier-bench/frontier/internal/edit"
-	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
-	"github.com/frontier-bench/frontier/internal/report/fromstore"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -92,7 +91,7 @@ func runsChild(ctx context.Context, w io.Writer, st store.Store, ref string, id 
 	if err != nil {
 		return usage(err)
 	}
-	s, err := evolve.TellChild(ctx, st, run, id)
+	s, err := runview.TellMember(ctx, st, run, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return usage(err)
 	}
@@ -100,15 +99,7 @@ func runsChild(ctx context.Context, w io.Writer, st store.Store, ref string, id 
 		return err
 	}
 	if o.json {
-		members, err := st.Children(ctx, run.ID)
-		if err != nil {
-			return err
-		}
-		byID := map[int64]*store.Child{}
-		for _, m := range members {
-			byID[m.ID] = m
-		}
-		return writeJSON(w, childShowOf(run, s, byID))
+		return writeJSON(w, s.Doc())
 	}
 	full := o.prompts
 	c := s.Child
@@ -303,7 +294,7 @@ func runsDiff(ctx context.Context, w io.Writer, st store.Store, ref string, id i
 			m     *store.Child
 		}{"parent", p})
 	}
-	out := runsDiffJSON{Run: s.Run.Name, Member: fromstore.Program(c, byID), Against: []diffJSON{}}
+	out := runsDiffJSON{Run: s.Run.Name, Member: runview.Program(c, byID), Against: []diffJSON{}}
 	var bases []*store.Child
 	for _, a := range against {
 		if a.m == nil || a.m.ProgramHash == "" {
@@ -314,7 +305,7 @@ func runsDiff(ctx context.Context, w io.Writer, st store.Store, ref string, id i
 			return err
 		}
 		d, stat := edit.Diff(fmt.Sprintf("#%d", a.m.ID), fmt.Sprintf("#%d", c.ID), base, src)
-		out.Against = append(out.Against, diffJSON{Label: a.label, Member: fromstore.Program(a.m, byID), Added: stat.Added, Removed: stat.Removed, Diff: d})
+		out.Against = append(out.Against, diffJSON{Label: a.label, Member: runview.Program(a.m, byID), Added: stat.Added, Removed: stat.Removed, Diff: d})
 		bases = append(bases, a.m)
 	}
 	if asJSON {

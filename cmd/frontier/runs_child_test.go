@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -47,7 +48,7 @@ func TestRunsChildAndDiff(t *testing.T) {
 		t.Errorf("runs show --child:\n%s", viaShow)
 	}
 	// --json: the calls in full, the request as the JSON it was stored as.
-	var story childShowJSON
+	var story runview.MemberDoc
 	jsonOf(t, &story, "--home", home, "runs", "child", "kid", "2", "--json")
 	if len(story.Calls) == 0 || story.Calls[0].Purpose != "template" || !strings.Contains(story.Calls[0].Answer, "WASTE = ") ||
 		!strings.HasPrefix(string(story.Calls[0].Request), "{") || len(story.Attempts) == 0 || story.Member.Model != "fake" {
@@ -113,7 +114,7 @@ func TestRunsChildConditions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("runs child lacks %q (exit %d):\n%s%s", want, code, out, stderr)
 	}
-	var story childShowJSON
+	var story runview.MemberDoc
 	jsonOf(t, &story, "--home", home, "runs", "child", "load", "2", "--json")
 	if len(story.Evaluations) == 0 || story.Evaluations[0].Conditions == nil || story.Evaluations[0].Conditions.CPU == nil ||
 		story.Evaluations[0].Conditions.CPU.OwnMs != 7000 {

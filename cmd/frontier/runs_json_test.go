@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 )
 
 // jsonOf runs frontier with args, which must succeed, and decodes its
@@ -34,24 +36,30 @@ func TestRunsJSON(t *testing.T) {
 	home := t.TempDir()
 	confirmedRun(t, home)
 
-	var list runsListJSON
+	var list runview.RunsDoc
 	jsonOf(t, &list, "--home", home, "runs", "--json")
 	if len(list.Runs) != 1 {
 		t.Fatalf("runs --json: %+v", list)
 	}
 	r := list.Runs[0]
 	if r.Name != "db-run" || r.Track != "tiny" || r.State != "running" || r.Children != 1 || r.Acceptable != 1 || r.Record == nil ||
-		r.Record.ID != 2 || r.Record.Reference || r.Record.N != 5 || r.Record.Speedup == nil || *r.Record.Speedup != 0.2 ||
+		r.Record.ID != 2 || r.Record.Reference || r.Record.N != 5 || r.Record.Speedup == nil || math.Abs(*r.Record.Speedup-0.2) > 1e-9 ||
 		r.Record.ClaimID == 0 || !strings.Contains(r.Record.Evidence, "n = 5") || r.Candidate != nil {
 		t.Errorf("runs --json: %+v, record %+v", r, r.Record)
 	}
 
-	var show runShowJSON
+	var show runview.RunDoc
 	jsonOf(t, &show, "--home", home, "runs", "show", "db-run", "--json")
-	if show.Run.Name != "db-run" || show.Config.Islands != 4 || len(show.Models) != 1 || show.Models[0].Name != "mutate" ||
+	if show.Run.Name != "db-run" || show.Config == nil || len(show.Models) != 1 || show.Models[0].Name != "mutate" ||
 		show.Verdicts.Classes[runs.ClassAcceptable] != 1 || show.Verdicts.Pending != 0 || len(show.Claims) != 1 ||
 		show.Claims[0].State != string(runs.ClaimConfirmed) || len(show.Best) != 2 || show.Spend.Purposes == nil {
 		t.Errorf("runs show --json: %+v", show)
+	}
+	var cfg struct {
+		Islands int `json:"islands"`
+	}
+	if err := json.Unmarshal(show.Config, &cfg); err != nil || cfg.Islands != 4 {
+		t.Errorf("runs show --json: config %s: %v", show.Config, err)
 	}
 
 	var best runsBestJSON
@@ -77,7 +85,7 @@ func TestRunsJSON(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"runs", "child", "db-run", "2", "--json"}, {"runs", "show", "db-run", "--child", "2", "--json"}} {
-		var child childShowJSON
+		var child runview.MemberDoc
 		jsonOf(t, &child, append([]string{"--home", home}, args...)...)
 		if child.Run != "db-run" || child.Member.ID != 2 || child.Member.Origin != runs.OriginMutate || child.Member.Verdict != "acceptable" ||
 			len(child.Lineage) != 2 || child.Lineage[0].Origin != runs.OriginReference || len(child.Claims) != 1 {

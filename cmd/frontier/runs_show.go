@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -24,7 +25,7 @@ func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string, asJS
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, runShowOf(s))
+		return writeJSON(w, s.Doc(time.Now()))
 	}
 	showHeader(w, s)
 	showRecord(w, s)
@@ -37,8 +38,8 @@ func runsShow(ctx context.Context, w io.Writer, st store.Store, ref string, asJS
 	return nil
 }
 
-func showHeader(w io.Writer, s *evolve.RunSummary) {
-	run, c := s.Run, s.Config
+func showHeader(w io.Writer, s *runview.Summary) {
+	run, c := s.Run, s.Settings
 	fmt.Fprintf(w, "run %s (#%d) on track %s (target val loss %.4g", run.Name, run.ID, run.Track, run.TargetValLoss)
 	if run.LossFloor > 0 {
 		fmt.Fprintf(w, ", floor %.4g", run.LossFloor)
@@ -61,14 +62,14 @@ func showHeader(w io.Writer, s *evolve.RunSummary) {
 		fmt.Fprintf(w, "  track from  %s\n", run.TrackDir)
 	}
 	fmt.Fprintf(w, "  search      %d islands, branching %d, archive %d, |T| %d, |D| %d, objective %s, seed %d\n",
-		c.Islands, c.BranchingFactor, c.ArchiveSize, *c.TopPrograms, *c.DiversePrograms, c.Objective, run.Seed)
+		c.Islands, c.BranchingFactor, c.ArchiveSize, c.TopPrograms, c.DiversePrograms, c.Objective, run.Seed)
 	fmt.Fprintf(w, "              selection %s, migration every %d iterations (top %d), fast fixes %d, slots %d, llm concurrency %d\n",
-		c.Selection.Strategy, c.Migration.Interval, c.Migration.Count, *c.FastFixes, c.Slots, c.LLMConcurrency)
+		c.Selection.Strategy, c.Migration.Interval, c.Migration.Count, c.FastFixes, c.Slots, c.LLMConcurrency)
 	meta := "off"
 	if s.MetaStart >= 0 {
 		meta = fmt.Sprintf("from iteration %d", s.MetaStart)
-	} else if *c.MetaPrompting.Enabled {
-		meta = fmt.Sprintf("planned from iteration %d (not reached)", *c.MetaPrompting.StartIteration)
+	} else if c.MetaPrompting.Enabled {
+		meta = fmt.Sprintf("planned from iteration %d (not reached)", c.MetaPrompting.StartIteration)
 	}
 	fmt.Fprintf(w, "              meta-prompting %s\n", meta)
 	var ms []string
@@ -99,7 +100,7 @@ func showHeader(w io.Writer, s *evolve.RunSummary) {
 
 // showRecord says what the run's record is and what it rests on, and what
 // became of a faster single timing.
-func showRecord(w io.Writer, s *evolve.RunSummary) {
+func showRecord(w io.Writer, s *runview.Summary) {
 	switch {
 	case s.Record == nil:
 		fmt.Fprintln(w, "  record      none: the reference has no time yet")
@@ -117,19 +118,19 @@ func showRecord(w io.Writer, s *evolve.RunSummary) {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "              evidence: %s\n", s.RecordClaim.Evidence())
 	}
-	if c := candidate(s); c != nil {
+	if c := s.CandidateClaim(); c != nil {
 		fmt.Fprintf(w, "  candidate   #%d measured %s once (%s vs the record's single timing %s): %s", c.ChildID, secsText(s.Candidate.TrainTimeMs),
 			runs.FormatSpeedup(runs.Speedup(s.RecordSingleMs, s.Candidate.TrainTimeMs)), secsText(s.RecordSingleMs), c.State)
 		if c.Reason != "" {
 			fmt.Fprintf(w, ": %s", c.Reason)
 		}
 		fmt.Fprintln(w)
-		if !c.State.Done() || c.State == runs.ClaimSkipped || c.State == "unclaimed" {
+		if !c.State.Done() || c.State == runs.ClaimSkipped || c.State == runview.Unclaimed {
 			fmt.Fprintf(w, "              test it: frontier runs confirm %s\n", s.Run.Name)
 		}
 	}
-	if *s.Config.Confirm.Enabled {
-		pairs := s.Config.Confirm.Pairs
+	if s.Settings.Confirm.Enabled {
+		pairs := s.Settings.Confirm.Pairs
 		line := "series of the fewest runs that can reach the track's alpha"
 		if pairs > 0 {
 			line = fmt.Sprintf("series of %d runs of each program", pairs)
@@ -145,7 +146,7 @@ func showRecord(w io.Writer, s *evolve.RunSummary) {
 	}
 }
 
-func showVerdicts(w io.Writer, s *evolve.RunSummary) {
+func showVerdicts(w io.Writer, s *runview.Summary) {
 	fmt.Fprintln(w, "\nverdicts (what each child's attempts did)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, cl := range []runs.Class{runs.ClassAcceptable, runs.TooHigh, runs.Buggy, runs.ClassDuplicate, runs.ClassNone} {
@@ -173,12 +174,12 @@ func showVerdicts(w io.Writer, s *evolve.RunSummary) {
 	}
 }
 
-func showBest(w io.Writer, s *evolve.RunSummary) {
+func showBest(w io.Writer, s *runview.Summary) {
 	fmt.Fprintln(w, "\nbest programs (by the objective; times are single timings)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ID\tITER\tISLAND\tMODEL\tSTAGE\tVERDICT\tVAL LOSS\tTRAIN TIME\tSPEEDUP\tSCORE\tCHANGE")
-	cand := candidate(s)
-	for _, x := range bestRows(s) {
+	cand := s.CandidateClaim()
+	for _, x := range s.BestRows() {
 		mark := ""
 		switch {
 		case s.Record != nil && x.ID == s.Record.ID && s.RecordClaim != nil:
@@ -208,7 +209,7 @@ func showBest(w io.Writer, s *evolve.RunSummary) {
 }
 
 // showClaims lists every claim, failed and rejected ones too.
-func showClaims(w io.Writer, s *evolve.RunSummary) {
+func showClaims(w io.Writer, s *runview.Summary) {
 	if len(s.Claims) == 0 {
 		return
 	}
@@ -234,7 +235,7 @@ func pText(p float64) string {
 	return fmt.Sprintf("%.2g", p)
 }
 
-func showIslands(w io.Writer, s *evolve.RunSummary) {
+func showIslands(w io.Writer, s *runview.Summary) {
 	if len(s.Islands) == 0 {
 		return
 	}
@@ -255,10 +256,10 @@ func showIslands(w io.Writer, s *evolve.RunSummary) {
 	tw.Flush()
 }
 
-func showGroups(w io.Writer, s *evolve.RunSummary) {
+func showGroups(w io.Writer, s *runview.Summary) {
 	for _, grp := range []struct {
 		title string
-		rows  []evolve.GroupStats
+		rows  []runview.GroupStats
 	}{{"per model", s.PerModel}, {"per stage", s.PerStage}} {
 		fmt.Fprintf(w, "\n%s\n", grp.title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -278,7 +279,7 @@ func showGroups(w io.Writer, s *evolve.RunSummary) {
 }
 
 // showSpend is the spend per purpose of the model calls.
-func showSpend(w io.Writer, s *evolve.RunSummary) {
+func showSpend(w io.Writer, s *runview.Summary) {
 	if len(s.Purposes) == 0 {
 		return
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/slurm"
 )
@@ -42,17 +45,27 @@ func newPhaseExecCmd(g *globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.loadConfig()
+			node, err := nodeExecutor(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			m, err := localNode(cmd.Context(), g, cfg)
-			if err != nil {
-				return err
-			}
-			return slurm.ServePhase(cmd.Context(), args[0], m.exec)
+			return slurm.ServePhase(cmd.Context(), args[0], node)
 		},
 	}
+}
+
+// nodeExecutor is this node's executor, as the configuration describes
+// it: its Python, sandbox and GPUs.
+func nodeExecutor(ctx context.Context, g *globals) (eval.Executor, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	m, err := localNode(ctx, g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m.exec, nil
 }
 
 // newPhaseWorkerCmd is the node side of a Slurm worker job: it runs the
@@ -66,15 +79,11 @@ func newPhaseWorkerCmd(g *globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.loadConfig()
+			node, err := nodeExecutor(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			m, err := localNode(cmd.Context(), g, cfg)
-			if err != nil {
-				return err
-			}
-			return slurm.ServeWorker(cmd.Context(), args[0], m.exec, opt, g.log)
+			return slurm.ServeWorker(cmd.Context(), args[0], node, opt, g.log)
 		},
 	}
 	cmd.Flags().DurationVar(&opt.Limit, "limit", 0, "the worker job's time limit")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
@@ -43,11 +44,11 @@ type Calibrated struct {
 
 // CalRun is one timed run of a record.
 type CalRun struct {
-	Seed         int     `json:"seed"`
-	EvaluationID int64   `json:"evaluation_id"`
-	Verdict      string  `json:"verdict"`
-	TrainTimeMs  float64 `json:"train_time_ms"`
-	ValLoss      float64 `json:"val_loss"`
+	Seed         int          `json:"seed"`
+	EvaluationID int64        `json:"evaluation_id"`
+	Verdict      runs.Verdict `json:"verdict"`
+	TrainTimeMs  float64      `json:"train_time_ms"`
+	ValLoss      float64      `json:"val_loss"`
 }
 
 // Gap is a task's speedup as calibrated: Welch's one-sided test that the
@@ -146,7 +147,7 @@ func Calibrate(ctx context.Context, env Env, s *Suite, opts CalibrateOptions) (*
 			if err != nil {
 				return nil, fmt.Errorf("calibrate record %s: %w", tg.rec.ID, err)
 			}
-			run := CalRun{Seed: round, EvaluationID: res.EvaluationID, Verdict: string(res.Verdict),
+			run := CalRun{Seed: round, EvaluationID: res.EvaluationID, Verdict: res.Verdict,
 				TrainTimeMs: res.Metrics.TrainTimeMs, ValLoss: res.Metrics.ValLoss}
 			tg.out.Runs = append(tg.out.Runs, run)
 			if res.Verdict != eval.Acceptable {

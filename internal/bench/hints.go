@@ -12,9 +12,6 @@ import (
 // The paper's settings are none, 1, 2, 3, 1+2 and 1+2+3.
 type HintLevels []int
 
-// Settings are the hint settings of the published benchmark, in its order.
-var Settings = []string{"none", "1", "2", "3", "1+2", "1+2+3"}
-
 // ParseHints reads a hint setting: "none" (or "0" or ""), a level "1",
 // "2" or "3", or levels joined by "+" ("1+2", "1+2+3"; "12" and "123" are
 // read the same way).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/bench/benchtest"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -179,10 +180,10 @@ check:
 			}
 			evaluated[n.ProgramHash]++
 			e, err := st.Evaluation(ctx, n.EvaluationID)
-			if err != nil || e.State != store.StateDone || e.ProgramHash != n.ProgramHash || e.Verdict != n.Verdict || e.TrainTimeMs != n.TrainTimeMs {
+			if err != nil || e.State != store.StateDone || e.ProgramHash != n.ProgramHash || e.Verdict != string(n.Verdict) || e.TrainTimeMs != n.TrainTimeMs {
 				t.Errorf("node %d's outcome is not its evaluation's: %+v vs %+v (%v)", n.Seq, n, e, err)
 			}
-			if runs.Verdict(n.Verdict) == runs.Acceptable && n.TrainTimeMs < best {
+			if n.Verdict == runs.Acceptable && n.TrainTimeMs < best {
 				best = n.TrainTimeMs
 			}
 		}
@@ -191,7 +192,7 @@ check:
 				t.Errorf("attempt %d evaluated program %.8s %d times", a.ID, h, k)
 			}
 		}
-		if want := FSR(a.StartMs, a.GoalMs, best); a.FSR != want || a.BestMs != best {
+		if want := fsr.Of(a.StartMs, a.GoalMs, best); a.FSR != want || a.BestMs != best {
 			t.Errorf("attempt %d: FSR %v and best %v, but its nodes give %v and %v", a.ID, a.FSR, a.BestMs, want, best)
 		}
 		calls, err := st.BenchCalls(ctx, a.ID, false)

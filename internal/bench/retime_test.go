@@ -32,6 +32,9 @@ func (s *scaled) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, 
 // its start and scores FSR from that series: a best that measured half its
 // true time once (a lucky moment) scores what the series measures, and
 // the single timing's FSR is kept beside it.
+// near says whether two figures agree to rounding.
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
 func TestRetime(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t, "")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/bench/scaffold"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
@@ -498,7 +499,7 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 		Stop: func() string { r, d := b.stopReason(ctx); return joinReason(r, d) },
 		OnNode: func(n *store.BenchNode) {
 			b.progress("  node %d (%s): %s", n.Seq, n.Kind, nodeText(n))
-			if runs.Verdict(n.Verdict) != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
+			if n.Verdict != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
 				return
 			}
 			slow.timed++
@@ -521,7 +522,7 @@ func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *trac
 	res := &result{stopped: out.Stopped}
 	for _, n := range out.Nodes[1:] {
 		res.nodes++
-		switch runs.ClassOf(runs.Verdict(n.Verdict)) {
+		switch runs.ClassOf(n.Verdict) {
 		case runs.ClassAcceptable:
 			res.acceptable++
 			if n.TrainTimeMs > 0 {
@@ -587,7 +588,7 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 	if res.bestMs > 0 && res.bestMs < best {
 		best, a.BestNodeID, a.BestMs = res.bestMs, res.bestNode, res.bestMs
 	}
-	a.FSR = FSR(a.StartMs, a.GoalMs, best)
+	a.FSR = fsr.Of(a.StartMs, a.GoalMs, best)
 	a.Nodes, a.Acceptable, a.Buggy, a.CostUSD, a.Tokens = res.nodes, res.acceptable, res.buggy, res.costUSD, res.tokens
 	var notes []string
 	bestText := seconds(best)
@@ -612,7 +613,7 @@ func (b *Bench) finish(ctx context.Context, a *store.BenchAttempt, all []*store.
 		}
 		if rt.ok {
 			a.BestMs = rt.bestMs
-			a.FSR = FSR(a.StartMs, a.GoalMs, rt.bestMs)
+			a.FSR = fsr.Of(a.StartMs, a.GoalMs, rt.bestMs)
 			bestText = fmt.Sprintf("%s from %d runs of each in alternation with the start (%s once)", seconds(rt.bestMs), a.RetimeN, seconds(best))
 		}
 	}
@@ -688,19 +689,19 @@ func joinReason(r, d string) string {
 }
 
 func nodeText(n *store.BenchNode) string {
-	switch runs.Verdict(n.Verdict) {
+	switch n.Verdict {
 	case runs.Acceptable:
 		return fmt.Sprintf("acceptable, %s, val loss %.4f", seconds(n.TrainTimeMs), n.ValLoss)
 	case runs.LossTooHigh:
 		return fmt.Sprintf("loss too high (%.4f)", n.ValLoss)
 	}
 	if n.Reason != "" {
-		return n.Verdict + ": " + firstLine(n.Reason)
+		return string(n.Verdict) + ": " + firstLine(n.Reason)
 	}
 	if n.Error != "" {
-		return n.Verdict + ": " + firstLine(n.Error)
+		return string(n.Verdict) + ": " + firstLine(n.Error)
 	}
-	return n.Verdict
+	return string(n.Verdict)
 }
 
 func seconds(ms float64) string {
@@ -756,13 +757,6 @@ func Spent(ctx context.Context, st Store, runID int64) (usd float64, tokens, cal
 // budget with the run's own limits in its place, having spent what the
 // run (runID; 0 for a new one) spent already.
 func NewBudget(ctx context.Context, st Store, runID int64, b Budget, llmBudget llm.BudgetConfig) (*llm.Budget, error) {
-	limits := llmBudget
-	if b.MaxUSD > 0 {
-		limits.MaxUSD = b.MaxUSD
-	}
-	if b.MaxTokens > 0 {
-		limits.MaxTokens = b.MaxTokens
-	}
 	var spent llm.Spend
 	if runID != 0 {
 		usd, tokens, calls, err := Spent(ctx, st, runID)
@@ -771,5 +765,5 @@ func NewBudget(ctx context.Context, st Store, runID int64, b Budget, llmBudget l
 		}
 		spent = llm.Spend{USD: usd, Tokens: tokens, Calls: calls}
 	}
-	return llm.NewBudget(limits, spent), nil
+	return llm.NewBudget(llmBudget.Limited(b.MaxUSD, b.MaxTokens), spent), nil
 }

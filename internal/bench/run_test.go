@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/bench/benchtest"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
@@ -170,7 +171,7 @@ func TestCumulative(t *testing.T) {
 	if a2.StartMs != 1000 || a2.GoalMs != 600 {
 		t.Errorf("task 2 is scored from %v to %v, want the chain's 1000 to 600", a2.StartMs, a2.GoalMs)
 	}
-	if want := FSR(1000, 600, a2.BestMs); a2.FSR != want || a2.BestMs >= a1.BestMs {
+	if want := fsr.Of(1000, 600, a2.BestMs); a2.FSR != want || a2.BestMs >= a1.BestMs {
 		t.Errorf("task 2: best %v (task 1's %v), FSR %v want %v", a2.BestMs, a1.BestMs, a2.FSR, want)
 	}
 	if _, err := New(ctx, fx.env, fx.suite, Config{Model: modelRecord(m), Cumulative: true, Tasks: []string{"r1-r2", "r0-r1"}}, "", m, nil); err == nil {

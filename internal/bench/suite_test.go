@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 )
 
 const goodSuite = `name: mini
@@ -193,7 +195,7 @@ func TestParseHints(t *testing.T) {
 			t.Errorf("ParseHints(%q) accepted", in)
 		}
 	}
-	for _, s := range Settings {
+	for _, s := range fsr.HintSettings {
 		if h, err := ParseHints(s); err != nil || h.String() != s {
 			t.Errorf("the paper's setting %q reads as %v, %v", s, h, err)
 		}

@@ -63,6 +63,8 @@ type Config struct {
 	Executor string `yaml:"executor"`
 	// Slurm says where on a Slurm cluster evaluations run (docs/cluster.md).
 	Slurm Slurm `yaml:"slurm"`
+	// Serve configures frontier serve, the dashboard (docs/dashboard.md).
+	Serve Serve `yaml:"serve"`
 
 	// Path is the file this was read from; empty for defaults.
 	Path string `yaml:"-"`
@@ -261,6 +263,9 @@ func Parse(path string, b []byte) (*Config, error) {
 	default:
 		errs = append(errs, &yamlfile.Error{Path: "executor", Msg: fmt.Sprintf("%q: use local or slurm", c.Executor)})
 	}
+	if t := c.Serve.Token; t != "" && len(t) < minServeToken {
+		errs = append(errs, &yamlfile.Error{Path: "serve.token", Msg: fmt.Sprintf("%d characters: a token must have at least %d (leave it out and frontier serve makes a random one)", len(t), minServeToken)})
+	}
 	if c.MaxProgramSize <= 0 || c.MaxProgramSize > maxProgramSizeCap {
 		errs = append(errs, &yamlfile.Error{Path: "max_program_size", Msg: fmt.Sprintf("%d bytes: must be more than 0 and at most 256MiB (default 4MiB)", c.MaxProgramSize)})
 	}
@@ -323,3 +328,18 @@ func resolve(file, p string) string {
 	}
 	return filepath.Join(filepath.Dir(file), p)
 }
+
+// Serve configures the dashboard that frontier serve runs.
+type Serve struct {
+	// Addr is the address it listens on (host:port); empty means
+	// 127.0.0.1:8080. --addr overrides it.
+	Addr string `yaml:"addr"`
+	// Token is what every request must carry when the dashboard listens
+	// off loopback (and, when set, on loopback too); empty: a random token
+	// is made at each start and printed.
+	Token string `yaml:"token"`
+}
+
+// minServeToken is the shortest token serve.token may hold: a token
+// guessed is the store read.
+const minServeToken = 16

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
@@ -402,5 +404,47 @@ func TestRepeatsInterleaved(t *testing.T) {
 	rr.Baseline, rr.N = base, 1
 	if _, err := ev.EvaluateRepeats(ctx, rr); err == nil || !strings.Contains(err.Error(), "at least 2 runs") {
 		t.Errorf("one run: %v", err)
+	}
+}
+
+// An evaluation canceled while its full run trains is reported as
+// canceled and stored as interrupted: the judge that stopped with it did
+// not fail, and nothing says so.
+func TestCanceledIsNotAJudgeFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a training program")
+	}
+	ev, st := newEvaluator(t)
+	spec := testTrack(t, bigramTarget)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var lines []string
+	ev.Progress = func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, line)
+		if strings.Contains(line, "full run (limit") {
+			go func() { time.Sleep(2 * time.Second); cancel() }()
+		}
+	}
+	// Slow steps: the full run is still training when it is canceled.
+	_, err := ev.Evaluate(ctx, Request{Track: spec, Program: program(t, 400, "__import__('time').sleep(0.05)"), Name: "prog.py", Seed: 1})
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Evaluate: %v, want the cancel", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, "judge failed") || strings.Contains(l, "internal:") {
+			t.Errorf("progress blames the judge: %q", l)
+		}
+	}
+	recs, err := st.Evaluations(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].State != store.StateInterrupted || strings.Contains(recs[0].Reason, "judge") {
+		t.Errorf("stored %+v", recs)
 	}
 }

@@ -164,7 +164,9 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		return nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
 	run.Telemetry = raw
-	if jerr != nil {
+	if jerr != nil && ctx.Err() == nil {
+		// A judge stopped because the evaluation was canceled did not
+		// fail: the program's status says the evaluation was canceled.
 		run.JudgeFailed, run.JudgeStderr = jerr.Error(), judge.Stderr()
 	}
 	return run, nil

@@ -3,6 +3,7 @@ package eval
 import (
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -10,41 +11,24 @@ import (
 // (docs/eval-json.md). A change that removes or renames a field bumps it.
 const Schema = "frontier.eval/v1"
 
-// Verdict is the outcome of an evaluation.
-type Verdict string
+// Verdict is the outcome of an evaluation: the runs vocabulary's word,
+// the same type every reader of a result uses.
+type Verdict = runs.Verdict
 
-// Verdicts, from best to worst. Failures never outrank valid programs.
+// Verdicts, from best to worst (Verdict.Rank). Failures never outrank
+// valid programs.
 const (
-	Acceptable  Verdict = "acceptable"    // val loss at or under the target
-	LossTooHigh Verdict = "loss_too_high" // ran correctly, val loss above the target
-	Invalid     Verdict = "invalid"       // broke a rule; Rule says which
-	Error       Verdict = "error"         // the program failed; see the traceback
-	Timeout     Verdict = "timeout"       // killed at a wall-clock limit
-	NoResult    Verdict = "no_result"     // ended without a result
+	Acceptable  = runs.Acceptable  // val loss at or under the target
+	LossTooHigh = runs.LossTooHigh // ran correctly, val loss above the target
+	Invalid     = runs.Invalid     // broke a rule; Rule says which
+	Error       = runs.Error       // the program failed; see the traceback
+	Timeout     = runs.Timeout     // killed at a wall-clock limit
+	NoResult    = runs.NoResult    // ended without a result
 	// FastOK is the verdict of a fast check run on its own (--fast): the
 	// program ran its first steps and reached finish. It says nothing
 	// about the target.
-	FastOK Verdict = "fast_ok"
+	FastOK = runs.FastOK
 )
-
-// Rank orders verdicts for ranking programs: lower is better.
-func (v Verdict) Rank() int {
-	switch v {
-	case Acceptable:
-		return 0
-	case LossTooHigh:
-		return 1
-	case FastOK, NoResult:
-		return 2
-	case Timeout:
-		return 3
-	case Error:
-		return 4
-	case Invalid:
-		return 5
-	}
-	return 6
-}
 
 // Result is everything an evaluation established. It is what
 // `frontier eval --json` prints and what the store keeps.

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -58,6 +60,11 @@ func bigTrack(b *testing.B) *track.Spec {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "track.yaml"), yml, 0o644); err != nil {
 		b.Fatal(err)
+	}
+	// The fake evaluator fails one program in seven by its hash; the
+	// reference must pass, whatever the hash of its padding is.
+	for fakeOutcome(store.Hash([]byte(sb.String())), eval.Request{FastOnly: true, Track: &track.Spec{}}).Verdict != eval.FastOK {
+		sb.WriteString("#\n")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)

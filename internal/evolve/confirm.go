@@ -42,6 +42,8 @@ type confirmResult struct {
 	err     error
 }
 
+func (r *confirmResult) settle(ctx context.Context, e *Engine) { e.onConfirm(ctx, r) }
+
 // newClaim returns a claim for c, a child that just settled, when it is a
 // candidate record: the fastest single timing of the run among children
 // whose claim was not refuted, faster than the standing record's time. The
@@ -49,7 +51,7 @@ type confirmResult struct {
 // it is queued for a series otherwise, or skipped when no series can run.
 // nil when c is no candidate.
 func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
-	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.fastestOpen() != c || e.claimOf(c.ID) != nil {
+	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.claims.fastestOpen() != c || e.claims.of(c.ID) != nil {
 		return nil
 	}
 	// A single timing is compared with the record's own single timing,
@@ -61,7 +63,7 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	if base == nil || !(c.TrainTimeMs < baseMs) {
 		return nil
 	}
-	alpha := e.spec.Verification.Alpha
+	alpha := e.opts.Track.Verification.Alpha
 	nan := math.NaN()
 	cl := &store.Confirmation{RunID: e.run.ID, Claim: runs.Claim{ChildID: c.ID, BaselineID: base.ID, Method: runs.MethodSeries,
 		Source: "engine", Alpha: alpha, Pairs: e.cfg.ConfirmPairs(alpha), SingleMs: c.TrainTimeMs, TimeMs: c.TrainTimeMs, BaselineMs: baseMs,
@@ -72,16 +74,16 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 		cl.FinishedAt = time.Now()
 		return cl
 	}
-	nz := noiseOf(e.claims)
+	nz := noiseOf(e.claims.list())
 	if need := e.cfg.Confirm.NoiseDF; need >= 0 && nz.known(need) {
 		se := nz.cv * baseMs * math.Sqrt2 // the difference of two single timings
 		margin := baseMs - c.TrainTimeMs
 		p := stats.Upper(margin/se, float64(nz.df))
-		lossP := stats.Upper((e.spec.TargetValLoss-c.ValLoss)/nz.lossSD, float64(nz.lossDF))
+		lossP := stats.Upper((e.opts.Track.TargetValLoss-c.ValLoss)/nz.lossSD, float64(nz.lossDF))
 		// The candidate is the fastest of k timed acceptable children:
 		// picked for its low timing, so its test is corrected for the
 		// selection (Bonferroni over the k it was picked from).
-		k := max(1, e.children.Classes[runs.ClassAcceptable])
+		k := max(1, e.seen.of(runs.ClassAcceptable))
 		if p < alpha/float64(k) && lossP < alpha/float64(k) {
 			q := stats.Quantile(0.975, float64(nz.df))
 			cl.Method, cl.State, cl.Pairs = runs.MethodNoise, runs.ClaimConfirmed, 1
@@ -106,19 +108,8 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	return cl
 }
 
-// fastestOpen is the acceptable child with the fastest single timing
-// among those whose claim was not refuted (rejected or failed): a single
-// timing a series showed to be noise must not keep the next fastest child
-// from being tested.
-func (e *Engine) fastestOpen() *store.Child {
-	kids := make([]*store.Child, 0, len(e.pop.programs))
-	for _, id := range e.pop.programs {
-		kids = append(kids, e.pop.members[id])
-	}
-	return fastestOpenOf(e.claims, kids)
-}
-
-// fastestOpenOf is fastestOpen over settled members kids.
+// fastestOpenOf is the fastest open candidate (claimBook.fastestOpen)
+// among settled members kids.
 func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Child {
 	refuted := map[int64]bool{}
 	for _, cl := range claims {
@@ -138,21 +129,11 @@ func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Chi
 	return best
 }
 
-// claimOf is the newest claim of child id, or nil.
-func (e *Engine) claimOf(id int64) *store.Confirmation {
-	for _, cl := range slices.Backward(e.claims) {
-		if cl.ChildID == id {
-			return cl
-		}
-	}
-	return nil
-}
-
 // openNext makes a claim for the next candidate, if any, after one was
 // refuted: the fastest child whose timing is still open, when it is faster
 // than the record.
 func (e *Engine) openNext(ctx context.Context) {
-	c := e.fastestOpen()
+	c := e.claims.fastestOpen()
 	if c == nil {
 		return
 	}
@@ -161,20 +142,15 @@ func (e *Engine) openNext(ctx context.Context) {
 		return
 	}
 	if err := e.j.claimsChanged(ctx, cl); err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 		return
 	}
-	e.claims = append(e.claims, cl)
-	if cl.State == runs.ClaimQueued {
-		e.confirmQ = append(e.confirmQ, cl)
-	}
+	e.claims.add(cl)
 	e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", cl.State, "reason", cl.Reason)
 }
 
 // standing returns the run's record (see standingOf).
-func (e *Engine) standing() (*store.Child, runs.Record) {
-	return standingOf(e.claims, e.pop.members, e.reference)
-}
+func (e *Engine) standing() (*store.Child, runs.Record) { return e.pop.record(e.claims.list()) }
 
 // standingOf is a run's record (runs.RecordOf) as a member, with its
 // times: the best estimate, the timings behind it and its own single
@@ -264,15 +240,12 @@ func (n noise) known(df int) bool {
 // cannot have one (the evaluation budget cannot hold it). It reports
 // whether a series started.
 func (e *Engine) startConfirm(ctx context.Context) bool {
-	for len(e.confirmQ) > 0 {
-		slices.SortStableFunc(e.confirmQ, func(a, b *store.Confirmation) int {
-			return cmpFloat(e.pop.members[a.ChildID].TrainTimeMs, e.pop.members[b.ChildID].TrainTimeMs)
-		})
-		cl := e.confirmQ[0]
-		e.confirmQ = e.confirmQ[1:]
-		cand := e.pop.members[cl.ChildID]
+	timeOf := func(id int64) float64 { return e.pop.member(id).TrainTimeMs }
+	for cl := e.claims.next(timeOf); cl != nil; cl = e.claims.next(timeOf) {
+		cand := e.pop.member(cl.ChildID)
 		base, rec := e.standing()
 		baseMs := rec.SingleMs
+		evals := e.sched.evaluations()
 		switch max := e.cfg.Budget.MaxEvaluations; {
 		case cand == nil || base == nil:
 			e.settleClaim(ctx, cl, runs.ClaimFailed, "the candidate or the record is not a member of the run")
@@ -283,14 +256,14 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 		case base.ProgramHash == cand.ProgramHash:
 			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("the candidate's program is #%d's", base.ID))
 			continue
-		case max > 0 && e.fullStarted+e.seriesRuns+2*cl.Pairs > max:
+		case max > 0 && evals+2*cl.Pairs > max:
 			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_evaluations = %d leaves %d runs (it counts full evaluations and series runs); a series of %d pairs needs %d",
-				max, max-e.fullStarted-e.seriesRuns, cl.Pairs, 2*cl.Pairs))
+				max, max-evals, cl.Pairs, 2*cl.Pairs))
 			continue
 		case !e.seriesFits(cl.Pairs):
 			d := e.cfg.Budget.MaxDuration.D()
 			e.settleClaim(ctx, cl, runs.ClaimSkipped, fmt.Sprintf("budget.max_duration = %s leaves %s; a series of %d pairs takes about %s here",
-				d, (d-e.elapsed()).Round(time.Second), cl.Pairs, e.seriesEstimate(cl.Pairs).Round(time.Second)))
+				d, (d-e.sess.elapsed()).Round(time.Second), cl.Pairs, e.sched.seriesEstimate(cl.Pairs).Round(time.Second)))
 			continue
 		}
 		if cl.StartedAt.IsZero() || cl.BaselineID != base.ID {
@@ -301,65 +274,57 @@ func (e *Engine) startConfirm(ctx context.Context) bool {
 		cl.BaselineID, cl.BaselineMs, cl.State = base.ID, baseMs, runs.ClaimRunning
 		cl.Speedup = runs.Speedup(baseMs, cand.TrainTimeMs)
 		if err := e.j.claimsChanged(ctx, cl); err != nil {
-			e.fail(err)
+			e.sess.fail(err)
 			return false
 		}
-		e.seriesRuns += 2 * cl.Pairs
-		e.evaluating++
-		e.confirming = cl
-		e.confirmStarted = time.Now()
+		e.sched.seriesStarted(cl.Pairs)
+		e.claims.start(cl)
 		e.log.Info("evolve: confirming a candidate record", "candidate", cand.ID, "time", fmtMs(cand.TrainTimeMs),
 			"record", base.ID, "record_time", fmtMs(baseMs), "pairs", cl.Pairs)
-		r := &confirmResult{claim: cl, started: time.Now(), hashes: [2]string{cand.ProgramHash, base.ProgramHash}}
-		pairs, startedAt := cl.Pairs, cl.StartedAt
-		go func() {
-			defer func() {
-				if p := recover(); p != nil {
-					r.err = fmt.Errorf("the evaluator panicked: %v\n%s", p, debug.Stack())
-				}
-				e.confirmDone <- r
-			}()
-			r.res, r.err = e.runSeries(ctx, r.hashes, pairs, startedAt)
-		}()
+		e.work.startSeries(ctx, &confirmResult{claim: cl, started: time.Now(), hashes: [2]string{cand.ProgramHash, base.ProgramHash}},
+			cl.Pairs, cl.StartedAt)
 		return true
 	}
 	return false
-}
-
-// seriesEstimate is how long a series of pairs runs take here: 2 x pairs
-// full runs at the mean wall time of this session's full runs (0 before
-// the first).
-func (e *Engine) seriesEstimate(pairs int) time.Duration {
-	if e.fullRuns == 0 {
-		return 0
-	}
-	return time.Duration(2*pairs) * (e.fullWall / time.Duration(e.fullRuns))
 }
 
 // seriesFits reports whether a series fits in what is left of the
 // duration budget (always, without one).
 func (e *Engine) seriesFits(pairs int) bool {
 	d := e.cfg.Budget.MaxDuration.D()
-	return d <= 0 || e.elapsed()+e.seriesEstimate(pairs) <= d
+	return d <= 0 || e.sess.elapsed()+e.sched.seriesEstimate(pairs) <= d
 }
 
-// runSeries runs in an evaluation worker: the candidate and the record in
+// startSeries runs a series in a worker (see series).
+func (ws *workers) startSeries(ctx context.Context, r *confirmResult, pairs int, startedAt time.Time) {
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("the evaluator panicked: %v\n%s", p, debug.Stack())
+			}
+			ws.done <- r
+		}()
+		r.res, r.err = ws.series(ctx, r.hashes, pairs, startedAt)
+	}()
+}
+
+// series runs in an evaluation worker: the candidate and the record in
 // alternation, with seeds other than the search's. The pairs of this
 // series that finished before a kill (evaluations since its start) are
 // taken as they are, not run again.
-func (e *Engine) runSeries(ctx context.Context, hashes [2]string, pairs int, startedAt time.Time) (*eval.Result, error) {
-	cand, err := e.st.Program(ctx, hashes[0])
+func (ws *workers) series(ctx context.Context, hashes [2]string, pairs int, startedAt time.Time) (*eval.Result, error) {
+	cand, err := ws.texts.program(ctx, hashes[0])
 	if err != nil {
 		return nil, err
 	}
-	base, err := e.st.Program(ctx, hashes[1])
+	base, err := ws.texts.program(ctx, hashes[1])
 	if err != nil {
 		return nil, err
 	}
-	seed := e.cfg.EvalSeed + 1
+	seed := ws.evalSeed + 1
 	var evs []*store.Evaluation
 	for _, h := range hashes {
-		got, err := e.st.Evaluations(ctx, store.Filter{Track: e.spec.Name, ProgramHash: h, Limit: 1000})
+		got, err := ws.st.Evaluations(ctx, store.Filter{Track: ws.spec.Name, ProgramHash: h, Limit: 1000})
 		if err != nil {
 			return nil, err
 		}
@@ -367,19 +332,19 @@ func (e *Engine) runSeries(ctx context.Context, hashes [2]string, pairs int, sta
 	}
 	prior := eval.FinishedPairs(evs, hashes, seed, pairs, startedAt)
 	if len(prior) > 0 {
-		e.log.Info("evolve: resuming a confirmation series with the pairs it finished", "pairs_done", len(prior)/2, "pairs", pairs)
+		ws.log.Info("evolve: resuming a confirmation series with the pairs it finished", "pairs_done", len(prior)/2, "pairs", pairs)
 	}
-	se := e.opts.Evaluator.(SeriesEvaluator)
+	se := ws.eval.(SeriesEvaluator)
 	return se.EvaluateRepeats(ctx, eval.RepeatRequest{
-		Request: eval.Request{Track: e.spec, Program: cand, Name: e.name, Seed: seed},
+		Request: eval.Request{Track: ws.spec, Program: cand, Name: ws.name, Seed: seed},
 		N:       pairs, Baseline: base, Prior: prior,
 	})
 }
 
 // onConfirm takes a series' result: the claim's numbers and outcome.
 func (e *Engine) onConfirm(ctx context.Context, r *confirmResult) {
-	e.evaluating--
-	e.confirming = nil
+	e.sched.seriesDone()
+	e.claims.done()
 	cl := r.claim
 	if r.err != nil && ctx.Err() != nil {
 		// Aborted: the series runs again on resume.
@@ -412,21 +377,19 @@ func (e *Engine) settleClaim(ctx context.Context, cl *store.Confirmation, state 
 	changed := []*store.Confirmation{cl}
 	if state == runs.ClaimConfirmed {
 		_, rec := e.standing()
-		e.confirmQ = slices.DeleteFunc(e.confirmQ, func(q *store.Confirmation) bool {
-			if c := e.pop.members[q.ChildID]; c != nil && c.TrainTimeMs < rec.SingleMs {
-				return false
+		changed = append(changed, e.claims.supersede(cl.ChildID, rec.SingleMs, func(id int64) (float64, bool) {
+			if c := e.pop.member(id); c != nil {
+				return c.TrainTimeMs, true
 			}
-			q.State, q.FinishedAt = runs.ClaimSuperseded, time.Now()
-			q.Reason = fmt.Sprintf("#%d became the record first", cl.ChildID)
-			changed = append(changed, q)
-			return true
-		})
+			return 0, false
+		})...)
 	}
 	if err := e.j.claimsChanged(ctx, changed...); err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 		return
 	}
-	if state == runs.ClaimRejected || state == runs.ClaimFailed {
+	e.claims.settled(cl, e.pop.settledPrograms)
+	if refutes(state) {
 		e.openNext(ctx)
 	}
 }
@@ -503,16 +466,13 @@ func (e *Engine) recordText() string {
 	if base.Origin == runs.OriginReference {
 		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(rec.SingleMs))
 	} else {
-		sp, basis := rec.VsReference(claimsOf(e.claims), e.reference.ID)
+		sp, basis := rec.VsReference(claimsOf(e.claims.list()), e.pop.reference.ID)
 		s = fmt.Sprintf("#%d trains to the target in %s (one timing in the search), %s vs the reference (%s; evidence: %s)",
 			base.ID, fmtMs(rec.SingleMs), runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 	}
-	if f := e.children.Fastest; f.ID != 0 && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
-		for _, cl := range slices.Backward(e.claims) {
-			if cl.ChildID == f.ID {
-				s += fmt.Sprintf("; #%d measured %s once, %s", f.ID, fmtMs(f.TrainTimeMs), claimWord(cl.State))
-				break
-			}
+	if f := e.seen.fastest(); f.ID != 0 && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
+		if cl := e.claims.of(f.ID); cl != nil {
+			s += fmt.Sprintf("; #%d measured %s once, %s", f.ID, fmtMs(f.TrainTimeMs), claimWord(cl.State))
 		}
 	}
 	return s
@@ -574,7 +534,8 @@ func (e *Engine) SeriesWarning() string {
 	if !*e.cfg.Confirm.Enabled {
 		return ""
 	}
-	return ShortSeries(e.cfg.ConfirmPairs(e.spec.Verification.Alpha), e.spec.Verification.Alpha)
+	alpha := e.opts.Track.Verification.Alpha
+	return ShortSeries(e.cfg.ConfirmPairs(alpha), alpha)
 }
 
 // ShortSeries is the warning for a series of n runs of each program at

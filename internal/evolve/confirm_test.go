@@ -13,6 +13,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/stats"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -90,7 +91,7 @@ func (f *seriesFake) EvaluateRepeats(ctx context.Context, rr eval.RepeatRequest)
 	return res, nil
 }
 
-func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *RunSummary) {
+func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *runview.Summary) {
 	t.Helper()
 	st := openStore(t, "")
 	f.st = st
@@ -106,7 +107,7 @@ func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *RunSummary) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Summarize(context.Background(), st, run)
+	s, err := runview.Summarize(context.Background(), st, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func measuredEngine(t *testing.T) (*Engine, *store.Child) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := e.reference
+	ref := e.pop.reference
 	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
 	return e, ref
 }
@@ -216,8 +217,8 @@ func measuredEngine(t *testing.T) (*Engine, *store.Child) {
 // against two series' noise, with its p-value and interval.
 func TestClaimBeyondNoise(t *testing.T) {
 	e, ref := measuredEngine(t)
-	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
-		Pairs: 5, TimeMs: 990, TimeSD: 10, BaselineMs: 1000, BaselineSD: 12, LossSD: 0.002}}}
+	e.claims.reset([]*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
+		Pairs: 5, TimeMs: 990, TimeSD: 10, BaselineMs: 1000, BaselineSD: 12, LossSD: 0.002}}}, e.pop.settledPrograms())
 	fast := &store.Child{ID: 60, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 400, ValLoss: 3.9}
 	fast.ProgramHash = "f"
 	e.admit(fast)
@@ -229,7 +230,7 @@ func TestClaimBeyondNoise(t *testing.T) {
 	slightly := &store.Child{ID: 61, Origin: runs.OriginMutate, State: runs.Done, Verdict: runs.Acceptable, TrainTimeMs: 390, ValLoss: 3.9}
 	slightly.ProgramHash = "s"
 	e.admit(slightly)
-	e.claims = append(e.claims, cl)
+	e.claims.add(cl)
 	if cl2 := e.newClaim(slightly); cl2 == nil || cl2.Method != runs.MethodSeries || cl2.State != runs.ClaimSkipped ||
 		!strings.Contains(cl2.Reason, "inside the measured noise") {
 		t.Errorf("a candidate 2.5%% faster than a record, inside the noise: %+v", cl2)
@@ -237,8 +238,8 @@ func TestClaimBeyondNoise(t *testing.T) {
 	// A run whose earlier candidate measured 60% faster once than in its
 	// series has learned how far its single timings can be off: the same
 	// margin now needs a series.
-	e.claims[0].SingleMs = 400
-	e.claims = e.claims[:1]
+	e.claims.list()[0].SingleMs = 400
+	e.claims.reset(e.claims.list()[:1], e.pop.settledPrograms())
 	if cl3 := e.newClaim(slightly); cl3 == nil || cl3.Method != runs.MethodSeries || !strings.Contains(cl3.Reason, "inside the measured noise") {
 		t.Errorf("after a single timing 60%% off its series, a 61%% margin: %+v", cl3)
 	}
@@ -318,8 +319,8 @@ func TestRefutedCandidateOpensNext(t *testing.T) {
 func TestCandidateAgainstSingleTiming(t *testing.T) {
 	e, ref := measuredEngine(t)
 	// A series under load measured the reference at 1500 ms on average.
-	e.claims = []*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
-		Pairs: 5, SingleMs: 900, TimeMs: 1490, TimeSD: 40, BaselineMs: 1500, BaselineSD: 45, LossSD: 0.002, TimeP: 0.4}}}
+	e.claims.reset([]*store.Confirmation{{Claim: runs.Claim{ChildID: 50, BaselineID: ref.ID, Method: runs.MethodSeries, State: runs.ClaimRejected,
+		Pairs: 5, SingleMs: 900, TimeMs: 1490, TimeSD: 40, BaselineMs: 1500, BaselineSD: 45, LossSD: 0.002, TimeP: 0.4}}}, e.pop.settledPrograms())
 	if _, rec := e.standing(); rec.Ms != 1500 || rec.SingleMs != 1000 {
 		t.Fatalf("record %+v: want the series' 1500 ms and the single timing 1000 ms", rec)
 	}
@@ -428,7 +429,7 @@ func TestSeriesResumesWithFinishedPairs(t *testing.T) {
 	}
 	// The last series is cut off: its claim is left running, two pairs and
 	// half of a third finished since it started.
-	cand, base := e.pop.members[cl.ChildID], e.pop.members[cl.BaselineID]
+	cand, base := e.pop.member(cl.ChildID), e.pop.member(cl.BaselineID)
 	cl.State, cl.StartedAt, cl.FinishedAt = runs.ClaimRunning, time.Now().Add(-time.Minute), time.Time{}
 	if err := st.RunInTx(ctx, func(tx store.RunTx) error { return tx.UpdateConfirmation(cl) }); err != nil {
 		t.Fatal(err)

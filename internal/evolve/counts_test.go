@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -71,7 +72,7 @@ func TestOutcomeByAttempts(t *testing.T) {
 	e, sum := runEngine(t, opts, cfg)
 	ctx := context.Background()
 	run, _ := st.Run(ctx, fmt.Sprint(e.RunID()))
-	s, err := Summarize(ctx, st, run)
+	s, err := runview.Summarize(ctx, st, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +121,11 @@ func TestOutcomeByAttempts(t *testing.T) {
 	if kid == nil {
 		t.Fatal("no crashed child of the reference")
 	}
-	w := &proposalWork{child: store.Child{ID: 999}, kind: kindPropose, model: &Model{Name: "fake"}, name: "train.py",
+	w := &proposalWork{child: store.Child{ID: 999}, kind: kindPropose, model: &Model{Name: "fake"},
 		parent: s.Reference, baseHash: s.Reference.ProgramHash, diverse: []store.Child{e2.shownAs(kid)},
 		parents: map[int64]store.Child{s.Reference.ID: *s.Reference}}
 	ref, _ := st.Program(ctx, s.Reference.ProgramHash)
-	d, err := e2.promptData(ctx, w, ref)
+	d, err := e2.work.prompter.data(ctx, w, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm/provider"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -345,7 +346,7 @@ func TestEndToEnd(t *testing.T) {
 	// The record is what the claims say: the engine tested the fastest
 	// single timings itself, in alternation with the standing record,
 	// and stored every outcome.
-	s, err := Summarize(ctx, st, run)
+	s, err := runview.Summarize(ctx, st, run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"time"
@@ -172,115 +171,34 @@ const (
 
 // Engine runs one evolution run. Create one with New or Resume, then call
 // Run once.
+//
+// The engine coordinates parts that each own their state: the population
+// (members, islands, archive), the sampler (every random choice), the
+// scheduler (queues, slots, what runs), the claim book (candidate records
+// and their series), the outcomes (what the children came to), the
+// session (stopping, why, the active time), the spend (the model budget)
+// and the workers (proposals and evaluations in goroutines, which report
+// back on one channel). Only the coordinator goroutine, Run's, touches
+// them; each restores itself on resume from what the journal wrote.
 type Engine struct {
-	opts    Options
-	st      Store
-	j       *journal
-	cfg     Config
-	run     *store.Run
-	spec    *track.Spec
-	log     *slog.Logger
-	redact  func(string) string
-	pcg     *rand.PCG
-	rng     *rand.Rand
-	pop     *population
-	ens     *ensemble
-	models  map[string]*Model
-	prompts *prompts
-	name    string // the program's file name
+	opts Options
+	cfg  Config
+	run  *store.Run
+	j    *journal
+	log  *slog.Logger
 
-	slots, prefetch int
-	iters           map[int]*iterState
-	completed       int
-	proposalQ       []*job
-	fastQ, fullQ    []*job
-	proposing       int
-	evaluating      int
-	fullStarted     int // the search's full evaluations
-	seriesRuns      int // runs of confirmation series, counted apart
-	budget          *llm.Budget
-	spentUSD        float64 // for the status; budget decides
-	spentTokens     int64
-	failStreak      int
-	lastAttempt     map[int64]*store.Attempt
-	// lastChecked is, per child, its newest attempt whose program failed
-	// a fast check: what the child's attempts did, whatever its fixes
-	// came to later.
-	lastChecked map[int64]*store.Attempt
-	lastFail    map[int64]*store.Child // parent id -> its newest buggy child
-	// children tallies the settled children (originals, not the
-	// reference): the status's counts, the record and the lowest loss
-	// among them. The record is tracked apart from the archive, which
-	// ranks by the run's objective and may drop the fastest program (one
-	// that trains fewer steps at the same step time scores no better).
-	children  runs.Tally
-	reference *store.Child
-
-	// claims are the run's candidate records with their evidence, in the
-	// order made (see confirm.go); confirmQ the ones waiting for a
-	// series, confirming the one whose series runs.
-	// running are the fast checks and full runs in the slots, by child.
-	running map[int64]RunningEval
-
-	claims         []*store.Confirmation
-	confirmQ       []*store.Confirmation
-	confirming     *store.Confirmation
-	confirmStarted time.Time
-	confirmDone    chan *confirmResult
-	// fullWall sums the wall time of the full evaluations this session
-	// ran (fullRuns of them), to tell whether a series fits the duration
-	// budget.
-	fullWall time.Duration
-	fullRuns int
-
-	noMoreIterations bool
-	stopping         bool
-	stopReason       string
-	stopDetail       string
-	fatal            error
-	sessionStart     time.Time
-	activeBase       int64
-
-	// adopted holds results of evaluations that finished before a restart
-	// but were not recorded; Run takes them first.
-	adopted []*evalResult
-
-	drainCh  chan string
-	propDone chan *proposalResult
-	evalDone chan *evalResult
-
-	diffMu sync.Mutex
-	diffs  map[string]string // see diff
+	pop    *population
+	draw   *sampler
+	sched  *scheduler
+	claims *claimBook
+	seen   *outcomes
+	sess   *session
+	spend  *spend
+	work   *workers
 
 	statusMu sync.Mutex
 	status   Status
-	ran      bool
 }
-
-// iterState is an open iteration.
-type iterState struct {
-	it      *store.Iteration
-	parent  *store.Child
-	top     []*store.Child
-	diverse []*store.Child
-	pending int
-}
-
-// job is a child waiting for a proposal, a fix or an evaluation.
-type job struct {
-	child *store.Child
-	kind  string
-}
-
-// Attempt and job kinds.
-const (
-	kindReference = "reference"
-	kindPropose   = "propose"
-	kindFixApply  = "fix_apply"
-	kindFixRun    = "fix_run"
-	kindFast      = "fast"
-	kindFull      = "full"
-)
 
 func (o *Options) check() error {
 	switch {
@@ -330,60 +248,56 @@ func newEngine(opts Options, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{
-		opts: opts, st: opts.Store, cfg: cfg, spec: opts.Track, log: opts.Log, redact: opts.Redact, prompts: pr,
-		models:      map[string]*Model{},
-		iters:       map[int]*iterState{},
-		lastAttempt: map[int64]*store.Attempt{},
-		lastChecked: map[int64]*store.Attempt{},
-		lastFail:    map[int64]*store.Child{},
-		diffs:       map[string]string{},
-		drainCh:     make(chan string, 4),
-		propDone:    make(chan *proposalResult),
-		evalDone:    make(chan *evalResult),
-		confirmDone: make(chan *confirmResult),
-		running:     map[int64]RunningEval{},
-		pop:         newPopulation(cfg.Objective, cfg.Islands, cfg.ArchiveSize),
-		ens:         newEnsemble(opts.Models, cfg.Bandit),
-		name:        filepath.Base(opts.Track.Reference),
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	e.j = &journal{st: opts.Store, snapshot: e.snapshotRun}
-	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
+	if opts.Redact == nil {
+		opts.Redact = llm.Redact
 	}
-	if e.redact == nil {
-		e.redact = llm.Redact
-	}
-	if e.name == "." || e.name == "" {
-		e.name = "train.py"
-	}
-	for i := range opts.Models {
-		m := opts.Models[i]
-		e.models[m.Name] = &m
+	name := filepath.Base(opts.Track.Reference) // the program's file name
+	if name == "." || name == "" {
+		name = "train.py"
 	}
 	// The effective slots and prefetch are recorded with the run.
-	e.slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs, opts.ExecutorSlots)
-	e.prefetch = cfg.Prefetch
-	if e.prefetch == 0 {
-		e.prefetch = max(2*e.slots, cfg.LLMConcurrency)
+	cfg.Slots = cfg.slotsFor(opts.Track.Hardware.Device, opts.MachineGPUs, opts.Track.Hardware.GPUs, opts.ExecutorSlots)
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = max(2*cfg.Slots, cfg.LLMConcurrency)
 	}
-	e.cfg.Slots, e.cfg.Prefetch = e.slots, e.prefetch
+	e := &Engine{
+		opts: opts, cfg: cfg, log: opts.Log,
+		pop:    newPopulation(cfg.Objective, cfg.Islands, cfg.ArchiveSize),
+		draw:   newSampler(cfg, opts.Models, pr),
+		sched:  newScheduler(cfg),
+		claims: newClaimBook(),
+		seen:   newOutcomes(),
+		sess:   newSession(opts.Log),
+		spend:  &spend{},
+	}
+	e.j = &journal{st: opts.Store, snapshot: e.snapshotRun}
+	tx := newTexts(opts.Store, e.j)
+	e.work = &workers{
+		st: opts.Store, texts: tx, j: e.j, eval: opts.Evaluator, redact: opts.Redact, spec: opts.Track,
+		name: name, evalSeed: cfg.EvalSeed, log: opts.Log, done: make(chan settler),
+		prompter: &prompter{prompts: pr, texts: tx, spec: opts.Track, cfg: cfg, floor: e.lossFloor(), name: name},
+	}
 	return e, nil
 }
 
 // useBudget makes b the run's model budget. A budget the engine made
 // itself wraps the clients of the language models, so that every call
 // draws from it as the command's clients draw from theirs.
-func (e *Engine) useBudget(b *llm.Budget, own bool) {
-	e.budget = b
-	if !own {
-		return
+func (e *Engine) useBudget(ctx context.Context, runID int64) error {
+	if e.opts.Budget != nil {
+		e.spend.use(e.opts.Budget)
+		return nil
 	}
-	for _, m := range e.models {
-		if m.Kind == propose.KindLLM && m.Client != nil {
-			m.Client = b.Wrap(m.Client)
-		}
+	b, err := NewBudget(ctx, e.opts.Store, runID, e.cfg.Budget, llm.BudgetConfig{})
+	if err != nil {
+		return err
 	}
+	e.spend.use(b)
+	e.draw.useBudget(b)
+	return nil
 }
 
 // ModelsRecord is how a run records its ensemble.
@@ -409,23 +323,17 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		}
 		e.cfg.Seed = seed
 	}
-	if opts.Budget != nil {
-		e.useBudget(opts.Budget, false)
-	} else {
-		b, err := NewBudget(ctx, e.st, 0, e.cfg.Budget, llm.BudgetConfig{})
-		if err != nil {
-			return nil, err
-		}
-		e.useBudget(b, true)
+	if err := e.useBudget(ctx, 0); err != nil {
+		return nil, err
 	}
-	e.pcg = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
-	e.rng = rand.New(e.pcg)
+	e.draw.seed(seed)
 
-	src, err := e.spec.ReferenceSource()
+	spec := opts.Track
+	src, err := spec.ReferenceSource()
 	if err != nil {
 		return nil, err
 	}
-	specHash, err := eval.SpecHash(e.spec)
+	specHash, err := eval.SpecHash(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -438,15 +346,15 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		models = append(models, ModelsRecord{Name: m.Name, Kind: string(m.Kind), Spec: m.Spec, Weight: m.Weight})
 	}
 	modelsJSON, _ := json.Marshal(models)
-	rngState, _ := e.pcg.MarshalBinary()
+	rngState, bandit := e.draw.save()
 	tmpName := name
 	if tmpName == "" {
 		tmpName = fmt.Sprintf("run-pending-%d", time.Now().UnixNano())
 	}
 	run := &store.Run{
-		Name: tmpName, Track: e.spec.Name, TrackDir: trackDir(e.spec), TrackHash: specHash, TargetValLoss: e.spec.TargetValLoss,
+		Name: tmpName, Track: spec.Name, TrackDir: trackDir(spec), TrackHash: specHash, TargetValLoss: spec.TargetValLoss,
 		LossFloor: e.lossFloor(), Config: cfgJSON, Models: modelsJSON, Seed: seed, RNG: rngState,
-		Bandit: e.ens.save(), Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
+		Bandit: bandit, Objective: e.cfg.Objective, MetaStart: e.cfg.plannedMetaStart(opts.Models),
 	}
 	hash, err := e.j.program(ctx, src, edit.NormalizedHash(src))
 	if err != nil {
@@ -459,12 +367,11 @@ func New(ctx context.Context, opts Options, cfg Config, name string) (*Engine, e
 		return nil, err
 	}
 	e.run = run
-	e.lastAttempt[ref.ID] = a
+	e.seen.attempted(a)
 	e.pop.add(ref)
 	e.pop.claim(ref.NormHash, ref.ID)
-	e.reference = ref
-	e.iters[0] = &iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1}
-	e.fastQ = append(e.fastQ, &job{child: ref, kind: kindFast})
+	e.sched.open(&iterState{it: &store.Iteration{RunID: run.ID, Iteration: 0, Stage: runs.StageReference}, pending: 1})
+	e.sched.check(ref)
 	return e, nil
 }
 
@@ -492,12 +399,7 @@ func (e *Engine) Config() Config { return e.cfg }
 // Drain asks the engine to stop taking new work: in-flight proposals and
 // evaluations finish and are recorded, then Run returns. Safe to call from
 // any goroutine, any number of times.
-func (e *Engine) Drain(reason string) {
-	select {
-	case e.drainCh <- reason:
-	default:
-	}
-}
+func (e *Engine) Drain(reason string) { e.sess.drain(reason) }
 
 // Status returns the latest snapshot.
 func (e *Engine) Status() Status {
@@ -518,8 +420,8 @@ type Summary struct {
 // lossFloor is the floor of the track's data: the spec's, else this
 // installation's.
 func (e *Engine) lossFloor() float64 {
-	if e.spec.Data.LossFloor > 0 {
-		return e.spec.Data.LossFloor
+	if d := e.opts.Track.Data; d.LossFloor > 0 {
+		return d.LossFloor
 	}
 	return e.opts.LossFloor
 }

@@ -311,11 +311,11 @@ func TestAbortAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e2.pcg == nil || e2.Status().RunID != 0 {
+	if e2.draw.pcg == nil || e2.Status().RunID != 0 {
 		t.Fatal("resume did not restore the generator")
 	}
-	want, _ := e.pcg.MarshalBinary()
-	got, _ := e2.pcg.MarshalBinary()
+	want, _ := e.draw.pcg.MarshalBinary()
+	got, _ := e2.draw.pcg.MarshalBinary()
 	if string(want) != string(got) {
 		t.Error("the resumed generator's state differs from the one recorded")
 	}

@@ -1,26 +1,39 @@
 package evolve
 
 import (
+	"cmp"
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 
+	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // population is the in-memory index of a run's members: metadata only,
 // never program sources, so that its size does not grow with program
-// size. Only the coordinator goroutine touches it.
+// size. Its indexes are kept as members settle, so that what an iteration
+// asks of it (a parent, the top and diverse sets, migrants) costs the same
+// at a thousand members as at a hundred thousand. Only the coordinator
+// goroutine touches it.
 type population struct {
 	objective   string
 	islands     int
 	archiveSize int
 
 	members map[int64]*store.Child
+	// reference is the track's reference program, the run's first member.
+	reference *store.Child
 	// onIsland lists, per island, the settled members that hold a program
-	// (originals and copies), in the order they settled.
+	// (originals and copies), in the order they settled; norms holds their
+	// normalized hashes, and valid those of them with a valid verdict,
+	// best first.
 	onIsland [][]int64
+	norms    []map[string]bool
+	valid    [][]*store.Child
 	// programs lists settled originals that hold a program, for the
 	// diverse set.
 	programs []int64
@@ -31,21 +44,129 @@ type population struct {
 	archive  []int64
 	inArch   map[int64]bool
 	expanded map[int64]int // iterations that sampled the member as parent
+
+	// rankWeights holds (i+1)^-alpha by rank for the power law of
+	// alpha weightAlpha; weights is sampleParent's scratch.
+	weightAlpha float64
+	rankWeights []float64
+	weights     []float64
 }
 
 func newPopulation(objective string, islands, archiveSize int) *population {
-	return &population{
+	p := &population{
 		objective: objective, islands: islands, archiveSize: archiveSize,
 		members:  map[int64]*store.Child{},
 		onIsland: make([][]int64, islands),
+		norms:    make([]map[string]bool, islands),
+		valid:    make([][]*store.Child, islands),
 		byNorm:   map[string]int64{},
 		inArch:   map[int64]bool{},
 		expanded: map[int64]int{},
 	}
+	for i := range p.norms {
+		p.norms[i] = map[string]bool{}
+	}
+	return p
 }
 
-// add indexes a member row (any state).
-func (p *population) add(c *store.Child) { p.members[c.ID] = c }
+// add indexes a member row (any state); the reference is the run's
+// reference program.
+func (p *population) add(c *store.Child) {
+	p.members[c.ID] = c
+	if c.Origin == runs.OriginReference {
+		p.reference = c
+	}
+}
+
+// expand counts an iteration that sampled member id as its parent.
+func (p *population) expand(id int64) { p.expanded[id]++ }
+
+// elite is the archive, best first; the caller must not change it.
+func (p *population) elite() []int64 { return p.archive }
+
+// member returns the member with id, or nil.
+func (p *population) member(id int64) *store.Child { return p.members[id] }
+
+// referenceDone reports whether the reference has its final verdict (the
+// run samples no iteration before).
+func (p *population) referenceDone() bool {
+	return p.reference == nil || p.reference.State == runs.Done
+}
+
+// isProgram reports whether member id is a settled original that holds a
+// program (one of programs).
+func (p *population) isProgram(id int64) bool {
+	c := p.members[id]
+	return c != nil && holdsProgram(c) && !c.Origin.IsCopy()
+}
+
+// settledPrograms returns the settled originals that hold a program, in
+// the order they settled.
+func (p *population) settledPrograms() []*store.Child {
+	out := make([]*store.Child, 0, len(p.programs))
+	for _, id := range p.programs {
+		out = append(out, p.members[id])
+	}
+	return out
+}
+
+// restoreIndex rebuilds the index of programs a resumed run has seen
+// (claim) from what it recorded, whose members add has indexed; program
+// reads a program's source. Every program a child of the run had counts,
+// in the order the run saw them (attempts in creation order), duplicates'
+// earlier programs included: a program that failed its fast check and was
+// then fixed, or whose fix came back to a known program, was evaluated,
+// and while running the engine would not evaluate it again.
+func (p *population) restoreIndex(ctx context.Context, rec *recorded, program func(context.Context, string) ([]byte, error)) error {
+	norms := map[string]string{}
+	byCreation := slices.Clone(rec.attempts)
+	slices.SortFunc(byCreation, func(a, b *store.Attempt) int { return cmp.Compare(a.ID, b.ID) })
+	for _, a := range byCreation {
+		c := p.members[a.ChildID]
+		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() {
+			continue
+		}
+		norm, ok := norms[a.ProgramHash]
+		if !ok {
+			src, err := program(ctx, a.ProgramHash)
+			if err != nil {
+				return fmt.Errorf("program of attempt %d of child %d: %w", a.Attempt, a.ChildID, err)
+			}
+			norm = edit.NormalizedHash(src)
+			norms[a.ProgramHash] = norm
+		}
+		p.claim(norm, a.ChildID)
+	}
+	for _, c := range rec.kids {
+		if !c.Origin.IsCopy() && c.NormHash != "" {
+			p.claim(c.NormHash, c.ID) // a child whose attempts were not recorded (an older run)
+		}
+	}
+	return nil
+}
+
+// restoreExpanded counts, for a resumed run, the iterations that sampled
+// each member as parent: the closed ones recorded, and those still open
+// (open returns an open iteration, or nil).
+func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n int) *iterState) {
+	for _, it := range iterations {
+		if !it.DoneAt.IsZero() {
+			if it.ParentID != 0 {
+				p.expanded[it.ParentID]++
+			}
+			continue
+		}
+		if st := open(it.Iteration); st != nil && st.parent != nil {
+			p.expanded[st.parent.ID]++
+		}
+	}
+}
+
+// record is the run's record as a member (standingOf), given the run's
+// claims.
+func (p *population) record(claims []*store.Confirmation) (*store.Child, runs.Record) {
+	return standingOf(claims, p.members, p.reference)
+}
 
 // claim registers a candidate program of member id under its normalized
 // hash. It returns the member that had the program first, or 0 when the
@@ -89,6 +210,10 @@ func (p *population) settle(c *store.Child) bool {
 	}
 	if c.Island >= 0 && c.Island < p.islands {
 		p.onIsland[c.Island] = append(p.onIsland[c.Island], c.ID)
+		p.norms[c.Island][c.NormHash] = true
+		if c.Verdict.Valid() {
+			p.valid[c.Island] = p.insertRanked(p.valid[c.Island], c)
+		}
 	}
 	if c.Origin.IsCopy() {
 		return false
@@ -119,6 +244,18 @@ func (p *population) offerArchive(c *store.Child) bool {
 	return true
 }
 
+// insertRanked inserts c into list, which is sorted best first.
+func (p *population) insertRanked(list []*store.Child, c *store.Child) []*store.Child {
+	k := rankKey(p.objective, c)
+	i, _ := slices.BinarySearchFunc(list, k, func(m *store.Child, k key) int {
+		if rankKey(p.objective, m).less(k) {
+			return -1
+		}
+		return 1
+	})
+	return slices.Insert(list, i, c)
+}
+
 // best returns the best original program, or nil.
 func (p *population) best() *store.Child {
 	if len(p.archive) > 0 {
@@ -136,19 +273,15 @@ func (p *population) best() *store.Child {
 
 // ranked returns the island's settled members, best first: the valid ones
 // if any, else all of them (so that an island of failures still yields a
-// parent, whose error the prompt shows).
+// parent, whose error the prompt shows). The caller must not change the
+// slice.
 func (p *population) ranked(island int) []*store.Child {
-	var good, all []*store.Child
-	for _, id := range p.onIsland[island] {
-		c := p.members[id]
-		all = append(all, c)
-		if c.Verdict.Valid() {
-			good = append(good, c)
-		}
+	if len(p.valid[island]) > 0 {
+		return p.valid[island]
 	}
-	out := good
-	if len(out) == 0 {
-		out = all
+	out := make([]*store.Child, 0, len(p.onIsland[island]))
+	for _, id := range p.onIsland[island] {
+		out = append(out, p.members[id])
 	}
 	slices.SortFunc(out, func(a, b *store.Child) int {
 		if rankKey(p.objective, a).less(rankKey(p.objective, b)) {
@@ -178,7 +311,8 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 	if sel.ChildPenalty != nil {
 		penalty = *sel.ChildPenalty
 	}
-	w := make([]float64, len(cands))
+	w := slices.Grow(p.weights[:0], len(cands))[:len(cands)]
+	p.weights = w
 	switch sel.Strategy {
 	case SelectSoftmax:
 		z := softmaxUtilities(p.objective, cands)
@@ -187,14 +321,27 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 			w[i] = math.Exp(z[i] / temp)
 		}
 	default: // power law over the rank
-		for i := range cands {
-			w[i] = math.Pow(float64(i+1), -sel.Alpha)
-		}
+		copy(w, p.powerLaw(sel.Alpha, len(cands)))
 	}
 	for i, c := range cands {
-		w[i] /= math.Pow(1+float64(p.expanded[c.ID]), penalty)
+		// Dividing by (1+0)^penalty = 1 changes nothing: only expanded
+		// members pay for the power.
+		if n := p.expanded[c.ID]; n != 0 {
+			w[i] /= math.Pow(1+float64(n), penalty)
+		}
 	}
 	return cands[weighted(r, w)]
+}
+
+// powerLaw returns the first n weights (i+1)^-alpha, computed once.
+func (p *population) powerLaw(alpha float64, n int) []float64 {
+	if alpha != p.weightAlpha || p.rankWeights == nil {
+		p.weightAlpha, p.rankWeights = alpha, nil
+	}
+	for i := len(p.rankWeights); i < n; i++ {
+		p.rankWeights = append(p.rankWeights, math.Pow(float64(i+1), -alpha))
+	}
+	return p.rankWeights[:n]
 }
 
 // softmaxUtilities returns, per candidate (best first), the standardized
@@ -272,7 +419,7 @@ func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child, wantDiv
 	}
 	skip := p.original(parent).ID
 	others := len(p.programs)
-	if slices.Contains(p.programs, skip) {
+	if p.isProgram(skip) {
 		others--
 	}
 	if wantDiverse && others >= 2 {
@@ -358,10 +505,7 @@ func (p *population) pick(r *rand.Rand, ids []int64, k int) []*store.Child {
 // originals (copies do not migrate again) and whose program the island to
 // does not hold yet.
 func (p *population) emigrants(from, to, count int) []*store.Child {
-	have := map[string]bool{}
-	for _, id := range p.onIsland[to] {
-		have[p.members[id].NormHash] = true
-	}
+	have := p.norms[to]
 	var out []*store.Child
 	for _, c := range p.ranked(from) {
 		if len(out) == count {

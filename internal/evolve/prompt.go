@@ -1,17 +1,27 @@
 package evolve
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 
+	"github.com/frontier-bench/frontier/internal/edit"
+	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/propose"
+	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/track"
 )
 
 //go:embed prompts/*.tmpl
@@ -284,6 +294,325 @@ func objectiveText(objective string) string {
 		"(it shortens the training time, which is what a record is). " + record
 }
 
+// prompter assembles what a proposal's prompts show: from the snapshot
+// the coordinator took when it started the proposal (proposalWork) and
+// the programs and diffs texts reads, the data the templates see, and the
+// requests they render to.
+type prompter struct {
+	prompts *prompts
+	texts   *texts
+	spec    *track.Spec
+	cfg     Config
+	// floor is the track's loss floor on this installation; name the
+	// program's file name.
+	floor float64
+	name  string
+}
+
+// texts reads and stores programs, and the diffs between them, once
+// each: the parent an iteration's children share, the inspirations their
+// prompts show, the program an evaluation runs right after its proposal
+// stored it. Programs are kept for the last textsKept reads, so that the
+// memory they take does not grow with the run.
+type texts struct {
+	st Store
+	j  *journal
+
+	mu    sync.Mutex
+	progs map[string][]byte
+	order []string // progs' keys, oldest first
+	diffs map[string]string
+}
+
+// textsKept bounds the programs texts keeps.
+const textsKept = 64
+
+func newTexts(st Store, j *journal) *texts {
+	return &texts{st: st, j: j, progs: map[string][]byte{}, diffs: map[string]string{}}
+}
+
+// program returns the source of the program with hash h. The caller must
+// not change it.
+func (t *texts) program(ctx context.Context, h string) ([]byte, error) {
+	t.mu.Lock()
+	src, ok := t.progs[h]
+	t.mu.Unlock()
+	if ok {
+		return src, nil
+	}
+	src, err := t.st.Program(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	t.remember(h, src)
+	return src, nil
+}
+
+// keep stores a proposed program (once) and returns its hash.
+func (t *texts) keep(ctx context.Context, src []byte, norm string) (string, error) {
+	h, err := t.j.program(ctx, src, norm)
+	if err != nil {
+		return "", err
+	}
+	t.remember(h, src)
+	return h, nil
+}
+
+func (t *texts) remember(h string, src []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.progs[h]; ok {
+		return
+	}
+	if len(t.order) >= textsKept {
+		delete(t.progs, t.order[0])
+		t.order = t.order[1:]
+	}
+	t.progs[h] = src
+	t.order = append(t.order, h)
+}
+
+// answer is the recorded (redacted) answer of model call id.
+func (t *texts) answer(ctx context.Context, id int64) (string, error) {
+	_, answer, err := t.st.LLMCallText(ctx, id)
+	return answer, err
+}
+
+// diff returns the diff from parent's program to c's, of the program
+// called name, clipped to n bytes; computed once per pair: the children
+// of an iteration share their inspirations.
+func (t *texts) diff(ctx context.Context, name string, parent, c *store.Child, n int) (string, error) {
+	key := parent.ProgramHash + ":" + c.ProgramHash
+	t.mu.Lock()
+	d, ok := t.diffs[key]
+	t.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	base, err := t.program(ctx, parent.ProgramHash)
+	if err != nil {
+		return "", err
+	}
+	src, err := t.program(ctx, c.ProgramHash)
+	if err != nil {
+		return "", err
+	}
+	d, _ = edit.Diff(fmt.Sprintf("%s (#%d, its parent)", name, parent.ID), fmt.Sprintf("%s (#%d)", name, c.ID), base, src)
+	if d == "" {
+		d = "(no difference)\n"
+	}
+	d = clip(d, n)
+	t.mu.Lock()
+	if len(t.diffs) >= 256 {
+		clear(t.diffs)
+	}
+	t.diffs[key] = d
+	t.mu.Unlock()
+	return d, nil
+}
+
+// ask is what a proposal sends: the program its edit applies to and, for
+// a model, the data its prompts render, the template it starts with and
+// what the call is for. meta: the child asks for an idea first
+// (promptIdea), then for its implementation (promptImplement).
+type ask struct {
+	p       *prompter
+	model   string
+	base    []byte
+	data    *promptData
+	name    string
+	purpose string
+	meta    bool
+}
+
+// request renders template name into the model's request.
+func (a *ask) request(name string) (llm.Request, error) {
+	return a.p.prompts.request(name, a.model, a.data, a.p.cfg.Prompt)
+}
+
+// assemble reads what w's prompts show. A mutation needs its base program
+// only. The error is the store's: the child is not to blame.
+func (p *prompter) assemble(ctx context.Context, w *proposalWork) (*ask, error) {
+	base, err := p.texts.program(ctx, w.baseHash)
+	if err != nil {
+		return nil, err
+	}
+	m := w.model
+	a := &ask{p: p, model: m.Name, base: base, name: w.child.Template, purpose: PurposeTemplate}
+	if m.Kind == propose.KindMutate {
+		return a, nil
+	}
+	if a.data, err = p.data(ctx, w, base); err != nil {
+		return nil, err
+	}
+	switch {
+	case w.kind == kindFixRun:
+		a.name, a.purpose = promptFixRun, PurposeFix
+	case w.kind == kindFixApply:
+		a.name, a.purpose = promptFixApply, PurposeFix
+		if w.previousCall != 0 {
+			if answer, err := p.texts.answer(ctx, w.previousCall); err == nil {
+				a.data.PreviousAnswer = clip(answer, 4*p.cfg.Prompt.MaxDiffChars)
+			}
+		}
+	case w.child.Stage == runs.StageMeta && m.ideas():
+		a.meta = true
+	}
+	return a, nil
+}
+
+// data assembles what the templates see. Programs other than the base are
+// shown as diffs against their parents.
+func (p *prompter) data(ctx context.Context, w *proposalWork, base []byte) (*promptData, error) {
+	s := p.spec
+	d := &promptData{
+		Track: trackView{Name: s.Name, Device: s.Hardware.Device, FullRun: s.Limits.FullRun.D().String(),
+			CompileBudget: s.Limits.CompileBudget.D().String(), Target: s.TargetValLoss, Floor: p.floor,
+			Threads: s.Hardware.Threads},
+		Objective: objectiveText(p.cfg.Objective), ProgramName: p.name, Program: string(base),
+		Parent: p.view(w.parent), Record: w.record, Refuted: w.refuted, LastError: w.lastError,
+		Attempt: w.child.Slot + 1, Branching: p.cfg.BranchingFactor, Iteration: w.iteration,
+		Error: w.fixError, Description: w.child.Description, Idea: clip(w.child.Idea, 8000),
+	}
+	if d.Track.CompileBudget == "0s" {
+		d.Track.CompileBudget = "the track's limit"
+	}
+	if w.reference != nil && w.reference.ID != w.parent.ID {
+		d.Reference = p.view(w.reference)
+	}
+	if w.kind == kindFixRun || w.kind == kindFixApply {
+		return d, p.fixContext(ctx, w, base, d)
+	}
+	if w.kind != kindPropose {
+		return d, nil
+	}
+	for _, group := range []struct {
+		in  []store.Child
+		out *[]programView
+	}{{w.top, &d.Top}, {w.diverse, &d.Diverse}} {
+		for i := range group.in {
+			c := &group.in[i]
+			v := p.view(c)
+			// What it tried: its change to its own parent, not the
+			// difference to this iteration's parent, which would show
+			// the parent's own changes as its.
+			if par, ok := w.parents[c.ParentID]; ok && par.ProgramHash != "" {
+				pv := p.view(&par)
+				v.ParentID, v.ParentMetrics, v.ParentDescription = par.ID, pv.Metrics, pv.Description
+				diff, err := p.texts.diff(ctx, p.name, &par, c, p.cfg.Prompt.MaxDiffChars)
+				if err != nil {
+					return nil, err
+				}
+				v.Diff = diff
+			}
+			*group.out = append(*group.out, v)
+		}
+	}
+	return d, nil
+}
+
+// fixContext fills what a fix prompt shows: for a run that failed, the
+// change the child made to its parent; and the program as excerpts around
+// the lines the error points at and the change touched (the whole program
+// when it is short).
+func (p *prompter) fixContext(ctx context.Context, w *proposalWork, base []byte, d *promptData) error {
+	anchors := errorAnchors(w.fixError, p.name)
+	if w.kind == kindFixRun && w.parent != nil && w.parent.ProgramHash != "" && w.parent.ProgramHash != w.baseHash {
+		parent, err := p.texts.program(ctx, w.parent.ProgramHash)
+		if err != nil {
+			return err
+		}
+		change, _ := edit.Diff(p.name+" (the working parent)", p.name+" (the change)", parent, base)
+		d.Change = clip(change, p.cfg.Prompt.MaxDiffChars)
+		anchors = append(anchors, diffAnchors(change)...)
+	}
+	d.Excerpts = excerpts(base, anchors, excerptContext)
+	if d.Excerpts != nil {
+		d.ExcerptNote = excerptSummary(base, d.Excerpts)
+	}
+	return nil
+}
+
+// view describes a program in one line of metrics. Times are single
+// timings, and say so.
+func (p *prompter) view(c *store.Child) programView {
+	v := programView{ID: c.ID, Summary: c.Summary, Description: clip(c.Description, 300)}
+	switch {
+	case c.Origin == runs.OriginReference:
+		v.Description = "the track's reference program"
+	case c.Origin == runs.OriginSeed:
+		// An island's seed is a copy of the reference.
+		v.Description = fmt.Sprintf("the track's reference program (this island's copy of #%d)", c.SourceID)
+	case c.Origin == runs.OriginMigrant:
+		v.Description = fmt.Sprintf("a copy of #%d from another island: %s", c.SourceID, v.Description)
+	}
+	if c.Verdict.Valid() {
+		v.Metrics = fmt.Sprintf("%s: val loss %.4f (target %.4g), train time %s (one timing), %.2f ms/step, score %.1f",
+			strings.ReplaceAll(string(c.Verdict), "_", " "), c.ValLoss, p.spec.TargetValLoss, fmtMs(c.TrainTimeMs), c.StepAvgMs, c.Score)
+	} else if c.Verdict != "" {
+		v.Metrics = fmt.Sprintf("%s: %s", c.Verdict, clip(firstLine(c.Reason), 300))
+	} else {
+		v.Metrics = "not evaluated yet"
+	}
+	return v
+}
+
+// untrackedSection is the judge's name for step time outside every
+// section.
+const untrackedSection = "(untracked)"
+
+// telemetrySummary says in one line where a run's time went: the largest
+// sections and the most expensive operators. It is the profile a child's
+// prompt shows of its parent.
+func telemetrySummary(res *eval.Result) string {
+	var parts []string
+	secs := slices.Clone(res.Sections)
+	slices.SortFunc(secs, func(a, b harness.Section) int {
+		switch {
+		case a.Pct > b.Pct:
+			return -1
+		case a.Pct < b.Pct:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var s []string
+	var untracked *harness.Section
+	for i := range secs {
+		x := &secs[i]
+		if x.Name == untrackedSection {
+			untracked = x // time outside every section: said apart, not a slot
+			continue
+		}
+		if len(s) < 4 {
+			s = append(s, fmt.Sprintf("%s %.0f%% (%.2f ms/step)", x.Name, x.Pct, x.AvgMs))
+		}
+	}
+	if untracked != nil {
+		s = append(s, fmt.Sprintf("outside any section %.0f%%", untracked.Pct))
+	}
+	if len(s) > 0 {
+		parts = append(parts, "share of step time: "+strings.Join(s, ", "))
+	}
+	if res.TopOps != nil && len(res.TopOps.Ops) > 0 {
+		// The profiler lists its top operators only: shares are of their
+		// summed time, not of the step's.
+		total := 0.0
+		for _, op := range res.TopOps.Ops {
+			total += op.TotalMs
+		}
+		var o []string
+		for i, op := range res.TopOps.Ops {
+			if i == 4 {
+				break
+			}
+			o = append(o, fmt.Sprintf("%s %.0f%%", op.Name, 100*op.TotalMs/max(total, 1e-9)))
+		}
+		parts = append(parts, fmt.Sprintf("top %s ops (share of the %d listed ops' time): %s", res.TopOps.Kind, len(res.TopOps.Ops), strings.Join(o, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // clip cuts s to at most n bytes, keeping its start and end.
 func clip(s string, n int) string {
 	if n <= 0 || len(s) <= n {
@@ -300,4 +629,22 @@ func clipTail(s string, n int) string {
 		return s
 	}
 	return fmt.Sprintf("[... %d bytes cut ...]\n", len(s)-n) + s[len(s)-n:]
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+
+// fmtMs writes milliseconds as seconds or milliseconds.
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }

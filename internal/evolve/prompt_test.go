@@ -135,9 +135,9 @@ func TestPromptShowsOwnChange(t *testing.T) {
 	seed := &store.Child{ID: 2, Island: 1, Origin: runs.OriginSeed, SourceID: 1, State: runs.Done, Verdict: runs.Acceptable, ProgramHash: ref.ProgramHash}
 	mid := &store.Child{ID: 3, ParentID: 1, Origin: runs.OriginLLM, State: runs.Done, Verdict: runs.Acceptable, ProgramHash: put("a = 2\nb = 1\nc = 1\n"), TrainTimeMs: 900, ValLoss: 3.9}
 	top := &store.Child{ID: 4, ParentID: 3, Origin: runs.OriginLLM, State: runs.Done, Verdict: runs.Acceptable, ProgramHash: put("a = 2\nb = 2\nc = 1\n"), TrainTimeMs: 800, ValLoss: 3.9}
-	w := &proposalWork{child: store.Child{ID: 9}, kind: kindPropose, model: &Model{Name: "fake"}, name: "train.py", parent: seed,
+	w := &proposalWork{child: store.Child{ID: 9}, kind: kindPropose, model: &Model{Name: "fake"}, parent: seed,
 		baseHash: ref.ProgramHash, top: []store.Child{*top}, parents: map[int64]store.Child{3: *mid}}
-	d, err := e.promptData(ctx, w, []byte("a = 1\nb = 1\nc = 1\n"))
+	d, err := e.work.prompter.data(ctx, w, []byte("a = 1\nb = 1\nc = 1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package evolve
 
 import (
-	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
@@ -13,7 +12,7 @@ func verdictRank(v runs.Verdict) int {
 	case runs.ApplyFailed, runs.Duplicate, runs.NoProposal, "":
 		return 10
 	}
-	return eval.Verdict(v).Rank()
+	return v.Rank()
 }
 
 // key is a program's position in the ranking: verdict first, then the

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
@@ -23,9 +21,9 @@ import (
 
 // onProposal takes a proposal worker's result.
 func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
-	c := e.pop.members[r.work.child.ID]
+	c := e.pop.member(r.work.child.ID)
 	if c == nil {
-		e.fail(fmt.Errorf("proposal for unknown child %d", r.work.child.ID))
+		e.sess.fail(fmt.Errorf("proposal for unknown child %d", r.work.child.ID))
 		return
 	}
 	c.Model, c.Stage, c.Template = r.work.child.Model, r.work.child.Stage, r.work.child.Template
@@ -33,19 +31,13 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		c.InputTokens += call.InputTokens
 		c.OutputTokens += call.OutputTokens
 		c.CostUSD += call.CostUSD
-		e.spentUSD += call.CostUSD
-		e.spentTokens += call.InputTokens + call.OutputTokens
-		if r.work.model.Kind == propose.KindReplay {
-			// Recorded answers reach no client the budget wraps; their
-			// recorded cost counts all the same.
-			e.budget.Record(call.CostUSD, call.InputTokens+call.OutputTokens)
-		}
 	}
+	e.spend.add(r.calls, r.work.model.Kind == propose.KindReplay)
 	if r.storeErr != nil {
 		if ctx.Err() != nil {
 			return // aborting: the child is proposed again on resume
 		}
-		e.fail(r.storeErr)
+		e.sess.fail(r.storeErr)
 		return
 	}
 	if r.idea != "" {
@@ -55,7 +47,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		e.log.Info("evolve: no idea from the model; the child falls back to a templated prompt", "child", c.ID,
 			"template", c.Template, "reason", r.ideaFallback)
 		if err := e.j.ideaFellBack(ctx, c, r.ideaFallback); err != nil {
-			e.fail(err)
+			e.sess.fail(err)
 			return
 		}
 	}
@@ -69,8 +61,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		c.FixAttempts++
 		attempt.Attempt = c.FixAttempts
 	}
-	m := e.models[c.Model]
-	prev := e.lastAttempt[c.ID]
+	m := e.draw.model(c.Model)
 
 	if r.err != nil {
 		var be *llm.BudgetError
@@ -81,9 +72,9 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 			if fixing {
 				c.FixAttempts--
 			}
-			e.proposalQ = slices.Insert(e.proposalQ, 0, &job{child: c, kind: r.work.kind})
+			e.sched.retry(c, r.work.kind)
 			e.persistChild(ctx, c, nil)
-			e.stop(budgetStop(be), be.Error())
+			e.sess.stop(budgetStop(be), be.Error())
 			return
 		case ctx.Err() != nil:
 			// Aborting: the child keeps its state and is proposed again on resume.
@@ -93,32 +84,30 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 			e.persistChild(ctx, c, nil)
 			return
 		case pe != nil && pe.Feedback() != "" && m != nil && m.fixes() && c.FixAttempts < *e.cfg.FastFixes:
-			e.failStreak = 0
+			e.spend.answered()
 			attempt.Error = pe.Feedback()
 			c.State, c.Error = runs.Fix, clip(pe.Feedback(), e.cfg.Prompt.MaxErrorChars)
 			e.persistChild(ctx, c, attempt)
-			e.proposalQ = slices.Insert(e.proposalQ, e.fixInsertPos(), &job{child: c, kind: kindFixApply})
+			e.sched.fix(c, kindFixApply)
 			return
 		case pe != nil && pe.Feedback() != "":
-			e.failStreak = 0
+			e.spend.answered()
 			attempt.Error = pe.Feedback()
 			e.persistAttemptOnly(ctx, c, attempt)
-			e.endFailed(ctx, c, prev, firstLine(pe.Feedback()), pe.Feedback())
+			e.endFailed(ctx, c, firstLine(pe.Feedback()), pe.Feedback())
 			return
 		default:
 			attempt.Error = r.err.Error()
-			if pe == nil || pe.Kind == propose.FailCall || pe.Kind == propose.FailExhausted {
-				e.failStreak++
-			}
+			streak := e.spend.failed(pe == nil || pe.Kind == propose.FailCall || pe.Kind == propose.FailExhausted)
 			e.persistAttemptOnly(ctx, c, attempt)
-			e.endFailed(ctx, c, prev, r.err.Error(), "")
-			if e.failStreak >= e.cfg.MaxConsecutiveFailures {
-				e.stop(StopLLMFailures, fmt.Sprintf("%d proposals in a row failed; the last: %v", e.failStreak, r.err))
+			e.endFailed(ctx, c, r.err.Error(), "")
+			if streak >= e.cfg.MaxConsecutiveFailures {
+				e.sess.stop(StopLLMFailures, fmt.Sprintf("%d proposals in a row failed; the last: %v", streak, r.err))
 			}
 			return
 		}
 	}
-	e.failStreak = 0
+	e.spend.answered()
 	attempt.ProgramHash, attempt.Edit = r.hash, r.editJSON
 	c.ProgramHash, c.NormHash = r.hash, r.norm
 	if fixing {
@@ -129,7 +118,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		c.Description = r.prop.Description
 	}
 	if first := e.pop.claim(r.norm, c.ID); first != 0 {
-		orig := e.pop.members[first]
+		orig := e.pop.member(first)
 		c.SourceID = first
 		c.Verdict = runs.Duplicate
 		switch {
@@ -140,7 +129,7 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 		default:
 			c.Reason = fmt.Sprintf("the same program as #%d (after normalizing whitespace); not evaluated again", first)
 		}
-		if chk := e.lastChecked[c.ID]; chk != nil {
+		if chk := e.seen.checked(c.ID); chk != nil {
 			// The child ran a program of its own that failed, and its fix
 			// came back to a known one (its parent's, a sibling's): what
 			// its attempts did is that failure.
@@ -153,15 +142,15 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 	}
 	c.State, c.Error = runs.Fast, ""
 	e.persistChild(ctx, c, attempt)
-	e.fastQ = append(e.fastQ, &job{child: c, kind: kindFast})
+	e.sched.check(c)
 }
 
 // endFailed ends a child that produced no program it could run, after its
 // fixes (if any): with the verdict of its last fast check when one of its
 // programs ran, else apply_failed (no answer applied: nothing ran) or
 // no_proposal.
-func (e *Engine) endFailed(ctx context.Context, c *store.Child, _ *store.Attempt, reason, detail string) {
-	a := e.lastChecked[c.ID]
+func (e *Engine) endFailed(ctx context.Context, c *store.Child, reason, detail string) {
+	a := e.seen.checked(c.ID)
 	switch {
 	case a != nil && a.ProgramHash != "" && a.FastVerdict != "":
 		c.Verdict = a.FastVerdict
@@ -176,9 +165,9 @@ func (e *Engine) endFailed(ctx context.Context, c *store.Child, _ *store.Attempt
 
 // onEval takes an evaluation worker's result.
 func (e *Engine) onEval(ctx context.Context, r *evalResult) {
-	c := e.pop.members[r.work.child.ID]
+	c := e.pop.member(r.work.child.ID)
 	if c == nil {
-		e.fail(fmt.Errorf("evaluation of unknown child %d", r.work.child.ID))
+		e.sess.fail(fmt.Errorf("evaluation of unknown child %d", r.work.child.ID))
 		return
 	}
 	if r.err != nil {
@@ -191,7 +180,7 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 			return
 		}
 		if !errors.Is(r.err, eval.ErrBadProgram) {
-			e.fail(fmt.Errorf("evaluate child %d: %w", c.ID, r.err))
+			e.sess.fail(fmt.Errorf("evaluate child %d: %w", c.ID, r.err))
 			return
 		}
 		r.res = &eval.Result{Verdict: eval.Error, Reason: r.err.Error()}
@@ -201,12 +190,9 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		e.onFast(ctx, c, res)
 		return
 	}
-	if !r.work.started.IsZero() {
-		e.fullWall += time.Since(r.work.started)
-		e.fullRuns++
-	}
+	e.sched.fullEnded(r.work.started)
 	c.EvaluationID = res.EvaluationID
-	c.Verdict, c.Reason = runs.Verdict(res.Verdict), res.Reason
+	c.Verdict, c.Reason = res.Verdict, res.Reason
 	if res.Traceback != "" {
 		c.Error = clipTail(res.Traceback, e.cfg.Prompt.MaxErrorChars)
 	}
@@ -215,7 +201,7 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 	c.Summary = telemetrySummary(res)
 	if c.Origin == runs.OriginReference && !c.Verdict.Valid() {
 		e.finishChild(ctx, c)
-		e.stop(StopReferenceFails, fmt.Sprintf("the reference program's full run failed: %s: %s", res.Verdict, res.Reason))
+		e.sess.stop(StopReferenceFails, fmt.Sprintf("the reference program's full run failed: %s: %s", res.Verdict, res.Reason))
 		return
 	}
 	e.finishChild(ctx, c)
@@ -224,17 +210,12 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 // onFast takes a fast check's result.
 func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	c.FastEvaluationID = res.EvaluationID
-	a := e.lastAttempt[c.ID]
-	if a != nil {
-		a.FastEvaluationID, a.FastVerdict, a.FastReason = res.EvaluationID, runs.Verdict(res.Verdict), res.Reason
-		if res.Verdict != eval.FastOK {
-			e.lastChecked[c.ID] = a
-		}
-	}
+	a := e.seen.last(c.ID)
+	e.seen.fastChecked(a, res.EvaluationID, res.Verdict, res.Reason)
 	if res.Verdict == eval.FastOK {
 		c.State = runs.Ready
 		e.persistFast(ctx, c, a)
-		e.fullQ = append(e.fullQ, &job{child: c, kind: kindFull})
+		e.sched.measure(c)
 		return
 	}
 	text := res.Reason
@@ -243,19 +224,19 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 	}
 	text = clipTail(text, e.cfg.Prompt.MaxErrorChars+500)
 	if c.Origin == runs.OriginReference {
-		c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
+		c.Verdict, c.Reason, c.Error = res.Verdict, res.Reason, text
 		e.persistFast(ctx, c, a)
 		e.finishChild(ctx, c)
-		e.stop(StopReferenceFails, fmt.Sprintf("the reference program fails its fast check: %s: %s", res.Verdict, res.Reason))
+		e.sess.stop(StopReferenceFails, fmt.Sprintf("the reference program fails its fast check: %s: %s", res.Verdict, res.Reason))
 		return
 	}
-	if m := e.models[c.Model]; m != nil && m.fixes() && c.FixAttempts < *e.cfg.FastFixes {
+	if m := e.draw.model(c.Model); m != nil && m.fixes() && c.FixAttempts < *e.cfg.FastFixes {
 		c.State, c.Error = runs.Fix, text
 		e.persistFast(ctx, c, a)
-		e.proposalQ = slices.Insert(e.proposalQ, e.fixInsertPos(), &job{child: c, kind: kindFixRun})
+		e.sched.fix(c, kindFixRun)
 		return
 	}
-	c.Verdict, c.Reason, c.Error = runs.Verdict(res.Verdict), res.Reason, text
+	c.Verdict, c.Reason, c.Error = res.Verdict, res.Reason, text
 	e.persistFast(ctx, c, a)
 	e.finishChild(ctx, c)
 }
@@ -263,11 +244,11 @@ func (e *Engine) onFast(ctx context.Context, c *store.Child, res *eval.Result) {
 // persistChild records c and, when set, a new attempt.
 func (e *Engine) persistChild(ctx context.Context, c *store.Child, a *store.Attempt) {
 	if err := e.j.childChanged(ctx, c, a); err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 		return
 	}
 	if a != nil {
-		e.lastAttempt[c.ID] = a
+		e.seen.attempted(a)
 	}
 }
 
@@ -275,15 +256,15 @@ func (e *Engine) persistChild(ctx context.Context, c *store.Child, a *store.Atte
 // record next.
 func (e *Engine) persistAttemptOnly(ctx context.Context, c *store.Child, a *store.Attempt) {
 	if err := e.j.attemptRecorded(ctx, a); err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 		return
 	}
-	e.lastAttempt[c.ID] = a
+	e.seen.attempted(a)
 }
 
 func (e *Engine) persistFast(ctx context.Context, c *store.Child, a *store.Attempt) {
 	if err := e.j.fastChecked(ctx, c, a); err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 	}
 }
 
@@ -294,26 +275,19 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 	now := time.Now()
 	c.State, c.FinishedAt = runs.Done, now
 	archiveChanged := e.admit(c)
-	if parent := e.pop.members[c.ParentID]; parent != nil && c.Origin != runs.OriginReference && e.ens.has(c.Model) {
-		e.ens.record(c.Model, beats(e.cfg.Objective, c, parent), c.CostUSD)
-	}
+	e.draw.credit(c, e.pop.member(c.ParentID))
 	var copies []*store.Child
 	var migration *store.RunEvent
-	it := e.iters[c.Iteration]
-	iterDone := false
-	if it != nil {
-		it.pending--
-		iterDone = it.pending <= 0
-	}
+	iterDone := e.sched.settle(c.Iteration)
 	if c.Origin == runs.OriginReference && c.Verdict.Valid() {
 		for island := 1; island < e.cfg.Islands; island++ {
 			copies = append(copies, copyOf(c, runs.OriginSeed, island, 0))
 		}
 	}
 	if iterDone && c.Iteration > 0 {
-		e.completed++
-		if iv := e.cfg.Migration.Interval; iv > 0 && e.cfg.Islands > 1 && e.completed%iv == 0 {
-			migration, copies = e.migrate(c.Iteration, copies)
+		completed := e.sched.completedIterations() + 1
+		if iv := e.cfg.Migration.Interval; iv > 0 && e.cfg.Islands > 1 && completed%iv == 0 {
+			migration, copies = e.migrate(c.Iteration, completed, copies)
 		}
 	}
 	claim := e.newClaim(c)
@@ -324,28 +298,38 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 					archiveChanged = true
 				}
 			}
-			return e.pop.archive, archiveChanged
+			return e.pop.elite(), archiveChanged
 		}})
 	if err != nil {
-		e.fail(err)
+		e.sess.fail(err)
 		return
 	}
 	if iterDone {
-		delete(e.iters, c.Iteration)
+		e.sched.close(c.Iteration)
 	}
 	if claim != nil {
-		e.claims = append(e.claims, claim)
-		if claim.State == runs.ClaimQueued {
-			e.confirmQ = append(e.confirmQ, claim)
-		}
+		e.claims.add(claim)
 		e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", claim.State, "reason", claim.Reason)
 	}
 	e.logChild(c)
 }
 
+// admit takes a member with its final verdict into the in-memory state:
+// its island and the archive, the outcomes and the search for the
+// fastest open candidate. The loop admits each child as it settles; a
+// resumed run admits every settled member it reads back, through this
+// same function, so the two cannot disagree. It reports whether the
+// archive changed.
+func (e *Engine) admit(c *store.Child) bool {
+	changed := e.pop.settle(c)
+	e.seen.count(c)
+	e.claims.observe(c)
+	return changed
+}
+
 // migrate copies each island's best programs to the next island in the
 // ring, after the completed-th iteration.
-func (e *Engine) migrate(iteration int, copies []*store.Child) (*store.RunEvent, []*store.Child) {
+func (e *Engine) migrate(iteration, completed int, copies []*store.Child) (*store.RunEvent, []*store.Child) {
 	type move struct {
 		From, To int
 		Source   int64
@@ -360,9 +344,9 @@ func (e *Engine) migrate(iteration int, copies []*store.Child) (*store.RunEvent,
 			moves = append(moves, move{From: from, To: to, Source: src.ID})
 		}
 	}
-	detail, _ := json.Marshal(map[string]any{"after_iterations": e.completed, "moves": moves})
-	e.log.Info("evolve: migration", "after_iterations", e.completed, "moved", len(moves))
-	return &store.RunEvent{RunID: e.run.ID, Kind: "migration", Key: fmt.Sprint(e.completed), Iteration: iteration, Detail: detail},
+	detail, _ := json.Marshal(map[string]any{"after_iterations": completed, "moves": moves})
+	e.log.Info("evolve: migration", "after_iterations", completed, "moved", len(moves))
+	return &store.RunEvent{RunID: e.run.ID, Kind: "migration", Key: fmt.Sprint(completed), Iteration: iteration, Detail: detail},
 		append(copies, out...)
 }
 
@@ -375,25 +359,4 @@ func copyOf(src *store.Child, origin runs.Origin, island, iteration int) *store.
 		FastEvaluationID: src.FastEvaluationID, ValLoss: src.ValLoss, TrainTimeMs: src.TrainTimeMs, StepAvgMs: src.StepAvgMs,
 		Score: src.Score, Summary: src.Summary, FinishedAt: time.Now(),
 	}
-}
-
-// lastFailure is what the prompt shows as the parent's last error: its
-// own failure if it failed, else the newest failed child of it.
-func (e *Engine) lastFailure(parentID int64) string {
-	p := e.pop.members[parentID]
-	if p == nil {
-		return ""
-	}
-	if !p.Verdict.Valid() && p.Reason != "" {
-		return clip(p.Reason+"\n"+p.Error, e.cfg.Prompt.MaxErrorChars)
-	}
-	last := e.lastFail[parentID]
-	if last == nil {
-		return ""
-	}
-	s := fmt.Sprintf("#%d (%s): %s", last.ID, last.Description, last.Reason)
-	if last.Error != "" && !strings.Contains(last.Reason, last.Error) {
-		s += "\n" + last.Error
-	}
-	return clip(s, e.cfg.Prompt.MaxErrorChars)
 }

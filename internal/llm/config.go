@@ -184,6 +184,19 @@ type BudgetConfig struct {
 // IsZero reports whether no budget is set.
 func (b BudgetConfig) IsZero() bool { return b.MaxUSD == 0 && b.MaxTokens == 0 && b.MaxCalls == 0 }
 
+// Limited returns b with a search's own dollar and token limits in place
+// of its own where they are set (positive): a run's budget takes
+// precedence over llm.budget.
+func (b BudgetConfig) Limited(maxUSD float64, maxTokens int64) BudgetConfig {
+	if maxUSD > 0 {
+		b.MaxUSD = maxUSD
+	}
+	if maxTokens > 0 {
+		b.MaxTokens = maxTokens
+	}
+	return b
+}
+
 // Duration is a time.Duration written in YAML as "90s" or "5m".
 type Duration time.Duration
 

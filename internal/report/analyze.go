@@ -50,7 +50,7 @@ type analysis struct {
 // iterStats is one iteration's breakdown and the frontier after it.
 type iterStats struct {
 	iter   int
-	counts [numCategories]int
+	counts classCounts
 	// bestTimeMs and bestLoss are the frontier after this iteration: the
 	// lowest acceptable time and the lowest valid loss so far; 0 if none.
 	bestTimeMs float64
@@ -60,11 +60,11 @@ type iterStats struct {
 // evaluated is the number of programs with a final verdict of the
 // breakdown (buggy, too high, acceptable): the ones judged, whether a
 // process ran them or their edit never applied.
-func (s iterStats) evaluated() int { return judged(&s.counts) }
+func (s iterStats) evaluated() int { return judged(s.counts) }
 
 // judged is the number of programs with a final verdict of the breakdown.
-func judged(counts *[numCategories]int) int {
-	return counts[Buggy] + counts[TooHigh] + counts[Acceptable]
+func judged(counts classCounts) int {
+	return counts[runs.Buggy] + counts[runs.TooHigh] + counts[runs.ClassAcceptable]
 }
 
 // totals are what the report shows of a set of programs. All but
@@ -72,7 +72,7 @@ func judged(counts *[numCategories]int) int {
 // run's members (see tally.totals).
 type totals struct {
 	programs int // every child
-	counts   [numCategories]int
+	counts   classCounts
 	// neverRan counts buggy children no process ran (apply_failed).
 	neverRan int
 	// bestTimeMs is the lowest acceptable train time and bestLoss the
@@ -84,7 +84,7 @@ type totals struct {
 	cost       float64
 }
 
-func (f *totals) evaluated() int { return judged(&f.counts) }
+func (f *totals) evaluated() int { return judged(f.counts) }
 
 // ran is the number of judged programs a process ran.
 func (f *totals) ran() int { return f.evaluated() - f.neverRan }
@@ -107,12 +107,12 @@ func (t *tally) add(p *Program, seq int) {
 // totals reads the totals off the tally.
 func (t *tally) totals() totals {
 	f := totals{
-		programs: t.Members, neverRan: t.neverRan,
+		programs: t.Members, neverRan: t.neverRan, counts: classCounts{},
 		bestTimeMs: t.Fastest.TrainTimeMs, bestLoss: t.Lowest.ValLoss,
 		tokensIn: t.InputTokens, tokensOut: t.OutputTokens, cost: t.CostUSD,
 	}
 	for c, n := range t.Classes {
-		f.counts[categoryOf(c)] += n
+		f.counts[c] += n
 	}
 	return f
 }
@@ -260,7 +260,7 @@ func analyze(d *Data) *analysis {
 		a.iters = a.maxIter - a.minIter + 1
 		a.perIter = make([]iterStats, a.iters)
 		for i := range a.perIter {
-			a.perIter[i].iter = a.minIter + i
+			a.perIter[i].iter, a.perIter[i].counts = a.minIter+i, classCounts{}
 		}
 	}
 
@@ -288,10 +288,10 @@ func analyze(d *Data) *analysis {
 		}
 		// The frontier after this iteration, so far.
 		it := &a.perIter[p.Iteration-a.minIter]
-		c := p.Category()
+		c := p.Class()
 		it.counts[c]++
 		it.bestTimeMs, it.bestLoss = all.Fastest.TrainTimeMs, all.Lowest.ValLoss
-		if c != Acceptable {
+		if c != runs.ClassAcceptable {
 			continue
 		}
 		if !measured(p.TrainTimeMs) {
@@ -312,7 +312,7 @@ func analyze(d *Data) *analysis {
 	}
 	// An iteration without programs keeps the frontier of the one before.
 	for i := 1; i < len(a.perIter); i++ {
-		if it := &a.perIter[i]; it.counts == [numCategories]int{} {
+		if it := &a.perIter[i]; len(it.counts) == 0 {
 			it.bestTimeMs, it.bestLoss = a.perIter[i-1].bestTimeMs, a.perIter[i-1].bestLoss
 		}
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -9,14 +10,15 @@ import (
 	"gonum.org/v1/plot"
 
 	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 func TestClassify(t *testing.T) {
-	for v, want := range map[string]Category{
-		"acceptable": Acceptable, "ACCEPTABLE ": Acceptable, "loss_too_high": TooHigh,
-		"error": Buggy, "timeout": Buggy, "invalid": Buggy, "invalid: protected_region": Buggy, "no_result": Buggy,
-		"apply_failed": Buggy, "something new": Buggy, "": Pending, "running": Pending, "fast_ok": Pending,
-		"duplicate": Duplicate, "no_proposal": NoProposal,
+	for v, want := range map[string]runs.Class{
+		"acceptable": runs.ClassAcceptable, "ACCEPTABLE ": runs.ClassAcceptable, "loss_too_high": runs.TooHigh,
+		"error": runs.Buggy, "timeout": runs.Buggy, "invalid": runs.Buggy, "invalid: protected_region": runs.Buggy, "no_result": runs.Buggy,
+		"apply_failed": runs.Buggy, "something new": runs.Buggy, "": runs.Pending, "running": runs.Pending, "fast_ok": runs.Pending,
+		"duplicate": runs.ClassDuplicate, "no_proposal": runs.ClassNone,
 	} {
 		if got := Classify(v); got != want {
 			t.Errorf("Classify(%q) = %v, want %v", v, got, want)
@@ -73,7 +75,7 @@ func TestAnalyze(t *testing.T) {
 	if a.total != 10 {
 		t.Errorf("total %d", a.total)
 	}
-	if want := [numCategories]int{Pending: 1, Duplicate: 1, Buggy: 2, TooHigh: 1, Acceptable: 5}; a.counts != want {
+	if want := (classCounts{runs.Pending: 1, runs.ClassDuplicate: 1, runs.Buggy: 2, runs.TooHigh: 1, runs.ClassAcceptable: 5}); !maps.Equal(a.counts, want) {
 		t.Errorf("counts = %v, want %v", a.counts, want)
 	}
 	if a.minIter != 0 || a.maxIter != 3 || a.iters != 4 || len(a.perIter) != 4 {
@@ -98,10 +100,10 @@ func TestAnalyze(t *testing.T) {
 			t.Errorf("iteration %d frontier = %v / %v, want %v / %v", i, it.bestTimeMs, it.bestLoss, w.t, w.l)
 		}
 	}
-	if c := a.perIter[2].counts; c != [numCategories]int{Pending: 1, Buggy: 1, Acceptable: 1} {
+	if c := a.perIter[2].counts; !maps.Equal(c, classCounts{runs.Pending: 1, runs.Buggy: 1, runs.ClassAcceptable: 1}) {
 		t.Errorf("iteration 2 counts = %v", c)
 	}
-	if c := a.perIter[3].counts; c != [numCategories]int{Duplicate: 1, Acceptable: 1} {
+	if c := a.perIter[3].counts; !maps.Equal(c, classCounts{runs.ClassDuplicate: 1, runs.ClassAcceptable: 1}) {
 		t.Errorf("iteration 3 counts = %v", c)
 	}
 
@@ -110,13 +112,13 @@ func TestAnalyze(t *testing.T) {
 		t.Fatalf("models = %+v", a.byModel)
 	}
 	ma, mb := a.byModel[0], a.byModel[1]
-	if ma.programs != 5 || ma.counts[Duplicate] != 1 || ma.counts[Acceptable] != 4 || ma.bestTimeMs != 850 {
+	if ma.programs != 5 || ma.counts[runs.ClassDuplicate] != 1 || ma.counts[runs.ClassAcceptable] != 4 || ma.bestTimeMs != 850 {
 		t.Errorf("model a = %+v", ma)
 	}
 	if math.Abs(ma.cost-0.85) > 1e-9 || ma.tokensIn != 50 || ma.tokensOut != 5 {
 		t.Errorf("model a cost %v tokens %d/%d", ma.cost, ma.tokensIn, ma.tokensOut)
 	}
-	if mb.programs != 5 || mb.evaluated() != 4 || mb.counts[Buggy] != 2 || mb.bestTimeMs != 980 || mb.bestLoss != 3.28 {
+	if mb.programs != 5 || mb.evaluated() != 4 || mb.counts[runs.Buggy] != 2 || mb.bestTimeMs != 980 || mb.bestLoss != 3.28 {
 		t.Errorf("model b = %+v", mb)
 	}
 	// Model a's acceptable points: (0,990) (1,950) (2,900) (3,850):
@@ -135,7 +137,7 @@ func TestAnalyze(t *testing.T) {
 	if len(a.byPhase) != 2 || a.byPhase[0].programs != 5 || a.byPhase[1].programs != 5 {
 		t.Errorf("phases = %+v", a.byPhase)
 	}
-	if got := a.byPhase[1].counts[Acceptable]; got != 2 {
+	if got := a.byPhase[1].counts[runs.ClassAcceptable]; got != 2 {
 		t.Errorf("acceptable with meta-prompting = %d, want 2", got)
 	}
 

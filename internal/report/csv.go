@@ -51,7 +51,7 @@ func writeCSV(w io.Writer, a *analysis) error {
 		}
 		rec := []string{
 			strconv.FormatInt(p.ID, 10), p.Hash, strconv.Itoa(p.Iteration), strconv.Itoa(p.Island), parent,
-			p.Model, p.Stage, p.Verdict, p.Category().String(), p.Reason,
+			p.Model, p.Stage, p.Verdict, string(p.Class()), p.Reason,
 			optional(p.ValLoss), optional(p.TrainTimeMs), optional(p.StepAvgMs), optional(p.Score),
 			strconv.FormatInt(p.InputTokens, 10), strconv.FormatInt(p.OutputTokens, 10), cost(p.CostUSD),
 			strconv.Itoa(p.FixAttempts), strconv.FormatBool(p.Duplicate), created, p.PromptStage, source, claim,

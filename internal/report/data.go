@@ -199,47 +199,13 @@ type Best struct {
 	Vals []harness.Val `json:"vals,omitempty"`
 }
 
-// Category is the paper's breakdown of a run's children (Fig. 3c), plus
-// the children that were never evaluated.
-type Category int
-
-// Categories. Only Buggy, TooHigh and Acceptable are evaluated programs;
-// rates and the breakdown figure count those alone.
-const (
-	Pending    Category = iota // no verdict yet
-	NoProposal                 // the proposer gave no program (a failed model call, nothing to mutate)
-	Duplicate                  // a known program; not evaluated again
-	Buggy                      // error, timeout, invalid, no_result, apply_failed, or anything unknown
-	TooHigh                    // ran correctly but the loss is above the target
-	Acceptable                 // loss at or under the target
-	numCategories
-)
-
-// String returns the category's name as the report and CSV write it.
-func (c Category) String() string {
-	switch c {
-	case Pending:
-		return "pending"
-	case NoProposal:
-		return "no_proposal"
-	case Duplicate:
-		return "duplicate"
-	case Buggy:
-		return "buggy"
-	case TooHigh:
-		return "loss_too_high"
-	case Acceptable:
-		return "acceptable"
-	}
-	return "unknown"
-}
-
-// Classify maps a verdict to its category: runs.ClassOf, the one
-// classification of a run's verdicts, in the report's order. Verdicts it
-// does not know count as buggy: they are not a completed, valid run. A
+// Classify maps a verdict to its class: runs.ClassOf, the one
+// classification of a run's verdicts (the paper's breakdown, Fig. 3c, plus
+// the children that were never evaluated). Verdicts it does not know
+// count as buggy: they are not a completed, valid run. A
 // fast-check-only verdict ("fast_ok") is not a final result.
-func Classify(verdict string) Category {
-	return categoryOf(runs.ClassOf(canonical(verdict)))
+func Classify(verdict string) runs.Class {
+	return runs.ClassOf(canonical(verdict))
 }
 
 // canonical is a verdict as the report reads it: trimmed, lower case.
@@ -247,30 +213,18 @@ func canonical(verdict string) runs.Verdict {
 	return runs.Verdict(strings.TrimSpace(strings.ToLower(verdict)))
 }
 
-// categoryOf is the report's category of a class of runs.ClassOf.
-func categoryOf(c runs.Class) Category {
-	switch c {
-	case runs.Pending:
-		return Pending
-	case runs.ClassNone:
-		return NoProposal
-	case runs.ClassDuplicate:
-		return Duplicate
-	case runs.ClassAcceptable:
-		return Acceptable
-	case runs.TooHigh:
-		return TooHigh
-	}
-	return Buggy
-}
+// classCounts counts programs by class. Only runs.Buggy, runs.TooHigh and
+// runs.ClassAcceptable are evaluated programs; rates and the breakdown
+// figure count those alone.
+type classCounts map[runs.Class]int
 
 // NeverRan reports whether the child's verdict is one no process gave: an
 // edit that never applied (buggy, but not evaluated).
 func (p *Program) NeverRan() bool { return runs.Verdict(p.Verdict) == runs.ApplyFailed }
 
-// Category classifies the program: a duplicate by its flag or verdict,
+// Class classifies the program: a duplicate by its flag or verdict,
 // anything else by its verdict.
-func (p *Program) Category() Category { return categoryOf(runs.ClassOf(p.verdict())) }
+func (p *Program) Class() runs.Class { return runs.ClassOf(p.verdict()) }
 
 // verdict is the program's verdict as the report classifies it: canonical,
 // and duplicate for a child flagged as one.
@@ -282,7 +236,7 @@ func (p *Program) verdict() runs.Verdict {
 }
 
 // outcome is what the run's aggregates (runs.Tally) read of the program:
-// its verdict as Category classifies it, and seq, its place in the
+// its verdict as Class classifies it, and seq, its place in the
 // report's order (1 for the first), in place of its ID, so that the tally
 // breaks ties as the report does (the first in order wins), whatever the
 // IDs of hand-made data.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/frontier-bench/frontier/internal/harness"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -316,7 +317,7 @@ type stackedCounts struct {
 
 func (s stackedCounts) Plot(c draw.Canvas, p *plot.Plot) {
 	tx, ty := p.Transforms(&c)
-	cols := [numCategories]color.Color{Buggy: colBuggy, TooHigh: colTooHigh, Acceptable: colAccept}
+	cols := map[runs.Class]color.Color{runs.Buggy: colBuggy, runs.TooHigh: colTooHigh, runs.ClassAcceptable: colAccept}
 	for _, r := range s.rows {
 		if r.evaluated() == 0 {
 			continue
@@ -326,7 +327,7 @@ func (s stackedCounts) Plot(c draw.Canvas, p *plot.Plot) {
 			x1 = x0 + 0.6
 		}
 		base := 0.0
-		for _, cat := range []Category{Buggy, TooHigh, Acceptable} {
+		for _, cat := range []runs.Class{runs.Buggy, runs.TooHigh, runs.ClassAcceptable} {
 			n := float64(r.counts[cat])
 			if n == 0 {
 				continue
@@ -409,7 +410,7 @@ func refLine(y float64) hline {
 
 // figures builds every figure of the report from the analysis.
 func (a *analysis) figures() []*figure {
-	return []*figure{a.timeFigure(), a.breakdownFigure(), a.frontierTimeFigure(), a.frontierLossFigure(), a.curveFigure()}
+	return []*figure{a.timeFigure(), a.breakdownFigure(), a.frontierTimeFigure(), a.frontierLossFigure(), a.curveFigure("best")}
 }
 
 // timeFigure is the paper's Fig. 2c / 3b: the train time of every
@@ -418,7 +419,7 @@ func (a *analysis) figures() []*figure {
 func (a *analysis) timeFigure() *figure {
 	f := &figure{Name: "time_vs_iteration", Title: "Train time of acceptable programs"}
 	switch {
-	case len(a.accTimed) == 0 && a.counts[Acceptable] > 0:
+	case len(a.accTimed) == 0 && a.counts[runs.ClassAcceptable] > 0:
 		f.Note = "Acceptable programs exist but none has a recorded train time, so there is nothing to plot."
 		return f
 	case len(a.accTimed) == 0:
@@ -510,7 +511,7 @@ func (a *analysis) timeCaption() string {
 // buggy, too-high and acceptable programs among those evaluated.
 func (a *analysis) breakdownFigure() *figure {
 	f := &figure{Name: "breakdown", Title: "Outcome of programs per iteration"}
-	if a.counts[Buggy]+a.counts[TooHigh]+a.counts[Acceptable] == 0 {
+	if judged(a.counts) == 0 {
 		f.Note = "No program has finished its evaluation yet."
 		return f
 	}
@@ -663,8 +664,9 @@ func addStep(p *plot.Plot, l *plot.Legend, name string, xys plotter.XYs, c color
 }
 
 // curveFigure draws the best program's training loss against train time,
-// with the reference's when known, and its validation passes.
-func (a *analysis) curveFigure() *figure {
+// with the reference's when known, and its validation passes; who names
+// the program in the legend ("best").
+func (a *analysis) curveFigure(who string) *figure {
 	f := &figure{Name: "best_curve", Title: "Best program: loss against train time"}
 	b := a.d.Best
 	if b == nil {
@@ -706,7 +708,7 @@ func (a *analysis) curveFigure() *figure {
 		if err == nil {
 			line.LineStyle = draw.LineStyle{Color: modelColors[0], Width: 1.6}
 			p.Add(line)
-			l.Add("best train loss", line)
+			l.Add(who+" train loss", line)
 		}
 	}
 	if len(vals) > 0 {
@@ -714,7 +716,7 @@ func (a *analysis) curveFigure() *figure {
 		if err == nil {
 			s.GlyphStyle = draw.GlyphStyle{Color: modelColors[1], Radius: 3, Shape: draw.BoxGlyph{}}
 			p.Add(s)
-			l.Add("best val loss", s)
+			l.Add(who+" val loss", s)
 		}
 	}
 	padY(p, 0.04)

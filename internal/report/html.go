@@ -178,15 +178,15 @@ func headline(a *analysis) string {
 		}
 		return s + "it was never confirmed (frontier runs confirm tests it)."
 	}
-	evaluated := a.counts[Buggy] + a.counts[TooHigh] + a.counts[Acceptable]
+	evaluated := a.counts[runs.Buggy] + a.counts[runs.TooHigh] + a.counts[runs.ClassAcceptable]
 	switch {
 	case a.total == 0:
 		return "The run has no programs yet."
 	case evaluated == 0:
 		return fmt.Sprintf("None of the %s has finished its evaluation yet.", plural(a.total, "program", "programs"))
-	case a.counts[Acceptable] > 0:
+	case a.counts[runs.ClassAcceptable] > 0:
 		return "Acceptable programs exist, but none has a recorded train time."
-	case a.counts[Buggy] == evaluated:
+	case a.counts[runs.Buggy] == evaluated:
 		return fmt.Sprintf("All %s evaluated so far are buggy: none ran to a validation loss.", plural(evaluated, "program", "programs"))
 	}
 	s := fmt.Sprintf("No program reached the target validation loss %s", loss(d.Run.TargetValLoss))
@@ -216,7 +216,7 @@ func alerts(a *analysis) []string {
 	if !measured(d.Run.TargetValLoss) {
 		out = append(out, "The run has no target validation loss recorded.")
 	}
-	if b := d.Best; b != nil && b.Program.Category() != Acceptable && !(d.Record != nil && d.Record.Reference && b.Program.ID == d.Record.ID) {
+	if b := d.Best; b != nil && b.Program.Class() != runs.ClassAcceptable && !(d.Record != nil && d.Record.Reference && b.Program.ID == d.Record.ID) {
 		out = append(out, fmt.Sprintf("The best program shown below (#%d) is not acceptable (verdict %q).", b.Program.ID, b.Program.Verdict))
 	}
 	if a.accUntimed > 0 {
@@ -268,7 +268,7 @@ func runFacts(a *analysis) []kv {
 }
 
 func summary(a *analysis) []kv {
-	ev := a.counts[Buggy] + a.counts[TooHigh] + a.counts[Acceptable]
+	ev := a.counts[runs.Buggy] + a.counts[runs.TooHigh] + a.counts[runs.ClassAcceptable]
 	share := func(n int) string {
 		if ev == 0 {
 			return count(n)
@@ -282,18 +282,18 @@ func summary(a *analysis) []kv {
 	kvs := []kv{
 		{"Programs", count(a.total)},
 		{"Judged", judged},
-		{"Acceptable", share(a.counts[Acceptable])},
-		{"Loss too high", share(a.counts[TooHigh])},
-		{"Buggy", share(a.counts[Buggy])},
+		{"Acceptable", share(a.counts[runs.ClassAcceptable])},
+		{"Loss too high", share(a.counts[runs.TooHigh])},
+		{"Buggy", share(a.counts[runs.Buggy])},
 	}
-	if a.counts[Pending] > 0 {
-		kvs = append(kvs, kv{"Pending", count(a.counts[Pending])})
+	if a.counts[runs.Pending] > 0 {
+		kvs = append(kvs, kv{"Pending", count(a.counts[runs.Pending])})
 	}
-	if a.counts[NoProposal] > 0 {
-		kvs = append(kvs, kv{"No proposal", count(a.counts[NoProposal])})
+	if a.counts[runs.ClassNone] > 0 {
+		kvs = append(kvs, kv{"No proposal", count(a.counts[runs.ClassNone])})
 	}
 	kvs = append(kvs,
-		kv{"Duplicates", count(a.counts[Duplicate])},
+		kv{"Duplicates", count(a.counts[runs.ClassDuplicate])},
 		kv{"Tokens in / out", compact(a.tokensIn) + " / " + compact(a.tokensOut)},
 		kv{"Cost", usd(a.cost)},
 	)
@@ -406,15 +406,15 @@ func groupTable(a *analysis, gs []group, what string, costs bool) table {
 			}
 		}
 		row := []cell{
-			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.ran())), num(count(g.counts[Acceptable])),
-			num(percent(rate(g.counts[Acceptable], ev))), num(percent(rate(g.counts[Buggy], ev))),
+			{Text: g.name, Class: "name"}, num(count(g.programs)), num(count(ev)), num(count(g.ran())), num(count(g.counts[runs.ClassAcceptable])),
+			num(percent(rate(g.counts[runs.ClassAcceptable], ev))), num(percent(rate(g.counts[runs.Buggy], ev))),
 			num(secs(g.bestTimeMs)), num(speedup(g.bestTimeMs, ref)), num(loss(g.bestLoss)), trend,
 		}
 		if costs {
 			per := dash
 			switch {
-			case g.counts[Acceptable] > 0:
-				per = usd(g.cost / float64(g.counts[Acceptable]))
+			case g.counts[runs.ClassAcceptable] > 0:
+				per = usd(g.cost / float64(g.counts[runs.ClassAcceptable]))
 			case g.cost == 0:
 				per = "$0"
 			}
@@ -508,9 +508,9 @@ func itersTable(a *analysis) table {
 			iter += " (meta)"
 		}
 		t.Rows = append(t.Rows, []cell{
-			num(iter), num(count(n)), num(count(it.counts[Buggy])), num(count(it.counts[TooHigh])), num(count(it.counts[Acceptable])),
-			num(count(it.counts[Pending])), num(count(it.counts[Duplicate])), num(count(it.counts[NoProposal])),
-			num(percent(rate(it.counts[Acceptable], it.evaluated()))),
+			num(iter), num(count(n)), num(count(it.counts[runs.Buggy])), num(count(it.counts[runs.TooHigh])), num(count(it.counts[runs.ClassAcceptable])),
+			num(count(it.counts[runs.Pending])), num(count(it.counts[runs.ClassDuplicate])), num(count(it.counts[runs.ClassNone])),
+			num(percent(rate(it.counts[runs.ClassAcceptable], it.evaluated()))),
 			num(secs(it.bestTimeMs)), num(loss(it.bestLoss)),
 		})
 	}
@@ -523,9 +523,9 @@ func itersTable(a *analysis) table {
 func programsTable(a *analysis) table {
 	t := table{Head: []string{"ID", "Hash", "Iter", "Island", "Parent", "Model", "Stage", "Verdict", "Val loss", "Time (s)", "Step avg (ms)", "Score", "Tokens", "Cost", "Fixes", "Reason"}, Class: "programs"}
 	for _, p := range a.progs {
-		verdict := cell{Text: orDash(p.Verdict), Class: "nw v-" + p.Category().String()}
+		verdict := cell{Text: orDash(p.Verdict), Class: "nw v-" + string(p.Class())}
 		switch {
-		case p.Duplicate && p.Verdict != "duplicate":
+		case p.Duplicate && p.Verdict != string(runs.Duplicate):
 			verdict.Text += " (duplicate)"
 		case p.SourceID != 0 && !p.Duplicate:
 			verdict.Text += fmt.Sprintf(" (fix gave #%d's)", p.SourceID)
@@ -575,7 +575,7 @@ func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
 	if p.Reason != "" {
 		v.Facts = append(v.Facts, kv{"Reason", p.Reason})
 	}
-	if p.Category() != Acceptable {
+	if p.Class() != runs.ClassAcceptable {
 		v.Warning = fmt.Sprintf("This program's verdict is %q, not acceptable.", p.Verdict)
 	}
 	switch {
@@ -591,7 +591,7 @@ func bestSection(a *analysis, diff string, st edit.Stat) *bestView {
 			lines = lines[:maxDiffLines]
 		}
 		for _, l := range lines {
-			v.DiffLines = append(v.DiffLines, diffLine{Class: diffClass(l), Text: l})
+			v.DiffLines = append(v.DiffLines, diffLine{Class: DiffClass(l), Text: l})
 		}
 	}
 	v.Sections = sectionsTable(b)
@@ -616,7 +616,10 @@ func recordFact(a *analysis, p Program) string {
 	return fmt.Sprintf("%s s, %s", secs(r.TrainTimeMs), r.Evidence)
 }
 
-func diffClass(l string) string {
+// DiffClass is the CSS class of a line of a unified diff: dh (a file's
+// header), dk (a hunk's), da (added), dd (removed), dc (context). The
+// dashboard colours its diffs with the same classes.
+func DiffClass(l string) string {
 	switch {
 	case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
 		return "dh"

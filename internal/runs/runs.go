@@ -53,8 +53,8 @@ const (
 // engine gives to a child that was never evaluated.
 type Verdict string
 
-// The evaluator's verdicts (eval.Verdict has the same values) and the
-// engine's own.
+// The evaluator's verdicts (eval.Verdict is this type) and the engine's
+// own.
 const (
 	Acceptable  Verdict = "acceptable"
 	LossTooHigh Verdict = "loss_too_high"

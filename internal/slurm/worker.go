@@ -87,7 +87,18 @@ type workerPool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	seq    int
+	// failed counts, per class, the workers in a row that failed without
+	// taking a phase; broken holds why, once there were maxWorkerFailures
+	// of them, and no worker of the class is started again.
+	failed map[string]int
+	broken map[string]error
 }
+
+// maxWorkerFailures is how many workers in a row may fail before running
+// a phase before the class's phases fail with the last one's message: a
+// worker that cannot start (a binary the nodes cannot run, a Python
+// without torch) would otherwise be submitted again every few seconds.
+const maxWorkerFailures = 3
 
 type cachedInfo struct {
 	in Info
@@ -279,7 +290,12 @@ func (x *Executor) ensureWorkers(ctx context.Context, class, cdir string, spec S
 	if p.ensured == nil {
 		p.ensured = map[string]time.Time{}
 		p.infos = map[string]cachedInfo{}
+		p.failed = map[string]int{}
+		p.broken = map[string]error{}
 		p.bg, p.cancel = context.WithCancel(context.Background())
+	}
+	if err := p.broken[class]; err != nil {
+		return err
 	}
 	if time.Since(p.ensured[class]) < 2*time.Second {
 		return nil
@@ -339,8 +355,59 @@ func (x *Executor) startWorker(ctx context.Context, class, cdir string, spec Spe
 			return
 		}
 		x.log().Info("slurm: a worker ended", "job", id, "end", res.Message)
+		if p.bg.Err() == nil {
+			x.workerEnded(class, cdir, id, res)
+		}
 	}()
 	return nil
+}
+
+// workerEnded counts a worker that failed before it took a phase; after
+// maxWorkerFailures in a row the class is broken.
+func (x *Executor) workerEnded(class, cdir, id string, res Result) {
+	took := false
+	if _, err := os.Stat(claimedDir(cdir, id)); err == nil {
+		took = true
+	}
+	p := &x.workers
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if res.OK() || took {
+		p.failed[class] = 0
+		return
+	}
+	p.failed[class]++
+	if p.failed[class] >= maxWorkerFailures && p.broken[class] == nil {
+		msg := res.Message
+		if line := lastOutputLine(workerOutput(cdir, id)); line != "" {
+			msg += "; it wrote: " + line
+		}
+		p.broken[class] = fmt.Errorf("slurm: %d worker jobs in a row ended before running a phase (is the frontier binary the nodes run, its configuration and its Python usable there? frontier doctor on a node says); the last: %s", p.failed[class], msg)
+		x.log().Error("slurm: workers fail at start; their phases fail", "class", class, "err", p.broken[class])
+	}
+}
+
+// lastOutputLine is the last line a job wrote to its output file, at most
+// 500 bytes of it: what a failed worker said about why.
+func lastOutputLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var buf [4096]byte
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-int64(len(buf)), 0)
+	n, _ := f.ReadAt(buf[:], off)
+	lines := strings.Split(strings.TrimSpace(string(buf[:n])), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if len(line) > 500 {
+		line = line[:500]
+	}
+	return line
 }
 
 // workerInfo is what Slurm says of a worker job, asked at most every five

@@ -169,3 +169,34 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// Workers that cannot start (here a frontier that exits at once) are not
+// submitted again forever: after a few in a row, the phases waiting for
+// them fail with what the last one said.
+func TestWorkersFailingAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("submits Slurm jobs")
+	}
+	x := testExecutor(t)
+	bin := filepath.Join(t.TempDir(), "frontier")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'frontier: no Python with PyTorch on this node' >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x.Frontier = bin
+	x.Workers = Workers{N: 1, Idle: 20 * time.Second}
+	t.Cleanup(func() { x.Close() })
+	_, err := x.Execute(context.Background(), tinyPhase(t, "worker-fails"))
+	if err == nil || !strings.Contains(err.Error(), "worker jobs in a row") || !strings.Contains(err.Error(), "no Python with PyTorch") {
+		t.Fatalf("Execute: %v, want the workers' failure with what they said", err)
+	}
+	if jobs := workerJobs(t, x); len(jobs) != maxWorkerFailures {
+		t.Errorf("worker jobs %v: want %d", jobs, maxWorkerFailures)
+	}
+	// The next phase of the class fails at once, without a new worker.
+	if _, err := x.Execute(context.Background(), tinyPhase(t, "worker-fails-next")); err == nil {
+		t.Error("a phase of a broken class ran")
+	}
+	if jobs := workerJobs(t, x); len(jobs) != maxWorkerFailures {
+		t.Errorf("worker jobs after the next phase %v: want %d", jobs, maxWorkerFailures)
+	}
+}

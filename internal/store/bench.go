@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/frontier-bench/frontier/internal/runs"
 	"strconv"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/runs"
 )
 
 // This file holds the tables of the reproduction benchmark (migration
@@ -16,15 +17,21 @@ import (
 // name it), and the calibrated times of a suite's records. The bench
 // package decides what to write; these are its queries.
 
-// Bench attempt and node states.
+// Bench attempt states.
 const (
 	AttemptPending = "pending"
 	AttemptRunning = "running"
 	AttemptDone    = "done"
+)
 
-	NodeProposing  = "proposing"
-	NodeEvaluating = "evaluating"
-	NodeDone       = "done"
+// NodeState is where a node of a bench search stands.
+type NodeState string
+
+// Node states, in the order a node passes through them.
+const (
+	NodeProposing  NodeState = "proposing"  // waits for (or is in) its proposal
+	NodeEvaluating NodeState = "evaluating" // has a program that waits for (or is in) its evaluation
+	NodeDone       NodeState = "done"       // has its verdict
 )
 
 // BenchRun is one `frontier bench run`: a suite under one scaffold, model
@@ -94,30 +101,30 @@ type BenchAttempt struct {
 
 // BenchNode is one node of an attempt's search tree.
 type BenchNode struct {
-	ID         int64  `json:"id"`
-	AttemptID  int64  `json:"attempt_id"`
-	Seq        int    `json:"seq"` // 0: the start program
-	Step       int    `json:"step"`
-	ParentID   int64  `json:"parent_id"` // 0: none (the start program)
-	Kind       string `json:"kind"`
-	DebugDepth int    `json:"debug_depth"`
-	State      string `json:"state"`
+	ID         int64     `json:"id"`
+	AttemptID  int64     `json:"attempt_id"`
+	Seq        int       `json:"seq"` // 0: the start program
+	Step       int       `json:"step"`
+	ParentID   int64     `json:"parent_id"` // 0: none (the start program)
+	Kind       string    `json:"kind"`
+	DebugDepth int       `json:"debug_depth"`
+	State      NodeState `json:"state"`
 	// ProgramHash is empty until the proposal yielded a program.
-	ProgramHash  string    `json:"program_hash"`
-	NormHash     string    `json:"norm_hash"`
-	DuplicateOf  int64     `json:"duplicate_of"`
-	Description  string    `json:"description"`
-	Error        string    `json:"error"`
-	EvaluationID int64     `json:"evaluation_id"`
-	Verdict      string    `json:"verdict"`
-	Reason       string    `json:"reason"`
-	ValLoss      float64   `json:"val_loss"` // 0: unknown
-	TrainTimeMs  float64   `json:"train_time_ms"`
-	InputTokens  int64     `json:"input_tokens"`
-	OutputTokens int64     `json:"output_tokens"`
-	CostUSD      float64   `json:"cost_usd"`
-	CreatedAt    time.Time `json:"created_at,omitzero"`
-	UpdatedAt    time.Time `json:"updated_at,omitzero"`
+	ProgramHash  string       `json:"program_hash"`
+	NormHash     string       `json:"norm_hash"`
+	DuplicateOf  int64        `json:"duplicate_of"`
+	Description  string       `json:"description"`
+	Error        string       `json:"error"`
+	EvaluationID int64        `json:"evaluation_id"`
+	Verdict      runs.Verdict `json:"verdict"`
+	Reason       string       `json:"reason"`
+	ValLoss      float64      `json:"val_loss"` // 0: unknown
+	TrainTimeMs  float64      `json:"train_time_ms"`
+	InputTokens  int64        `json:"input_tokens"`
+	OutputTokens int64        `json:"output_tokens"`
+	CostUSD      float64      `json:"cost_usd"`
+	CreatedAt    time.Time    `json:"created_at,omitzero"`
+	UpdatedAt    time.Time    `json:"updated_at,omitzero"`
 }
 
 // Calibration is a record of a suite re-timed on one machine class.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -148,6 +149,13 @@ type pendingContent struct {
 	exists bool
 	// newChunks are the chunks the database lacked: hash, stored bytes.
 	newChunks [][2][]byte
+}
+
+// Hash is the content address of a program, or of any stored text: the
+// SHA-256 of its bytes.
+func Hash(src []byte) string {
+	h := sha256.Sum256(src)
+	return hex.EncodeToString(h[:])
 }
 
 // prepareContent cuts b into chunks and compresses those the database

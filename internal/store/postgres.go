@@ -42,9 +42,17 @@ func openPostgres(ctx context.Context, loc Location, owner Owner) (*sqlStore, er
 
 // connectPostgres connects to the database at loc.URL as it is.
 func connectPostgres(ctx context.Context, loc Location, owner Owner) (*sqlStore, error) {
+	return connectPostgresWith(ctx, loc, owner, nil)
+}
+
+// connectPostgresWith connects with params set on every connection.
+func connectPostgresWith(ctx context.Context, loc Location, owner Owner, params map[string]string) (*sqlStore, error) {
 	cfg, err := pgx.ParseConfig(loc.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database location %s: %w", loc, err)
+	}
+	for k, v := range params {
+		cfg.RuntimeParams[k] = v
 	}
 	db := stdlib.OpenDB(*cfg)
 	// A shared server's connections are a shared resource: a process

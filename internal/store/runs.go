@@ -517,6 +517,26 @@ func (s *sqlStore) Children(ctx context.Context, runID int64) ([]*Child, error) 
 	return out, rows.Err()
 }
 
+// ChildrenSince returns the members of a run written at or after since,
+// in the order they were written (see RunStore).
+func (s *sqlStore) ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE run_id = $1 AND updated_at >= $2
+		ORDER BY updated_at, id`, runID, since.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("list changed children of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*Child
+	for rows.Next() {
+		c, err := scanChild(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list changed children of run %d: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // Child returns one member.
 func (s *sqlStore) Child(ctx context.Context, id int64) (*Child, error) {
 	c, err := scanChild(s.db.QueryRowContext(ctx, `SELECT `+childColumns+` FROM run_children WHERE id = $1`, id))

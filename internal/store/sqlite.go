@@ -193,13 +193,36 @@ func damaged(path, what string) error {
 		path, what, path, path, path, ErrDamaged)
 }
 
+// How a SQLite file is opened: for writing, read-only because this user
+// may not write it, or as a reader of a database others write
+// (OpenReader).
+type openMode int
+
+const (
+	modeWrite openMode = iota
+	modeReadOnly
+	modeReader
+)
+
 // openFile opens the database file (which must exist unless it is
 // :memory:) and migrates it; read-only, it checks that no migration is
 // due instead.
 func openFile(ctx context.Context, path string, readOnly bool, owner Owner) (*sqlStore, error) {
+	if readOnly {
+		return openDB(ctx, path, modeReadOnly, owner)
+	}
+	return openDB(ctx, path, modeWrite, owner)
+}
+
+func openDB(ctx context.Context, path string, mode openMode, owner Owner) (*sqlStore, error) {
 	q := url.Values{}
 	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)"}
-	if readOnly {
+	switch mode {
+	case modeReader:
+		// Never immutable: the searches that write it must be seen.
+		q.Set("mode", "ro")
+		pragmas = append(pragmas, "query_only(1)")
+	case modeReadOnly:
 		q.Set("mode", "ro")
 		// SQLite reads a WAL database read-only only where it may create
 		// the -shm file, or when the file is declared immutable. Without a
@@ -207,7 +230,7 @@ func openFile(ctx context.Context, path string, readOnly bool, owner Owner) (*sq
 		if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() == 0 {
 			q.Set("immutable", "1")
 		}
-	} else {
+	default:
 		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)")
 		q.Set("_txlock", "immediate")
 	}
@@ -224,7 +247,8 @@ func openFile(ctx context.Context, path string, readOnly bool, owner Owner) (*sq
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would be its own database
 	}
-	s := &sqlStore{db: sqlDB{db}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: readOnly, owner: owner}
+	s := &sqlStore{db: sqlDB{db}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
+		reader: mode == modeReader, owner: owner}
 	if path != ":memory:" {
 		s.reserve = path + "-reserve"
 	}
@@ -245,6 +269,9 @@ func (s *sqlStore) prepare(ctx context.Context) error {
 		}
 		if st.Newer() {
 			return st.newerError()
+		}
+		if st.Pending() && s.reader {
+			return fmt.Errorf("the database %s was written by an older version of frontier, which a reader does not upgrade: run frontier runs once (it upgrades the database), then start again: %w", s.loc, ErrReadOnly)
 		}
 		if st.Pending() {
 			return fmt.Errorf("the database %s is read-only for this user, and this version of frontier must first upgrade it: run frontier once where it may write there: %w", s.loc, ErrReadOnly)

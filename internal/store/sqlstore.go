@@ -17,6 +17,8 @@ type sqlStore struct {
 	dialect  *dialect
 	loc      Location
 	readOnly bool
+	// reader is set for a store opened by OpenReader.
+	reader bool
 	// owner identifies this process in the evaluations it creates and the
 	// runs it claims, so that another process can tell whether the one
 	// that left a row behind is gone (InterruptOrphans, ClaimRun).

@@ -16,8 +16,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -139,6 +137,12 @@ type RunStore interface {
 	// Children returns every member of a run, in the order they were
 	// created.
 	Children(ctx context.Context, runID int64) ([]*Child, error)
+	// ChildrenSince returns the members of a run whose row was written at
+	// or after since, in the order they were written: a watcher's delta,
+	// read from an index whatever the size of the run. Times are the
+	// writers' clocks: a watcher that asks from a little before what it
+	// saw last does not miss a write whose transaction began earlier.
+	ChildrenSince(ctx context.Context, runID int64, since time.Time) ([]*Child, error)
 	// Child returns one member; ErrNotFound when there is none.
 	Child(ctx context.Context, id int64) (*Child, error)
 	// Iterations returns a run's iterations in order.
@@ -284,10 +288,4 @@ type Usage struct {
 	Bytes int64
 	// Rows counts the rows of each of frontier's tables.
 	Rows map[string]int64
-}
-
-// Hash is the content address of a program: the SHA-256 of its bytes.
-func Hash(src []byte) string {
-	h := sha256.Sum256(src)
-	return hex.EncodeToString(h[:])
 }

@@ -1,3 +1,7 @@
+// Package benchreport writes the bench runs' scores (runview.BenchReport)
+// as a report: an HTML page with figures (FSR by hint setting, by
+// scaffold, per task), CSV files and JSON. The dashboard draws the same
+// figures with Figures.
 package benchreport
 
 import (
@@ -7,13 +11,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/frontier-bench/frontier/internal/bench"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
+	"github.com/frontier-bench/frontier/internal/runview"
 )
 
 // bar is one value of a grouped bar chart.
 type bar struct {
 	category, series string
-	v                bench.Interval
+	v                fsr.Interval
 }
 
 // Figure is an SVG chart with its title.
@@ -25,19 +30,19 @@ type Figure struct {
 // palette is colour-blind friendly (Okabe-Ito).
 var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"}
 
-// figures are the report's charts: FSR by hint setting, by scaffold, and
+// Figures are the report's charts: FSR by hint setting, by scaffold, and
 // per task.
-func (r *Report) figures() []Figure {
+func Figures(r *runview.BenchReport) []Figure {
 	// A series names everything of its configuration but the category,
 	// so that no two configurations share a bar (one would hide the
 	// other).
 	var byHint, byScaffold, perTask []bar
 	for _, c := range r.Configs {
-		byHint = append(byHint, bar{c.Hints, r.label(c.Key, "hints"), c.Mean})
-		byScaffold = append(byScaffold, bar{c.Scaffold, r.label(c.Key, "scaffold"), c.Mean})
+		byHint = append(byHint, bar{c.Hints, label(r, c.BenchKey, "hints"), c.Mean})
+		byScaffold = append(byScaffold, bar{c.Scaffold, label(r, c.BenchKey, "scaffold"), c.Mean})
 	}
 	for _, t := range r.Tasks {
-		perTask = append(perTask, bar{t.Task, r.label(t.Key, ""), t.FSR})
+		perTask = append(perTask, bar{t.Task, label(r, t.BenchKey, ""), t.FSR})
 	}
 	var out []Figure
 	for _, f := range []struct {
@@ -58,7 +63,7 @@ func (r *Report) figures() []Figure {
 // label names configuration k for a legend, leaving out omit ("hints",
 // "scaffold" or ""); the suite's version is named when the report holds
 // several versions of the suite.
-func (r *Report) label(k Key, omit string) string {
+func label(r *runview.BenchReport, k runview.BenchKey, omit string) string {
 	var parts []string
 	if omit != "scaffold" {
 		parts = append(parts, k.Scaffold)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
@@ -49,7 +50,7 @@ func TestReport(t *testing.T) {
 	tasks := []string{"a", "b", "c", "d"}
 	addRun(t, st, "aide-1", "aide", "1", map[string][]float64{"a": {0.2, 0.4}, "b": {0, 0}, "c": {1, 1}, "d": {0.5, 0.7}}, tasks)
 	addRun(t, st, "flat-none", "flat", "none", map[string][]float64{"a": {0}, "b": {0.1}, "c": {0}, "d": {0}}, tasks)
-	rep, err := Load(ctx, st, nil)
+	rep, err := runview.LoadBench(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +93,13 @@ func TestReport(t *testing.T) {
 	if err != nil || len(rows) != 3 || rows[1][9] != "0.4750" || rows[1][12] != "0.4500" {
 		t.Errorf("configs.csv: %v %v", rows, err)
 	}
-	var back Report
+	var back runview.BenchReport
 	b, _ = os.ReadFile(filepath.Join(dir, JSONFile))
-	if err := json.Unmarshal(b, &back); err != nil || back.Schema != Schema || len(back.Configs) != 2 {
+	if err := json.Unmarshal(b, &back); err != nil || back.Schema != runview.BenchSchema || len(back.Configs) != 2 {
 		t.Errorf("report.json: %v", err)
 	}
 	// One run by name.
-	if one, err := Load(ctx, st, []string{"flat-none"}); err != nil || len(one.Configs) != 1 || one.Configs[0].Mean.Value != 0.025 {
+	if one, err := runview.LoadBench(ctx, st, []string{"flat-none"}); err != nil || len(one.Configs) != 1 || one.Configs[0].Mean.Value != 0.025 {
 		t.Errorf("Load(flat-none) = %+v, %v", one, err)
 	}
 }
@@ -162,19 +163,19 @@ func TestNeverPooled(t *testing.T) {
 	} {
 		addRunOf(t, st, r)
 	}
-	rep, err := Load(ctx, st, nil)
+	rep, err := runview.LoadBench(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Configs) != 7 {
 		for _, c := range rep.Configs {
-			t.Logf("%+v", c.Key)
+			t.Logf("%+v", c.BenchKey)
 		}
 		t.Fatalf("%d configurations, want 7: runs that differ in node budget, mode or suite version were pooled", len(rep.Configs))
 	}
 	for _, c := range rep.Configs {
 		if c.Attempts != 2 && c.Attempts != 4 {
-			t.Errorf("%s: %d attempts", c.Key, c.Attempts)
+			t.Errorf("%s: %d attempts", c.BenchKey, c.Attempts)
 		}
 	}
 	// The row of a task whose attempts were scored with different times
@@ -187,7 +188,7 @@ func TestNeverPooled(t *testing.T) {
 		}
 	}
 	// Every configuration has its own bar in the figures.
-	for _, f := range rep.figures() {
+	for _, f := range Figures(rep) {
 		if f.Title == "Mean FSR over tasks, by hint setting" {
 			if n := strings.Count(f.SVG, "<title>"); n != 7 { // each bar has its title
 				t.Errorf("%d bars in %q, want one per configuration (7)", n, f.Title)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/runview"
 )
 
 // Files a report writes into its folder.
@@ -24,22 +26,22 @@ const (
 
 // Write writes the report into dir (created when missing) and returns the
 // path of its page.
-func Write(dir string, r *Report) (string, error) {
+func Write(dir string, r *runview.BenchReport) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("write the bench report: %w", err)
 	}
 	var page bytes.Buffer
-	if err := pageTemplate.Execute(&page, r.view()); err != nil {
+	if err := pageTemplate.Execute(&page, view(r)); err != nil {
 		return "", fmt.Errorf("render the bench report: %w", err)
 	}
 	var tasks, configs, doc bytes.Buffer
-	if err := r.WriteTasksCSV(&tasks); err != nil {
+	if err := WriteTasksCSV(&tasks, r); err != nil {
 		return "", err
 	}
-	if err := r.WriteConfigsCSV(&configs); err != nil {
+	if err := WriteConfigsCSV(&configs, r); err != nil {
 		return "", err
 	}
-	if err := r.WriteJSON(&doc); err != nil {
+	if err := WriteJSON(&doc, r); err != nil {
 		return "", err
 	}
 	for name, b := range map[string][]byte{IndexFile: page.Bytes(), TasksFile: tasks.Bytes(), ConfigsFile: configs.Bytes(), JSONFile: doc.Bytes()} {
@@ -51,7 +53,7 @@ func Write(dir string, r *Report) (string, error) {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
+func WriteJSON(w io.Writer, r *runview.BenchReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -62,12 +64,12 @@ func f0(v float64) string  { return strconv.FormatFloat(v, 'f', 0, 64) }
 func usd(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 
 // WriteTasksCSV writes one row per task and configuration.
-func (r *Report) WriteTasksCSV(w io.Writer) error {
+func WriteTasksCSV(w io.Writer, r *runview.BenchReport) error {
 	c := csv.NewWriter(w)
 	c.Write([]string{"suite", "suite_hash", "node_budget", "mode", "task", "hints", "scaffold", "model", "seeds", "fsr_mean", "fsr_lo", "fsr_hi", "nodes",
 		"acceptable_rate", "buggy_rate", "best_ms", "start_ms", "goal_ms", "time_source", "cost_usd", "tokens"})
 	for _, t := range r.Tasks {
-		c.Write([]string{t.Suite, t.SuiteHash, strconv.Itoa(t.Key.Nodes), t.Mode, t.Task, t.Hints, t.Scaffold, t.Model, strconv.Itoa(t.FSR.N), f3(t.FSR.Value), f3(t.FSR.Lo),
+		c.Write([]string{t.Suite, t.SuiteHash, strconv.Itoa(t.BenchKey.Nodes), t.Mode, t.Task, t.Hints, t.Scaffold, t.Model, strconv.Itoa(t.FSR.N), f3(t.FSR.Value), f3(t.FSR.Lo),
 			f3(t.FSR.Hi), strconv.Itoa(t.Rates.Nodes), f3(t.Rates.Acceptable), f3(t.Rates.Buggy), f0(t.BestMs), f0(t.StartMs),
 			f0(t.GoalMs), t.TimeSource, usd(t.CostUSD), strconv.FormatInt(t.Tokens, 10)})
 	}
@@ -76,12 +78,12 @@ func (r *Report) WriteTasksCSV(w io.Writer) error {
 }
 
 // WriteConfigsCSV writes one row per configuration.
-func (r *Report) WriteConfigsCSV(w io.Writer) error {
+func WriteConfigsCSV(w io.Writer, r *runview.BenchReport) error {
 	c := csv.NewWriter(w)
 	c.Write([]string{"suite", "suite_hash", "node_budget", "mode", "hints", "scaffold", "model", "tasks", "attempts", "mean_fsr", "mean_lo", "mean_hi", "iqm_fsr",
 		"iqm_lo", "iqm_hi", "nodes", "acceptable_rate", "buggy_rate", "cost_usd", "tokens", "time_sources"})
 	for _, x := range r.Configs {
-		c.Write([]string{x.Suite, x.SuiteHash, strconv.Itoa(x.Key.Nodes), x.Mode, x.Hints, x.Scaffold, x.Model, strconv.Itoa(x.Tasks), strconv.Itoa(x.Attempts), f3(x.Mean.Value),
+		c.Write([]string{x.Suite, x.SuiteHash, strconv.Itoa(x.BenchKey.Nodes), x.Mode, x.Hints, x.Scaffold, x.Model, strconv.Itoa(x.Tasks), strconv.Itoa(x.Attempts), f3(x.Mean.Value),
 			f3(x.Mean.Lo), f3(x.Mean.Hi), f3(x.IQM.Value), f3(x.IQM.Lo), f3(x.IQM.Hi), strconv.Itoa(x.Rates.Nodes),
 			f3(x.Rates.Acceptable), f3(x.Rates.Buggy), usd(x.CostUSD), strconv.FormatInt(x.Tokens, 10), strings.Join(x.TimeSources, "+")})
 	}
@@ -90,7 +92,7 @@ func (r *Report) WriteConfigsCSV(w io.Writer) error {
 }
 
 type pageView struct {
-	*Report
+	*runview.BenchReport
 	Figures []figureView
 }
 
@@ -99,9 +101,9 @@ type figureView struct {
 	SVG   template.HTML
 }
 
-func (r *Report) view() pageView {
-	v := pageView{Report: r}
-	for _, f := range r.figures() {
+func view(r *runview.BenchReport) pageView {
+	v := pageView{BenchReport: r}
+	for _, f := range Figures(r) {
 		// The SVG is built from escaped text (figures.go).
 		v.Figures = append(v.Figures, figureView{Title: f.Title, SVG: template.HTML(f.SVG)})
 	}
@@ -118,7 +120,7 @@ var funcs = template.FuncMap{
 	"dur":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Second).String() },
 	"join": strings.Join,
 	// suite names a suite with its version (the start of its hash).
-	"suite": func(k Key) string {
+	"suite": func(k runview.BenchKey) string {
 		if k.SuiteHash == "" {
 			return k.Suite
 		}
@@ -151,7 +153,7 @@ cumulative chain; re-timed best nodes or single timings), a scaffold, a model an
 of them are never pooled.</p>
 <table><tr><th>suite</th><th>node budget</th><th>mode</th><th>scaffold</th><th>model</th><th>hints</th><th>tasks</th><th>attempts</th><th>mean FSR [95%]</th>
 <th>IQM FSR [95%]</th><th>nodes</th><th>acceptable</th><th>buggy</th><th>cost</th><th>times</th></tr>
-{{range .Configs}}<tr><td>{{suite .Key}}</td><td>{{.Key.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.Tasks}}</td>
+{{range .Configs}}<tr><td>{{suite .BenchKey}}</td><td>{{.BenchKey.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.Tasks}}</td>
 <td>{{.Attempts}}</td><td>{{f3 .Mean.Value}} [{{f3 .Mean.Lo}}, {{f3 .Mean.Hi}}]</td><td>{{f3 .IQM.Value}} [{{f3 .IQM.Lo}}, {{f3 .IQM.Hi}}]</td>
 <td>{{.Rates.Nodes}}</td><td>{{pct .Rates.Acceptable}}</td><td>{{pct .Rates.Buggy}}</td><td>{{usd .CostUSD}}</td><td>{{join .TimeSources "+"}}</td></tr>
 {{else}}<tr><td colspan="15">No finished attempt yet.</td></tr>{{end}}</table>
@@ -169,7 +171,7 @@ tasks and the number of tasks (n), per model and hint setting, one table per sui
 <h2>Tasks</h2>
 <table><tr><th>task</th><th>suite</th><th>node budget</th><th>mode</th><th>scaffold</th><th>model</th><th>hints</th><th>seeds</th><th>FSR [95%]</th><th>best</th><th>start</th><th>goal</th>
 <th>times</th><th>nodes</th><th>acceptable</th><th>buggy</th><th>cost</th></tr>
-{{range .Tasks}}<tr><td>{{.Task}}</td><td>{{suite .Key}}</td><td>{{.Key.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.FSR.N}}</td>
+{{range .Tasks}}<tr><td>{{.Task}}</td><td>{{suite .BenchKey}}</td><td>{{.BenchKey.Nodes}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Scaffold}}</td><td class="l">{{.Model}}</td><td>{{.Hints}}</td><td>{{.FSR.N}}</td>
 <td>{{f3 .FSR.Value}} [{{f3 .FSR.Lo}}, {{f3 .FSR.Hi}}]</td><td>{{secs .BestMs}}</td><td>{{secs .StartMs}}</td><td>{{secs .GoalMs}}</td>
 <td>{{.TimeSource}}</td><td>{{.Rates.Nodes}}</td><td>{{pct .Rates.Acceptable}}</td><td>{{pct .Rates.Buggy}}</td><td>{{usd .CostUSD}}</td></tr>
 {{end}}</table>

@@ -122,7 +122,7 @@ func (p Policy) debuggable(nodes []*store.BenchNode) []*store.BenchNode {
 	}
 	var out []*store.BenchNode
 	for _, n := range nodes[1:] {
-		if n.ProgramHash != "" && toDebug(runs.Verdict(n.Verdict)) && !parents[n.ID] && n.DebugDepth < p.MaxDebugDepth {
+		if n.ProgramHash != "" && toDebug(n.Verdict) && !parents[n.ID] && n.DebugDepth < p.MaxDebugDepth {
 			out = append(out, n)
 		}
 	}
@@ -144,7 +144,7 @@ func toDebug(v runs.Verdict) bool {
 func Best(nodes []*store.BenchNode) *store.BenchNode {
 	var best *store.BenchNode
 	for _, n := range nodes {
-		if runs.Verdict(n.Verdict) != runs.Acceptable || !(n.TrainTimeMs > 0) {
+		if n.Verdict != runs.Acceptable || !(n.TrainTimeMs > 0) {
 			continue
 		}
 		if best == nil || n.TrainTimeMs < best.TrainTimeMs {

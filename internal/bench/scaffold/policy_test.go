@@ -13,7 +13,7 @@ import (
 // verdict(seq) and train time ms(seq), and returns the nodes.
 func grow(t *testing.T, p Policy, budget int, seed uint64, verdict func(seq int) (runs.Verdict, float64)) []*store.BenchNode {
 	t.Helper()
-	nodes := []*store.BenchNode{{ID: 1, Seq: 0, Kind: KindStart, Verdict: string(runs.Acceptable), TrainTimeMs: 100, ProgramHash: "h0"}}
+	nodes := []*store.BenchNode{{ID: 1, Seq: 0, Kind: KindStart, Verdict: runs.Acceptable, TrainTimeMs: 100, ProgramHash: "h0"}}
 	for {
 		pl, ok := p.next(nodes, budget, seed)
 		if !ok {
@@ -22,7 +22,7 @@ func grow(t *testing.T, p Policy, budget int, seed uint64, verdict func(seq int)
 		seq := len(nodes)
 		v, ms := verdict(seq)
 		nodes = append(nodes, &store.BenchNode{ID: int64(seq + 1), Seq: seq, Step: pl.step, ParentID: pl.parent.ID, Kind: pl.kind,
-			DebugDepth: pl.debugDepth, Verdict: string(v), TrainTimeMs: ms, ProgramHash: fmt.Sprint("h", seq)})
+			DebugDepth: pl.debugDepth, Verdict: v, TrainTimeMs: ms, ProgramHash: fmt.Sprint("h", seq)})
 		if len(nodes) > 100 {
 			t.Fatal("the policy does not stop")
 		}
@@ -93,7 +93,7 @@ func TestAIDEDebugs(t *testing.T) {
 		debugs++
 		debugged[n.ParentID]++
 		parent := nodes[n.ParentID-1]
-		if parent.Verdict != string(runs.Error) || n.DebugDepth != parent.DebugDepth+1 || n.DebugDepth > 5 {
+		if parent.Verdict != runs.Error || n.DebugDepth != parent.DebugDepth+1 || n.DebugDepth > 5 {
 			t.Errorf("node %d debugs node %d (%s, depth %d) at depth %d", n.Seq, parent.Seq, parent.Verdict, parent.DebugDepth, n.DebugDepth)
 		}
 	}
@@ -168,7 +168,7 @@ func TestAIDEDebugsLossMisses(t *testing.T) {
 	for _, n := range nodes[1:] {
 		if n.Kind == KindDebug {
 			debugs++
-			if p := nodes[n.ParentID-1]; p.Verdict != string(runs.LossTooHigh) {
+			if p := nodes[n.ParentID-1]; p.Verdict != runs.LossTooHigh {
 				t.Errorf("node %d debugs node %d (%s)", n.Seq, p.Seq, p.Verdict)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/llm"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -170,16 +171,16 @@ type PromptSettings struct {
 }
 
 // metricsText describes a measured node for a prompt.
-func metricsText(verdict string, valLoss, ms float64, start bool) string {
+func metricsText(verdict runs.Verdict, valLoss, ms float64, start bool) string {
 	switch {
 	case start && ms > 0:
 		return fmt.Sprintf("It trains to the target in %s (the record's time).", seconds(ms))
-	case verdict == "acceptable":
+	case verdict == runs.Acceptable:
 		return fmt.Sprintf("Measured: acceptable, val loss %.4f, train time %s.", valLoss, seconds(ms))
-	case verdict == "loss_too_high":
+	case verdict == runs.LossTooHigh:
 		return fmt.Sprintf("Measured: val loss %.4f, above the target; train time %s.", valLoss, seconds(ms))
 	case verdict != "":
-		return "Measured: " + verdict + "."
+		return "Measured: " + string(verdict) + "."
 	}
 	return ""
 }

@@ -104,7 +104,7 @@ func TestResume(t *testing.T) {
 		}
 		if n.EvaluationID != 0 {
 			e, err := st.Evaluation(ctx, n.EvaluationID)
-			if err != nil || e.ProgramHash != n.ProgramHash || e.Verdict != n.Verdict {
+			if err != nil || e.ProgramHash != n.ProgramHash || e.Verdict != string(n.Verdict) {
 				t.Errorf("node %d's verdict %s is not its evaluation's (%v)", n.Seq, n.Verdict, err)
 			}
 		}

@@ -19,7 +19,6 @@ package scaffold
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +30,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -139,7 +139,7 @@ func (s *Search) Run(ctx context.Context, attemptID int64, start []byte, startMs
 			return nil, err
 		}
 		root := &store.BenchNode{AttemptID: attemptID, Kind: KindStart, State: store.NodeDone, ProgramHash: hash,
-			NormHash: edit.NormalizedHash(start), Verdict: string(runs.Acceptable), TrainTimeMs: startMs,
+			NormHash: edit.NormalizedHash(start), Verdict: runs.Acceptable, TrainTimeMs: startMs,
 			Description: "the start program"}
 		if err := s.Store.InsertBenchNode(ctx, root); err != nil {
 			return nil, err
@@ -242,15 +242,15 @@ func (w *worker) propose(ctx context.Context, n *store.BenchNode) error {
 	if errors.Is(err, errBudget) {
 		return err
 	}
-	var se *storeError
+	var se *search.StoreError
 	if errors.As(err, &se) {
-		return se.err
+		return se.Err
 	}
 	if err != nil {
 		n.State, n.Error = store.NodeDone, w.s.Redact(err.Error())
-		n.Verdict = string(runs.NoProposal)
+		n.Verdict = runs.NoProposal
 		if pe := propose.AsError(err); pe != nil && (pe.Kind == propose.FailApply || pe.Kind == propose.FailUnparseable || pe.Kind == propose.FailNoAnswer) {
-			n.Verdict = string(runs.ApplyFailed)
+			n.Verdict = runs.ApplyFailed
 		}
 		return w.s.Store.UpdateBenchNode(ctx, n)
 	}
@@ -265,7 +265,7 @@ func (w *worker) propose(ctx context.Context, n *store.BenchNode) error {
 	n.State = store.NodeEvaluating
 	for _, o := range w.nodes {
 		if o.ID != n.ID && o.NormHash == n.NormHash && o.ProgramHash != "" {
-			n.State, n.Verdict, n.DuplicateOf = store.NodeDone, string(runs.Duplicate), o.ID
+			n.State, n.Verdict, n.DuplicateOf = store.NodeDone, runs.Duplicate, o.ID
 			n.Reason = fmt.Sprintf("the same program as node #%d", o.Seq)
 			break
 		}
@@ -310,10 +310,13 @@ func (w *worker) ask(ctx context.Context, n, parent *store.BenchNode, src []byte
 func (w *worker) call(ctx context.Context, n *store.BenchNode, purpose string, req propose.Request) (*propose.Proposal, error) {
 	s := w.s
 	if s.Model.Client != nil {
-		rec := &recorder{w: w, inner: s.Model.Client, node: n, purpose: purpose}
+		rec := w.recorder(s.Model.Client, n, purpose)
 		prop, err := propose.NewLLM(rec).Propose(ctx, req)
-		if rec.err != nil {
-			return nil, &storeError{rec.err}
+		charge(n, rec)
+		if rec.Err != nil {
+			// A failure to record ends the search, whatever the proposer
+			// made of it.
+			return nil, &search.StoreError{Err: rec.Err}
 		}
 		return prop, budgetStop(err)
 	}
@@ -326,12 +329,11 @@ func (w *worker) call(ctx context.Context, n *store.BenchNode, purpose string, r
 		resp = pe.Response
 	}
 	if resp != nil {
-		rec := &recorder{w: w, node: n, purpose: purpose, inner: llm.ClientFunc(func(context.Context, llm.Request) (*llm.Response, error) {
-			return resp, nil
-		})}
-		if rec.Complete(ctx, req.Prompt); rec.err != nil {
-			return nil, &storeError{rec.err}
+		rec := w.recorder(nil, n, purpose)
+		if err := rec.Replayed(ctx, req.Prompt, resp); err != nil {
+			return nil, err
 		}
+		charge(n, rec)
 	}
 	return prop, err
 }
@@ -357,7 +359,7 @@ func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData 
 			max = 3000
 		}
 		d.Error = clipTail(strings.TrimSpace(parent.Reason+"\n"+parent.Error), max)
-		if runs.Verdict(parent.Verdict) == runs.LossTooHigh {
+		if parent.Verdict == runs.LossTooHigh {
 			d.Missed = fmt.Sprintf("its validation loss is %.4f, above the target %.4g (train time %s)", parent.ValLoss, s.Track.TargetValLoss, seconds(parent.TrainTimeMs))
 		}
 	}
@@ -376,13 +378,13 @@ func (w *worker) promptData(n, parent *store.BenchNode, src []byte) *promptData 
 }
 
 func outcomeText(n *store.BenchNode) string {
-	switch runs.Verdict(n.Verdict) {
+	switch n.Verdict {
 	case runs.Acceptable:
 		return fmt.Sprintf("acceptable in %s", seconds(n.TrainTimeMs))
 	case runs.LossTooHigh:
 		return fmt.Sprintf("val loss %.4f, above the target", n.ValLoss)
 	}
-	return n.Verdict
+	return string(n.Verdict)
 }
 
 // evaluate judges the node's program, or adopts the evaluation of it that
@@ -390,15 +392,13 @@ func outcomeText(n *store.BenchNode) string {
 // killed before it could record the node).
 func (w *worker) evaluate(ctx context.Context, n *store.BenchNode) error {
 	s := w.s
-	if ev, err := s.Store.LatestEvaluation(ctx, n.ProgramHash, false, n.UpdatedAt); err == nil && ev.Track == s.Track.Name {
+	if res, ev, err := search.Adopt(ctx, s.Store, s.Track.Name, n.ProgramHash, false, n.UpdatedAt); err != nil {
+		return err
+	} else if res != nil {
 		s.Log.Info("bench: adopting an evaluation that finished before a restart", "node", n.Seq, "evaluation", ev.ID)
-		var res eval.Result
-		_ = json.Unmarshal(ev.Result, &res) // the traceback, when there is one
-		n.EvaluationID, n.Verdict, n.Reason, n.ValLoss, n.TrainTimeMs = ev.ID, ev.Verdict, ev.Reason, ev.ValLoss, ev.TrainTimeMs
+		n.EvaluationID, n.Verdict, n.Reason, n.ValLoss, n.TrainTimeMs = ev.ID, runs.Verdict(ev.Verdict), ev.Reason, ev.ValLoss, ev.TrainTimeMs
 		n.Error, n.State = res.Traceback, store.NodeDone
 		return s.Store.UpdateBenchNode(ctx, n)
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
 	}
 	if err := s.Store.InterruptEvaluations(ctx, n.ProgramHash, n.UpdatedAt); err != nil {
 		return err
@@ -410,12 +410,12 @@ func (w *worker) evaluate(ctx context.Context, n *store.BenchNode) error {
 	res, err := s.Evaluator.Evaluate(ctx, eval.Request{Track: s.Track, Program: src, Name: s.ProgramName, Seed: s.EvalSeed})
 	if err != nil {
 		if errors.Is(err, eval.ErrBadProgram) {
-			n.State, n.Verdict, n.Error = store.NodeDone, string(runs.Invalid), err.Error()
+			n.State, n.Verdict, n.Error = store.NodeDone, runs.Invalid, err.Error()
 			return s.Store.UpdateBenchNode(ctx, n)
 		}
 		return fmt.Errorf("evaluate node %d: %w", n.Seq, err)
 	}
-	n.EvaluationID, n.Verdict, n.Reason, n.Error = res.EvaluationID, string(res.Verdict), res.Reason, res.Traceback
+	n.EvaluationID, n.Verdict, n.Reason, n.Error = res.EvaluationID, res.Verdict, res.Reason, res.Traceback
 	n.ValLoss, n.TrainTimeMs, n.State = res.Metrics.ValLoss, res.Metrics.TrainTimeMs, store.NodeDone
 	return s.Store.UpdateBenchNode(ctx, n)
 }

@@ -84,12 +84,12 @@ func TestSearchAIDE(t *testing.T) {
 	verdicts := map[runs.Verdict]int{}
 	for _, n := range out.Nodes[1:] {
 		kinds[n.Kind]++
-		verdicts[runs.Verdict(n.Verdict)]++
+		verdicts[n.Verdict]++
 		if n.State != store.NodeDone {
 			t.Errorf("node %d is %s", n.Seq, n.State)
 		}
 		if n.Kind == KindDebug {
-			if p := byID(out.Nodes, n.ParentID); p.Verdict != string(runs.Error) {
+			if p := byID(out.Nodes, n.ParentID); p.Verdict != runs.Error {
 				t.Errorf("node %d debugs node %d, which is %s", n.Seq, p.Seq, p.Verdict)
 			}
 		}
@@ -149,7 +149,7 @@ func TestSearchFlatMutate(t *testing.T) {
 		if n.Kind != KindDraft || n.ParentID != out.Nodes[0].ID {
 			t.Errorf("node %d: %s of %d, want a draft of the start", n.Seq, n.Kind, n.ParentID)
 		}
-		switch runs.Verdict(n.Verdict) {
+		switch n.Verdict {
 		case runs.Duplicate:
 			if n.DuplicateOf == 0 || n.EvaluationID != 0 {
 				t.Errorf("duplicate node %+v", n)

@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Runs", func(t *testing.T) { testRuns(t, open(t)) })
 	t.Run("Transactions", func(t *testing.T) { testTransactions(t, open(t)) })
 	t.Run("Members", func(t *testing.T) { testMembers(t, open(t)) })
+	t.Run("ChangedMembers", func(t *testing.T) { testChangedMembers(t, open(t)) })
 	t.Run("Calls", func(t *testing.T) { testCalls(t, open(t)) })
 	t.Run("Confirmations", func(t *testing.T) { testConfirmations(t, open(t)) })
 	t.Run("Bench", func(t *testing.T) { testBench(t, open(t)) })
@@ -274,6 +275,39 @@ func testTransactions(t *testing.T, s store.Store) {
 	})
 	if its, _ := s.Iterations(ctx, r.ID); err != nil || len(its) != 1 {
 		t.Errorf("a transaction under a canceled context: %v, %d iterations; want it committed", err, len(its))
+	}
+}
+
+// testChangedMembers: a watcher's delta holds the members written at or
+// after a time, in the order written, and only those of its run.
+func testChangedMembers(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r, other := newRun(t, s, "watched"), newRun(t, s, "other")
+	write := func(c *store.Child, insert bool) time.Time {
+		t.Helper()
+		time.Sleep(3 * time.Millisecond) // the writes' times are in milliseconds
+		must(t, s.RunInTx(ctx, func(tx store.RunTx) error {
+			if insert {
+				return tx.InsertChild(c)
+			}
+			return tx.UpdateChild(c)
+		}))
+		return c.UpdatedAt
+	}
+	a := &store.Child{RunID: r.ID, Iteration: 1, Origin: "llm", State: "queued"}
+	b := &store.Child{RunID: r.ID, Iteration: 1, Slot: 1, Origin: "llm", State: "queued"}
+	write(a, true)
+	since := write(b, true)
+	write(&store.Child{RunID: other.ID, Iteration: 1, Origin: "llm", State: "queued"}, true)
+	a.State, a.Verdict = "done", "acceptable"
+	write(a, false)
+	got, err := s.ChildrenSince(ctx, r.ID, since)
+	if err != nil || len(got) != 2 || got[0].ID != b.ID || got[1].ID != a.ID || got[1].Verdict != "acceptable" {
+		t.Fatalf("ChildrenSince(b's write) = %v, %v; want b, then a as updated", got, err)
+	}
+	got, err = s.ChildrenSince(ctx, r.ID, time.Now().Add(time.Hour))
+	if err != nil || len(got) != 0 {
+		t.Errorf("ChildrenSince(the future) = %v, %v; want none", got, err)
 	}
 }
 

@@ -8,15 +8,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +30,8 @@ import (
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
+	"github.com/frontier-bench/frontier/internal/slurm"
+	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/internal/verify"
 )
@@ -35,7 +41,21 @@ var (
 	tableFlag   = flag.String("redteam.table", "", "also write the red-team table, as Markdown, to this file")
 	strictFlag  = flag.Bool("redteam.strict", false, "fail known misses too, instead of skipping them")
 	keepFlag    = flag.String("redteam.keep", "", "keep each case's run folders (program, logs, judge config) in this folder, as CASE-N")
+	execFlag    = flag.String("redteam.executor", "local", "where the programs run: local, or slurm (the test cluster of scripts/slurm.sh, with this test binary as the nodes' frontier)")
+	workersFlag = flag.Int("redteam.workers", 1, "with -redteam.executor slurm: worker jobs per resource class (0: a job per phase)")
 )
+
+// nodeFlag names the file of the red team's node settings (sandbox mode,
+// hidden paths) on the command line of this binary when Slurm runs it as
+// a node's frontier (jobs get a clean environment, not this process's).
+const nodeFlag = "--redteam-node"
+
+// nodeSettings is what a node needs to confine the programs as this
+// machine does.
+type nodeSettings struct {
+	Sandbox string   `json:"sandbox"`
+	Hidden  []string `json:"hidden"`
+}
 
 // TestMain lets the test binary serve as the sandbox helper, as the
 // frontier binary does with its hidden sandbox-exec command: the landlock
@@ -44,7 +64,83 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(sandbox.Helper(os.Args[2:], os.Stderr))
 	}
+	if len(os.Args) > 4 && os.Args[1] == nodeFlag {
+		os.Exit(serveNode(os.Args[2], os.Args[3], os.Args[4:]))
+	}
 	os.Exit(m.Run())
+}
+
+// serveNode is phase-exec or phase-worker as the frontier binary runs them
+// on a node: the node's own Python and sandbox run the phase.
+func serveNode(settings, cmd string, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := func() error {
+		b, err := os.ReadFile(settings)
+		if err != nil {
+			return err
+		}
+		var ns nodeSettings
+		if err := json.Unmarshal(b, &ns); err != nil {
+			return fmt.Errorf("%s: %w", settings, err)
+		}
+		py, err := pyenv.Find(ctx, "")
+		if err != nil {
+			return err
+		}
+		mode, err := sandbox.ParseMode(ns.Sandbox)
+		if err != nil {
+			return err
+		}
+		sb, err := sandbox.Wrap(ctx, runner.NewLocal(nil), mode, sandbox.Options{})
+		if err != nil {
+			return err
+		}
+		node := eval.NewNode(&eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Hidden: ns.Hidden, Visible: py.Paths})
+		if cmd == "phase-exec" {
+			return slurm.ServePhase(ctx, args[0], node)
+		}
+		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+		var opt slurm.WorkerOptions
+		fs.DurationVar(&opt.Limit, "limit", 0, "")
+		fs.DurationVar(&opt.Idle, "idle", 0, "")
+		if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+			return fmt.Errorf("usage: phase-worker [--limit D] [--idle D] DIR (%v)", err)
+		}
+		return slurm.ServeWorker(ctx, fs.Arg(0), node, opt, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// slurmExecutor runs the red team's phases on the test cluster, the nodes
+// confining them as sb does here.
+func slurmExecutor(t *testing.T, sb *sandbox.Runner, hidden []string) eval.Executor {
+	t.Helper()
+	testdeps.Slurm(t)
+	ns, err := json.Marshal(nodeSettings{Sandbox: string(sb.Mode()), Hidden: hidden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(t.TempDir(), "node.json")
+	if err := os.WriteFile(settings, ns, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &slurm.Executor{
+		Client: &slurm.Client{Poll: time.Second}, Frontier: exe, NodeArgs: []string{nodeFlag, settings},
+		Dir:     filepath.Join(t.TempDir(), "slurm"),
+		Workers: slurm.Workers{N: *workersFlag, Idle: 30 * time.Second},
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	t.Cleanup(func() { _ = ex.Close() })
+	return ex
 }
 
 // outcome is one acceptable way for an evaluation to end. For invalid
@@ -617,6 +713,14 @@ func TestRedTeam(t *testing.T) {
 		Python: py, Sandbox: sb, Hidden: hidden, Checks: true,
 		Data: map[string]string{spec.Name: dataDir},
 	})
+	where := "this machine"
+	switch *execFlag {
+	case "local":
+	case "slurm":
+		ev.Executor, where = slurmExecutor(t, sb, hidden), "the test Slurm cluster"
+	default:
+		t.Fatalf("-redteam.executor %q: want local or slurm", *execFlag)
+	}
 	// Build and verify the data once, before the cases share it.
 	if _, err := ev.Data.Resolve(ctx, spec); err != nil {
 		t.Fatal(err)
@@ -716,7 +820,7 @@ func TestRedTeam(t *testing.T) {
 			slices.IndexFunc(cases, func(c attack) bool { return c.name == b.name })
 	})
 	table := formatTable(rows)
-	t.Logf("red team: %d cases in %s under sandbox %s\n%s", len(rows), time.Since(start).Round(time.Second), sb.Mode(), table)
+	t.Logf("red team: %d cases in %s under sandbox %s on %s\n%s", len(rows), time.Since(start).Round(time.Second), sb.Mode(), where, table)
 	if *tableFlag != "" {
 		if err := os.WriteFile(*tableFlag, []byte(table), 0o644); err != nil {
 			t.Error(err)

@@ -1,4 +1,11 @@
-package bench
+// Package fsr is the published benchmark's score: the fraction of a
+// record's speedup a search recovered (FSR), its mean over a task's seeds
+// and its mean and interquartile mean over a suite's tasks, each with a
+// bootstrap interval, and the order of the benchmark's hint settings. The
+// benchmark scores its attempts with it and every reader of its results
+// (the bench report, the dashboard) aggregates with it; it depends on
+// nothing.
+package fsr
 
 import (
 	"math"
@@ -6,7 +13,7 @@ import (
 	"slices"
 )
 
-// FSR is the fraction of the speedup from record i to record i+1 that a
+// Of is the FSR of a search: the fraction of the speedup from record i to record i+1 that a
 // search recovered: (start - best) / (start - goal), where start and goal
 // are the two records' train times and best is the best train time among
 // the search's acceptable programs *including the start program*, so that
@@ -15,7 +22,7 @@ import (
 // published benchmark. A best time that is not a positive number (no
 // acceptable program) counts as the start's. FSR is not capped at 1: a
 // search that beats the goal recovers more than the human record did.
-func FSR(start, goal, best float64) float64 {
+func Of(start, goal, best float64) float64 {
 	gap := start - goal
 	if !(gap > 0) || math.IsInf(gap, 0) {
 		return 0
@@ -134,8 +141,8 @@ type Scores struct {
 // Resamples is the number of bootstrap resamples of every interval.
 const Resamples = 2000
 
-// Score summarizes outcomes: tasks in the order they first appear.
-func Score(outcomes []Outcome, seed uint64) Scores {
+// Summarize scores outcomes: tasks in the order they first appear.
+func Summarize(outcomes []Outcome, seed uint64) Scores {
 	var order []string
 	byTask := map[string][]float64{}
 	for _, o := range outcomes {
@@ -155,3 +162,7 @@ func Score(outcomes []Outcome, seed uint64) Scores {
 	sc.IQM = Bootstrap(perTask, IQM, Resamples, 0.95, seed)
 	return sc
 }
+
+// HintSettings are the hint settings of the published benchmark, in the
+// order its tables list them.
+var HintSettings = []string{"none", "1", "2", "3", "1+2", "1+2+3"}

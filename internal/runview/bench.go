@@ -1,49 +1,44 @@
-// Package benchreport turns bench runs into a report: per task x hint
-// setting x scaffold x model the FSR over seeds with its interval, the
-// acceptable and buggy rates of the searches' nodes and their cost; per
-// configuration the mean and the interquartile mean of FSR over tasks;
-// written as an HTML page with figures (FSR by hint setting, by scaffold,
-// per task), CSV files and JSON. It reads the store only.
-package benchreport
+package runview
 
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/frontier-bench/frontier/internal/bench"
+	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// Store is what a report reads; store.Store is one.
-type Store interface {
+// BenchReader is what the bench runs' scores read; store.Store is one.
+type BenchReader interface {
 	BenchRuns(ctx context.Context) ([]*store.BenchRun, error)
 	BenchRun(ctx context.Context, ref string) (*store.BenchRun, error)
 	BenchAttempts(ctx context.Context, runID int64) ([]*store.BenchAttempt, error)
 }
 
-// Schema is the version of the report's JSON document.
-const Schema = "frontier.bench-report/v1"
+// BenchSchema is the version of the report's JSON document.
+const BenchSchema = "frontier.bench-report/v1"
 
-// Report is everything the page, the CSV files and --json show.
-type Report struct {
-	Schema    string    `json:"schema"`
-	Generated time.Time `json:"generated"`
-	Runs      []Run     `json:"runs"`
+// BenchReport is everything the page, the CSV files and --json show.
+type BenchReport struct {
+	Schema    string        `json:"schema"`
+	Generated time.Time     `json:"generated"`
+	Runs      []BenchRunRow `json:"runs"`
 	// Configs are the configurations (suite, hints, scaffold, model), with
 	// their scores over tasks.
-	Configs []Config `json:"configs"`
+	Configs []BenchConfig `json:"configs"`
 	// Tasks are the per-task rows of every configuration.
-	Tasks []TaskRow `json:"tasks"`
+	Tasks []BenchTask `json:"tasks"`
 	// Main are the paper's main tables (model x hint setting).
-	Main []MainTable `json:"main"`
+	Main []BenchTable `json:"main"`
 }
 
-// Run is one bench run the report reads.
-type Run struct {
+// BenchRunRow is one bench run the report reads.
+type BenchRunRow struct {
 	Name       string  `json:"name"`
 	Suite      string  `json:"suite"`
 	Scaffold   string  `json:"scaffold"`
@@ -59,11 +54,11 @@ type Run struct {
 	ActiveMs   int64   `json:"active_ms"`
 }
 
-// Key names a configuration: everything that makes two runs' FSRs
+// BenchKey names a configuration: everything that makes two runs' FSRs
 // comparable. Runs that differ in any of it are never pooled: another
 // suite version (its files changed), node budget or mode scores another
 // thing.
-type Key struct {
+type BenchKey struct {
 	Suite string `json:"suite"`
 	// SuiteHash is the suite's version (the hash of its files).
 	SuiteHash string `json:"suite_hash"`
@@ -78,12 +73,12 @@ type Key struct {
 	Model    string `json:"model"`
 }
 
-func (k Key) String() string {
+func (k BenchKey) String() string {
 	return fmt.Sprintf("%s / %s / hints %s / %d nodes / %s", k.Scaffold, k.Model, k.Hints, k.Nodes, k.Mode)
 }
 
-// modeOf is a run's scoring mode (see Key.Mode).
-func modeOf(c bench.Config) string {
+// modeOf is a run's scoring mode (see BenchKey.Mode).
+func modeOf(c benchSettings) string {
 	m := "tasks"
 	if c.Cumulative {
 		m = "cumulative"
@@ -94,21 +89,37 @@ func modeOf(c bench.Config) string {
 	return m
 }
 
-// Rates count a configuration's nodes (proposed programs).
-type Rates struct {
+// benchSettings are what the scores read of a bench run's recorded
+// settings (bench.Config).
+type benchSettings struct {
+	Nodes      int  `json:"nodes"`
+	Cumulative bool `json:"cumulative"`
+	Retime     int  `json:"retime"`
+}
+
+func benchSettingsOf(r *store.BenchRun) (benchSettings, error) {
+	var c benchSettings
+	if err := json.Unmarshal(r.Config, &c); err != nil {
+		return c, fmt.Errorf("bench run %s: its recorded settings are unreadable: %w", r.Name, err)
+	}
+	return c, nil
+}
+
+// BenchRates count a configuration's nodes (proposed programs).
+type BenchRates struct {
 	Nodes      int     `json:"nodes"`
 	Acceptable float64 `json:"acceptable_rate"`
 	Buggy      float64 `json:"buggy_rate"`
 }
 
-// TaskRow is a task under one configuration. Every figure of the row is
+// BenchTask is a task under one configuration. Every figure of the row is
 // taken from the same attempts, those its FSR is the mean of.
-type TaskRow struct {
-	Key
+type BenchTask struct {
+	BenchKey
 	Task string `json:"task"`
 	// FSR is the mean over seeds, with a bootstrap interval over them.
-	FSR   bench.Interval `json:"fsr"`
-	Rates Rates          `json:"rates"`
+	FSR   fsr.Interval `json:"fsr"`
+	Rates BenchRates   `json:"rates"`
 	// BestMs is the best time any of the attempts reached; StartMs and
 	// GoalMs the means of the times they were scored with (the same
 	// figure for each, unless their sources differ), from TimeSource
@@ -121,40 +132,40 @@ type TaskRow struct {
 	Tokens     int64   `json:"tokens"`
 }
 
-// MainTable is the paper's main table for one block of configurations
+// BenchTable is the paper's main table for one block of configurations
 // (a suite version, scaffold, node budget and mode): mean FSR over tasks
 // with its interval, per model and hint setting.
-type MainTable struct {
-	Key   Key       `json:"key"` // Hints and Model empty
-	Hints []string  `json:"hints"`
-	Rows  []MainRow `json:"rows"`
+type BenchTable struct {
+	Key   BenchKey        `json:"key"` // Hints and Model empty
+	Hints []string        `json:"hints"`
+	Rows  []BenchTableRow `json:"rows"`
 }
 
-// MainRow is one model's row of a MainTable: a cell per hint setting,
+// BenchTableRow is one model's row of a BenchTable: a cell per hint setting,
 // nil where the model did not run with it.
-type MainRow struct {
-	Model string            `json:"model"`
-	Cells []*bench.Interval `json:"cells"`
+type BenchTableRow struct {
+	Model string          `json:"model"`
+	Cells []*fsr.Interval `json:"cells"`
 }
 
-// Config is one configuration's scores over the tasks it finished.
-type Config struct {
-	Key
-	Tasks    int            `json:"tasks"`
-	Attempts int            `json:"attempts"`
-	Mean     bench.Interval `json:"mean_fsr"`
-	IQM      bench.Interval `json:"iqm_fsr"`
-	Rates    Rates          `json:"rates"`
-	CostUSD  float64        `json:"cost_usd"`
-	Tokens   int64          `json:"tokens"`
+// BenchConfig is one configuration's scores over the tasks it finished.
+type BenchConfig struct {
+	BenchKey
+	Tasks    int          `json:"tasks"`
+	Attempts int          `json:"attempts"`
+	Mean     fsr.Interval `json:"mean_fsr"`
+	IQM      fsr.Interval `json:"iqm_fsr"`
+	Rates    BenchRates   `json:"rates"`
+	CostUSD  float64      `json:"cost_usd"`
+	Tokens   int64        `json:"tokens"`
 	// TimeSources lists where the scores' times came from (calibrated,
 	// published), so that a mix is visible.
 	TimeSources []string `json:"time_sources"`
 }
 
-// Load reads the named bench runs (every run when refs is empty) and
+// LoadBench reads the named bench runs (every run when refs is empty) and
 // computes the report. Only finished attempts count.
-func Load(ctx context.Context, st Store, refs []string) (*Report, error) {
+func LoadBench(ctx context.Context, st BenchReader, refs []string) (*BenchReport, error) {
 	var runs []*store.BenchRun
 	if len(refs) == 0 {
 		all, err := st.BenchRuns(ctx)
@@ -170,27 +181,27 @@ func Load(ctx context.Context, st Store, refs []string) (*Report, error) {
 		}
 		runs = append(runs, r)
 	}
-	rep := &Report{Schema: Schema, Generated: time.Now().UTC()}
+	rep := &BenchReport{Schema: BenchSchema, Generated: time.Now().UTC()}
 	type group struct {
-		key      Key
-		outcomes []bench.Outcome
+		key      BenchKey
+		outcomes []fsr.Outcome
 		byTask   map[string][]*store.BenchAttempt
 		order    []string
 	}
-	groups := map[Key]*group{}
-	var keys []Key
+	groups := map[BenchKey]*group{}
+	var keys []BenchKey
 	for _, r := range runs {
 		as, err := st.BenchAttempts(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := bench.ParseConfig(r.Config)
+		cfg, err := benchSettingsOf(r)
 		if err != nil {
-			return nil, fmt.Errorf("bench run %s: %w", r.Name, err)
+			return nil, err
 		}
-		info := Run{Name: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints, State: r.State,
+		info := BenchRunRow{Name: r.Name, Suite: r.Suite, Scaffold: r.Scaffold, Model: r.Model, Hints: r.Hints, State: r.State,
 			StopReason: r.StopReason, Attempts: len(as), ActiveMs: r.ActiveMs, Nodes: cfg.Nodes, Mode: modeOf(cfg)}
-		k := Key{Suite: r.Suite, SuiteHash: r.SuiteHash, Nodes: cfg.Nodes, Mode: modeOf(cfg), Hints: r.Hints, Scaffold: r.Scaffold, Model: r.Model}
+		k := BenchKey{Suite: r.Suite, SuiteHash: r.SuiteHash, Nodes: cfg.Nodes, Mode: modeOf(cfg), Hints: r.Hints, Scaffold: r.Scaffold, Model: r.Model}
 		g := groups[k]
 		if g == nil {
 			g = &group{key: k, byTask: map[string][]*store.BenchAttempt{}}
@@ -207,11 +218,11 @@ func Load(ctx context.Context, st Store, refs []string) (*Report, error) {
 				g.order = append(g.order, a.Task)
 			}
 			g.byTask[a.Task] = append(g.byTask[a.Task], a)
-			g.outcomes = append(g.outcomes, bench.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
+			g.outcomes = append(g.outcomes, fsr.Outcome{Task: a.Task, Seed: a.Seed, FSR: a.FSR})
 		}
 		rep.Runs = append(rep.Runs, info)
 	}
-	slices.SortStableFunc(keys, func(a, b Key) int {
+	slices.SortStableFunc(keys, func(a, b BenchKey) int {
 		return cmp.Or(cmp.Compare(a.Suite, b.Suite), cmp.Compare(a.SuiteHash, b.SuiteHash), cmp.Compare(a.Scaffold, b.Scaffold),
 			cmp.Compare(a.Nodes, b.Nodes), cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Model, b.Model), cmp.Compare(hintOrder(a.Hints), hintOrder(b.Hints)))
 	})
@@ -220,13 +231,13 @@ func Load(ctx context.Context, st Store, refs []string) (*Report, error) {
 		if len(g.outcomes) == 0 {
 			continue
 		}
-		sc := bench.Score(g.outcomes, 1)
-		c := Config{Key: k, Tasks: len(sc.Tasks), Attempts: len(g.outcomes), Mean: sc.Mean, IQM: sc.IQM}
+		sc := fsr.Summarize(g.outcomes, 1)
+		c := BenchConfig{BenchKey: k, Tasks: len(sc.Tasks), Attempts: len(g.outcomes), Mean: sc.Mean, IQM: sc.IQM}
 		var all []*store.BenchAttempt
 		for _, ts := range sc.Tasks {
 			as := g.byTask[ts.Task]
 			all = append(all, as...)
-			row := TaskRow{Key: k, Task: ts.Task, FSR: ts.FSR, Rates: ratesOf(as)}
+			row := BenchTask{BenchKey: k, Task: ts.Task, FSR: ts.FSR, Rates: ratesOf(as)}
 			var sources []string
 			for _, a := range as {
 				row.CostUSD += a.CostUSD
@@ -262,22 +273,22 @@ func Load(ctx context.Context, st Store, refs []string) (*Report, error) {
 // mainTables arranges the configurations as the paper's main table: per
 // block (suite version, scaffold, node budget, mode), a row per model and
 // a column per hint setting, in the paper's order.
-func mainTables(configs []Config) []MainTable {
-	var out []MainTable
+func mainTables(configs []BenchConfig) []BenchTable {
+	var out []BenchTable
 	for _, c := range configs {
-		block := c.Key
+		block := c.BenchKey
 		block.Hints, block.Model = "", ""
-		i := slices.IndexFunc(out, func(m MainTable) bool { return m.Key == block })
+		i := slices.IndexFunc(out, func(m BenchTable) bool { return m.Key == block })
 		if i < 0 {
-			out = append(out, MainTable{Key: block})
+			out = append(out, BenchTable{Key: block})
 			i = len(out) - 1
 		}
 		m := &out[i]
 		if !slices.Contains(m.Hints, c.Hints) {
 			m.Hints = append(m.Hints, c.Hints)
 		}
-		if !slices.ContainsFunc(m.Rows, func(r MainRow) bool { return r.Model == c.Model }) {
-			m.Rows = append(m.Rows, MainRow{Model: c.Model})
+		if !slices.ContainsFunc(m.Rows, func(r BenchTableRow) bool { return r.Model == c.Model }) {
+			m.Rows = append(m.Rows, BenchTableRow{Model: c.Model})
 		}
 	}
 	for i := range out {
@@ -285,9 +296,9 @@ func mainTables(configs []Config) []MainTable {
 		slices.SortStableFunc(m.Hints, func(a, b string) int { return cmp.Compare(hintOrder(a), hintOrder(b)) })
 		for j := range m.Rows {
 			r := &m.Rows[j]
-			r.Cells = make([]*bench.Interval, len(m.Hints))
+			r.Cells = make([]*fsr.Interval, len(m.Hints))
 			for _, c := range configs {
-				block := c.Key
+				block := c.BenchKey
 				block.Hints, block.Model = "", ""
 				if block == m.Key && c.Model == r.Model {
 					iv := c.Mean
@@ -299,8 +310,8 @@ func mainTables(configs []Config) []MainTable {
 	return out
 }
 
-func ratesOf(as []*store.BenchAttempt) Rates {
-	var r Rates
+func ratesOf(as []*store.BenchAttempt) BenchRates {
+	var r BenchRates
 	var acc, bug int
 	for _, a := range as {
 		r.Nodes += a.Nodes
@@ -315,8 +326,8 @@ func ratesOf(as []*store.BenchAttempt) Rates {
 
 // hintOrder sorts hint settings as the paper does.
 func hintOrder(h string) int {
-	if i := slices.Index(bench.Settings, h); i >= 0 {
+	if i := slices.Index(fsr.HintSettings, h); i >= 0 {
 		return i
 	}
-	return len(bench.Settings)
+	return len(fsr.HintSettings)
 }

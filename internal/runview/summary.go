@@ -1,23 +1,26 @@
-package evolve
+package runview
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// RunSummary is what `frontier runs show` prints: a run's configuration
-// and end, its counts, its best programs and what each model and stage
-// produced, read from the store.
-type RunSummary struct {
-	Run    *store.Run
-	Config Config
-	Models []ModelsRecord
+// Purposes of model calls, in the order a run's spend lists them.
+var purposeOrder = []string{"template", "idea", "implement", "fix"}
+
+// Summary is what `frontier runs show` prints and the dashboard's run page
+// shows: a run's configuration and end, its counts, its best programs and
+// what each model and stage produced, read from the store.
+type Summary struct {
+	Run      *store.Run
+	Settings Settings
+	Models   []store.RunModel
 	// Members are every row of the run (copies included); Children only
 	// the proposed children (not the reference, not copies).
 	Members  []*store.Child
@@ -77,14 +80,16 @@ type RunSummary struct {
 	// Purposes is the spend per purpose of model calls (template, idea,
 	// implement, fix), in that order.
 	Purposes []PurposeStats
-	// Sessions counts the sessions that ran the run; Resumed the times
-	// it was resumed (sessions after the first).
+	// Resumed counts the times the run was resumed (sessions after the
+	// first).
 	Resumed int
 	// MetaStart is the first iteration that used meta-prompting; -1 if
 	// none did.
 	MetaStart int
 	// Active is the run's active time over all sessions.
 	Active time.Duration
+
+	byID map[int64]*store.Child
 }
 
 // IslandStats are one island's population.
@@ -120,8 +125,8 @@ type GroupStats struct {
 	Fixed    int // passed the fast check after at least one fix
 }
 
-// Reader is what a run's summary reads. store.Store is one.
-type Reader interface {
+// SummaryReader is what a run's summary reads. store.Store is one.
+type SummaryReader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Iterations(ctx context.Context, runID int64) ([]*store.Iteration, error)
 	Archive(ctx context.Context, runID int64) ([]int64, error)
@@ -131,22 +136,66 @@ type Reader interface {
 }
 
 // Summarize reads a run's summary.
-func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, error) {
-	s := &RunSummary{Run: run, MetaStart: -1,
-		Active: time.Duration(run.ActiveMs) * time.Millisecond}
-	if err := json.Unmarshal(run.Config, &s.Config); err != nil {
-		return nil, err
-	}
-	s.Config = s.Config.Resolved()
-	s.Models, _ = RunModels(run)
+func Summarize(ctx context.Context, st SummaryReader, run *store.Run) (*Summary, error) {
 	members, err := st.Children(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	s.Members = members
-	byID := map[int64]*store.Child{}
+	claims, err := st.Confirmations(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	s, err := summarizeMembers(run, members, claims)
+	if err != nil {
+		return nil, err
+	}
+	if s.Archive, err = st.Archive(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	calls, err := st.LLMCalls(ctx, run.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	s.addCalls(calls)
+	migs, err := st.RunEvents(ctx, run.ID, "migration")
+	if err != nil {
+		return nil, err
+	}
+	s.Migrations = len(migs)
+	sessions, err := st.RunEvents(ctx, run.ID, "session_start")
+	if err != nil {
+		return nil, err
+	}
+	s.Resumed = max(0, len(sessions)-1)
+	its, err := st.Iterations(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range its {
+		if it.Stage == runs.StageMeta {
+			s.MetaStart = it.Iteration
+			break
+		}
+	}
+	s.Islands = islandStats(s.Settings, members, its, migs)
+	return s, nil
+}
+
+// summarizeMembers is the part of a summary that its members and claims
+// make: counts, the record, the candidate, the best programs and the
+// groups.
+func summarizeMembers(run *store.Run, members []*store.Child, claims []*store.Confirmation) (*Summary, error) {
+	cfg, err := SettingsOf(run)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{Run: run, Settings: cfg, MetaStart: -1, Members: members, Claims: claims,
+		Active: time.Duration(run.ActiveMs) * time.Millisecond, byID: make(map[int64]*store.Child, len(members))}
+	if s.Models, err = run.ModelList(); err != nil {
+		return nil, err
+	}
 	for _, c := range members {
-		byID[c.ID] = c
+		s.byID[c.ID] = c
 	}
 	models := map[string]*GroupStats{}
 	stages := map[string]*GroupStats{}
@@ -158,6 +207,7 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 		}
 		return g
 	}
+	objective := cfg.Objective
 	var valids []*store.Child
 	for _, c := range members {
 		if c.FastEvaluationID != 0 && !c.Origin.IsCopy() {
@@ -187,24 +237,21 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 		}
 		for _, g := range []*GroupStats{group(models, c.Model), group(stages, string(c.Stage))} {
 			g.Add(o)
-			if p := byID[c.ParentID]; p != nil && beats(s.Config.Objective, c, p) {
+			if p := s.byID[c.ParentID]; p != nil && runs.Improves(objective, o, p.Outcome()) {
 				g.Improved++
 			}
-			if c.FixAttempts > 0 && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID {
+			if repaired(c) {
 				g.Fixed++
 			}
 		}
 	}
-	if s.Claims, err = st.Confirmations(ctx, run.ID); err != nil {
-		return nil, err
-	}
 	var rec runs.Record
-	s.Record, rec = standingOf(s.Claims, byID, s.Reference)
+	s.Record, rec = standingOf(claims, s.byID, s.Reference)
 	s.RecordMs, s.RecordN, s.RecordSingleMs, s.RecordClaim = rec.Ms, rec.N, rec.SingleMs, rec.Claim
 	if rec.Claim != nil && s.Reference != nil {
-		s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(s.Claims), s.Reference.ID)
+		s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(claims), s.Reference.ID)
 	}
-	for _, c := range s.Claims {
+	for _, c := range claims {
 		switch {
 		case c.Method != runs.MethodSeries:
 		case c.State == runs.ClaimRunning:
@@ -214,14 +261,12 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 		}
 	}
 	if f := s.Settled.Fastest; f.ID != 0 {
-		s.Fastest = byID[f.ID]
+		s.Fastest = s.byID[f.ID]
 	}
-	if c := fastestOpenOf(s.Claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordSingleMs {
+	if c := fastestOpenOf(claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordSingleMs {
 		s.Candidate = c
 	}
-	sort.Slice(valids, func(i, j int) bool {
-		return rankKey(s.Config.Objective, valids[i]).less(rankKey(s.Config.Objective, valids[j]))
-	})
+	slices.SortFunc(valids, func(a, b *store.Child) int { return rankOrder(objective, a, b) })
 	s.Top = valids[:min(len(valids), 10)]
 	for _, g := range models {
 		s.PerModel = append(s.PerModel, *g)
@@ -229,25 +274,16 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 	for _, g := range stages {
 		s.PerStage = append(s.PerStage, *g)
 	}
-	byName := func(a, b GroupStats) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	}
+	byName := func(a, b GroupStats) int { return cmp.Compare(a.Name, b.Name) }
 	slices.SortFunc(s.PerModel, byName)
 	slices.SortFunc(s.PerStage, byName)
-	if s.Archive, err = st.Archive(ctx, run.ID); err != nil {
-		return nil, err
-	}
-	calls, err := st.LLMCalls(ctx, run.ID, false)
-	if err != nil {
-		return nil, err
-	}
+	return s, nil
+}
+
+// addCalls sums the run's model calls: in all and per purpose.
+func (s *Summary) addCalls(calls []*store.LLMCall) {
 	byPurpose := map[string]*PurposeStats{}
+	var other []string
 	for _, c := range calls {
 		s.Calls++
 		s.USD += c.CostUSD
@@ -256,6 +292,9 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 		if p == nil {
 			p = &PurposeStats{Purpose: c.Purpose}
 			byPurpose[c.Purpose] = p
+			if !slices.Contains(purposeOrder, c.Purpose) {
+				other = append(other, c.Purpose)
+			}
 		}
 		p.Calls++
 		p.InputTokens += c.InputTokens
@@ -269,43 +308,90 @@ func Summarize(ctx context.Context, st Reader, run *store.Run) (*RunSummary, err
 			p.Failed++
 		}
 	}
-	for _, name := range []string{PurposeTemplate, PurposeIdea, PurposeImplement, PurposeFix} {
+	for _, name := range append(slices.Clone(purposeOrder), other...) { // purposes of other versions last
 		if p := byPurpose[name]; p != nil {
 			s.Purposes = append(s.Purposes, *p)
-			delete(byPurpose, name)
 		}
 	}
-	for _, p := range byPurpose { // purposes of other versions
-		s.Purposes = append(s.Purposes, *p)
+}
+
+// Member returns member id of the run, or nil.
+func (s *Summary) Member(id int64) *store.Child { return s.byID[id] }
+
+// Best returns the program `frontier runs best` writes: the record when
+// there is one, else the best program by the run's objective, else nil.
+func (s *Summary) Best() *store.Child {
+	if s.Record != nil {
+		return s.Record
 	}
-	migs, err := st.RunEvents(ctx, run.ID, "migration")
-	if err != nil {
-		return nil, err
+	if len(s.Top) > 0 {
+		return s.Top[0]
 	}
-	s.Migrations = len(migs)
-	sessions, err := st.RunEvents(ctx, run.ID, "session_start")
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// Pending is the number of children still queued or in flight.
+func (s *Summary) Pending() int { return len(s.Children) - s.Settled.Members }
+
+// CandidateClaim is the newest claim of the run's candidate record (see
+// Candidate), or a stand-in in state "unclaimed" when it has none; nil
+// when there is no candidate.
+func (s *Summary) CandidateClaim() *store.Confirmation {
+	if s.Candidate == nil {
+		return nil
 	}
-	s.Resumed = max(0, len(sessions)-1)
-	its, err := st.Iterations(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range its {
-		if it.Stage == runs.StageMeta {
-			s.MetaStart = it.Iteration
-			break
+	for _, c := range slices.Backward(s.Claims) {
+		if c.ChildID == s.Candidate.ID {
+			return c
 		}
 	}
-	s.Islands = islandStats(s.Config, members, its, migs)
-	return s, nil
+	return &store.Confirmation{Claim: runs.Claim{ChildID: s.Candidate.ID, State: Unclaimed}}
+}
+
+// Unclaimed is the state of a candidate record no claim was made for.
+const Unclaimed runs.ClaimState = "unclaimed"
+
+// BestRows are the programs `runs show` lists as the best: the first
+// eight by the objective, then the record and the candidate when they are
+// not among them.
+func (s *Summary) BestRows() []*store.Child {
+	rows := slices.Clone(s.Top[:min(len(s.Top), 8)])
+	for _, x := range []*store.Child{s.Record, s.Candidate} {
+		if x != nil && !slices.ContainsFunc(rows, func(c *store.Child) bool { return c.ID == x.ID }) {
+			rows = append(rows, x)
+		}
+	}
+	return rows
+}
+
+// repaired reports whether a child reached its full run after the fix
+// loop repaired it.
+func repaired(c *store.Child) bool {
+	return c.FixAttempts > 0 && c.EvaluationID != 0 && c.EvaluationID != c.FastEvaluationID
+}
+
+// rankOrder orders members by the run's ranking (runs.Ranks), best first.
+func rankOrder(objective string, a, b *store.Child) int {
+	switch {
+	case runs.Ranks(objective, a.Outcome(), b.Outcome()):
+		return -1
+	case runs.Ranks(objective, b.Outcome(), a.Outcome()):
+		return 1
+	}
+	return 0
+}
+
+// holdsProgram reports whether a settled member stands for a program of
+// its own in the population (not a duplicate, and a program exists).
+func holdsProgram(c *store.Child) bool {
+	return c.State == runs.Done && c.ProgramHash != "" &&
+		c.Verdict != runs.Duplicate && c.Verdict != runs.NoProposal && c.Verdict != runs.ApplyFailed
 }
 
 // islandStats describes each island: its settled members, its best
 // program, its iterations, and the migrants of the recorded migrations.
-func islandStats(cfg Config, members []*store.Child, its []*store.Iteration, migs []*store.RunEvent) []IslandStats {
-	out := make([]IslandStats, cfg.Islands)
+func islandStats(cfg Settings, members []*store.Child, its []*store.Iteration, migs []*store.RunEvent) []IslandStats {
+	out := make([]IslandStats, max(cfg.Islands, 0))
 	for i := range out {
 		out[i].Island = i
 	}
@@ -321,7 +407,7 @@ func islandStats(cfg Config, members []*store.Child, its []*store.Iteration, mig
 		} else {
 			is.Originals++
 		}
-		if c.Verdict.Valid() && (is.Best == nil || rankKey(cfg.Objective, c).less(rankKey(cfg.Objective, is.Best))) {
+		if c.Verdict.Valid() && (is.Best == nil || runs.Ranks(cfg.Objective, c.Outcome(), is.Best.Outcome())) {
 			is.Best = c
 		}
 	}
@@ -347,14 +433,47 @@ func islandStats(cfg Config, members []*store.Child, its []*store.Iteration, mig
 	return out
 }
 
-// Best returns the program `frontier runs best` writes: the record when
-// there is one, else the best program by the run's objective, else nil.
-func (s *RunSummary) Best() *store.Child {
-	if s.Record != nil {
-		return s.Record
+// standingOf is a run's record (runs.RecordOf) as a member, with its
+// times: the best estimate, the timings behind it and its own single
+// timing; nil before the reference has a time.
+func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, runs.Record) {
+	var refOut runs.Outcome
+	if ref != nil && ref.State == runs.Done {
+		refOut = ref.Outcome()
 	}
-	if len(s.Top) > 0 {
-		return s.Top[0]
+	rec := runs.RecordOf(claimsOf(claims), refOut)
+	c := members[rec.ID]
+	if c == nil {
+		return nil, runs.Record{}
 	}
-	return nil
+	return c, rec
+}
+
+func claimsOf(cs []*store.Confirmation) []runs.Claim {
+	out := make([]runs.Claim, len(cs))
+	for i, c := range cs {
+		out[i] = c.Claim
+	}
+	return out
+}
+
+// fastestOpenOf is the acceptable child with the fastest single timing
+// among those whose claim was not refuted (rejected or failed).
+func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Child {
+	refuted := map[int64]bool{}
+	for _, cl := range claims {
+		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
+			refuted[cl.ChildID] = true
+		}
+	}
+	var best *store.Child
+	for _, c := range kids {
+		if c == nil || c.State != runs.Done || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
+			continue
+		}
+		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {
+			best = c
+		}
+	}
+	return best
 }

@@ -1,4 +1,4 @@
-package bench
+package fsr
 
 import (
 	"math"
@@ -7,8 +7,8 @@ import (
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// TestFSR checks FSR against cases computed by hand.
-func TestFSR(t *testing.T) {
+// TestOf checks Of against cases computed by hand.
+func TestOf(t *testing.T) {
 	cases := []struct {
 		name              string
 		start, goal, best float64
@@ -32,7 +32,7 @@ func TestFSR(t *testing.T) {
 		{"tie with the goal", 2968348, 2209926, 2209926, 1},
 	}
 	for _, c := range cases {
-		if got := FSR(c.start, c.goal, c.best); !near(got, c.want) {
+		if got := Of(c.start, c.goal, c.best); !near(got, c.want) {
 			t.Errorf("%s: FSR(%v, %v, %v) = %v, want %v", c.name, c.start, c.goal, c.best, got, c.want)
 		}
 	}
@@ -111,8 +111,8 @@ func TestQuantile(t *testing.T) {
 
 // TestScore: per task the mean over seeds; over tasks the mean and the IQM
 // of those.
-func TestScore(t *testing.T) {
-	sc := Score([]Outcome{
+func TestSummarize(t *testing.T) {
+	sc := Summarize([]Outcome{
 		{Task: "a", Seed: 0, FSR: 0.2}, {Task: "a", Seed: 1, FSR: 0.4},
 		{Task: "b", Seed: 0, FSR: 0}, {Task: "b", Seed: 1, FSR: 0},
 		{Task: "c", Seed: 0, FSR: 1}, {Task: "c", Seed: 1, FSR: 1},

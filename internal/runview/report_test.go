@@ -1,4 +1,4 @@
-package fromstore
+package runview
 
 import (
 	"context"
@@ -145,10 +145,10 @@ func (f *fixture) confirm(t *testing.T) {
 	}
 }
 
-func TestLoad(t *testing.T) {
+func TestLoadReport(t *testing.T) {
 	f := newFixture(t, runs.ObjectiveScore, 2)
 	f.confirm(t)
-	d, err := Load(context.Background(), f.st, "r1")
+	d, err := LoadReport(context.Background(), f.st, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestLoad(t *testing.T) {
 			pending = p
 		}
 	}
-	if failed.ParentID != 0 || failed.Reason != "SEARCH block 1 not found" || failed.Category() != report.Buggy {
+	if failed.ParentID != 0 || failed.Reason != "SEARCH block 1 not found" || failed.Class() != runs.Buggy {
 		t.Errorf("failed child = %+v: its parent is the seed, a copy of the reference, so 0; reason the error's first line", failed)
 	}
-	if !dup.Duplicate || dup.Category() != report.Duplicate {
+	if !dup.Duplicate || dup.Class() != runs.ClassDuplicate {
 		t.Errorf("duplicate = %+v", dup)
 	}
-	if pending.Iteration != 3 || pending.Category() != report.Pending {
+	if pending.Iteration != 3 || pending.Class() != runs.Pending {
 		t.Errorf("pending child = %+v", pending)
 	}
 
@@ -249,7 +249,7 @@ func TestLoad(t *testing.T) {
 func TestLoadRecord(t *testing.T) {
 	for _, objective := range []string{runs.ObjectiveScore, runs.ObjectiveTime, runs.ObjectiveLoss} {
 		f := newFixture(t, objective, 2)
-		d, err := Load(context.Background(), f.st, "1")
+		d, err := LoadReport(context.Background(), f.st, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestLoadMetaPromptFrom(t *testing.T) {
 
 func TestLoadMissingRun(t *testing.T) {
 	f := newFixture(t, runs.ObjectiveScore, 2)
-	_, err := Load(context.Background(), f.st, "nope")
+	_, err := LoadReport(context.Background(), f.st, "nope")
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing run: %v", err)
 	}

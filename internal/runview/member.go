@@ -1,4 +1,4 @@
-package evolve
+package runview
 
 import (
 	"cmp"
@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// ChildReader is what a child's story reads. store.Store is one.
-type ChildReader interface {
+// MemberReader is what a member's story reads. store.Store is one.
+type MemberReader interface {
 	Children(ctx context.Context, runID int64) ([]*store.Child, error)
 	Attempts(ctx context.Context, runID int64) ([]*store.Attempt, error)
 	LLMCalls(ctx context.Context, runID int64, text bool) ([]*store.LLMCall, error)
@@ -21,18 +22,22 @@ type ChildReader interface {
 	Confirmations(ctx context.Context, runID int64) ([]*store.Confirmation, error)
 }
 
-// ChildStory is everything a run recorded about one member, for `frontier
-// runs child`: where it came from, what it was asked and answered (the
-// stored, redacted text), every attempt with its edit and fast check, its
-// evaluations, and the claims about it.
-type ChildStory struct {
+// MemberStory is everything a run recorded about one member, for `frontier
+// runs child` and the dashboard's program page: where it came from, what
+// it was asked and answered (the stored, redacted text), every attempt
+// with its edit and fast check, its evaluations, and the claims about it.
+type MemberStory struct {
+	Run   *store.Run
 	Child *store.Child
 	// Lineage runs from the reference to the child, copies followed to
 	// the programs they copy.
 	Lineage []*store.Child
-	// Source is the member a copy copies, or the known program a
-	// duplicate (or a fix) came back to.
+	// Parent is the member it was made from (nil for the reference);
+	// Source the member a copy copies, or the known program a duplicate
+	// (or a fix) came back to.
+	Parent      *store.Child
 	Source      *store.Child
+	Reference   *store.Child
 	Attempts    []*store.Attempt
 	Calls       []*store.LLMCall
 	Evaluations []*store.Evaluation
@@ -40,30 +45,31 @@ type ChildStory struct {
 	// Fallback says why a meta-prompted child was asked with a template
 	// instead ("" when it was not).
 	Fallback string
+	// Members are every member of the run by id, for naming the others.
+	Members map[int64]*store.Child
 }
 
-// TellChild reads member id of run.
-func TellChild(ctx context.Context, st ChildReader, run *store.Run, id int64) (*ChildStory, error) {
+// TellMember reads member id of run; an id the run does not have is
+// store.ErrNotFound.
+func TellMember(ctx context.Context, st MemberReader, run *store.Run, id int64) (*MemberStory, error) {
 	kids, err := st.Children(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[int64]*store.Child{}
+	byID := make(map[int64]*store.Child, len(kids))
+	var ref *store.Child
 	for _, c := range kids {
 		byID[c.ID] = c
+		if c.Origin == runs.OriginReference && ref == nil {
+			ref = c
+		}
 	}
 	c := byID[id]
 	if c == nil {
 		return nil, fmt.Errorf("run %s has no member #%d: %w", run.Name, id, store.ErrNotFound)
 	}
-	s := &ChildStory{Child: c, Source: byID[c.SourceID]}
-	for p, n := c, 0; p != nil && n < 1000; n++ {
-		for p.Origin.IsCopy() && byID[p.SourceID] != nil {
-			p = byID[p.SourceID]
-		}
-		s.Lineage = append([]*store.Child{p}, s.Lineage...)
-		p = byID[p.ParentID]
-	}
+	s := &MemberStory{Run: run, Child: c, Parent: byID[c.ParentID], Source: byID[c.SourceID], Reference: ref, Members: byID}
+	s.Lineage = Lineage(byID, c)
 	attempts, err := st.Attempts(ctx, run.ID)
 	if err != nil {
 		return nil, err
@@ -125,4 +131,44 @@ func TellChild(ctx context.Context, st ChildReader, run *store.Run, id int64) (*
 		}
 	}
 	return s, nil
+}
+
+// Lineage runs from the reference to c through parents, copies followed
+// to the programs they copy. A corrupt chain (a loop) stops after 1000
+// steps.
+func Lineage(byID map[int64]*store.Child, c *store.Child) []*store.Child {
+	var out []*store.Child
+	for p, n := c, 0; p != nil && n < 1000; n++ {
+		if p.Origin.IsCopy() && byID[p.SourceID] != nil {
+			p = byID[p.SourceID]
+			continue
+		}
+		out = append(out, p)
+		p = byID[p.ParentID]
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// FullEvaluation is the member's full evaluation among its story's, nil
+// when it had none.
+func (s *MemberStory) FullEvaluation() *store.Evaluation {
+	return s.evaluation(s.Child.EvaluationID)
+}
+
+// FastEvaluation is the member's last fast check, nil when it had none.
+func (s *MemberStory) FastEvaluation() *store.Evaluation {
+	return s.evaluation(s.Child.FastEvaluationID)
+}
+
+func (s *MemberStory) evaluation(id int64) *store.Evaluation {
+	if id == 0 {
+		return nil
+	}
+	for _, e := range s.Evaluations {
+		if e.ID == id {
+			return e
+		}
+	}
+	return nil
 }

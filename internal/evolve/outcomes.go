@@ -1,0 +1,110 @@
+package evolve
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/store"
+)
+
+// outcomes is what the run's children came to, as the status, the
+// prompts and the fix loop read it: the tally of settled children
+// (originals, not the reference), each parent's newest buggy child, and
+// each child's newest attempt and newest attempt whose program failed its
+// fast check (what the child's attempts did, whatever its fixes came to
+// later). The record is tracked apart from the archive, which ranks by
+// the run's objective and may drop the fastest program (one that trains
+// fewer steps at the same step time scores no better).
+type outcomes struct {
+	tally       runs.Tally
+	lastFail    map[int64]*store.Child // parent id -> its newest buggy child
+	lastAttempt map[int64]*store.Attempt
+	lastChecked map[int64]*store.Attempt
+}
+
+func newOutcomes() *outcomes {
+	return &outcomes{lastFail: map[int64]*store.Child{}, lastAttempt: map[int64]*store.Attempt{}, lastChecked: map[int64]*store.Attempt{}}
+}
+
+// restore reads the attempts back, in the order they were made.
+func (o *outcomes) restore(attempts []*store.Attempt) {
+	for _, a := range attempts {
+		o.lastAttempt[a.ChildID] = a
+		if a.ProgramHash != "" && a.FastVerdict != "" && a.FastVerdict != runs.FastOK {
+			o.lastChecked[a.ChildID] = a
+		}
+	}
+}
+
+// count adds a settled member to the tally.
+func (o *outcomes) count(c *store.Child) {
+	if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
+		return
+	}
+	o.tally.Add(c.Outcome())
+	if runs.ClassOf(c.Verdict) == runs.Buggy && c.ParentID != 0 {
+		if last := o.lastFail[c.ParentID]; last == nil || c.ID > last.ID {
+			o.lastFail[c.ParentID] = c
+		}
+	}
+}
+
+// attempted records a child's newest attempt.
+func (o *outcomes) attempted(a *store.Attempt) { o.lastAttempt[a.ChildID] = a }
+
+// fastChecked records a fast check of the child's newest attempt a (nil
+// when it has none recorded).
+func (o *outcomes) fastChecked(a *store.Attempt, evaluationID int64, verdict runs.Verdict, reason string) {
+	if a == nil {
+		return
+	}
+	a.FastEvaluationID, a.FastVerdict, a.FastReason = evaluationID, verdict, reason
+	if verdict != runs.FastOK {
+		o.lastChecked[a.ChildID] = a
+	}
+}
+
+// last is child id's newest attempt, or nil.
+func (o *outcomes) last(id int64) *store.Attempt { return o.lastAttempt[id] }
+
+// checked is child id's newest attempt whose program failed its fast
+// check, or nil.
+func (o *outcomes) checked(id int64) *store.Attempt { return o.lastChecked[id] }
+
+// of is how many settled children are of class c.
+func (o *outcomes) of(c runs.Class) int { return o.tally.Classes[c] }
+
+// fastest is the settled child with the fastest single timing.
+func (o *outcomes) fastest() runs.Outcome { return o.tally.Fastest }
+
+// bestLoss is the lowest validation loss of a valid program, the
+// reference's (ref) included; 0 when none.
+func (o *outcomes) bestLoss(ref *store.Child) float64 {
+	best := o.tally.Lowest.ValLoss
+	if ref != nil && ref.State == runs.Done && ref.Verdict.Valid() && (best == 0 || ref.ValLoss < best) {
+		best = ref.ValLoss
+	}
+	return best
+}
+
+// lastFailure is what the prompt shows as a parent's last error: its own
+// failure if it failed, else the newest failed child of it; clipped to n
+// bytes.
+func (o *outcomes) lastFailure(p *store.Child, n int) string {
+	if p == nil {
+		return ""
+	}
+	if !p.Verdict.Valid() && p.Reason != "" {
+		return clip(p.Reason+"\n"+p.Error, n)
+	}
+	last := o.lastFail[p.ID]
+	if last == nil {
+		return ""
+	}
+	s := fmt.Sprintf("#%d (%s): %s", last.ID, last.Description, last.Reason)
+	if last.Error != "" && !strings.Contains(last.Reason, last.Error) {
+		s += "\n" + last.Error
+	}
+	return clip(s, n)
+}
