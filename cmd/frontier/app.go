@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"io/fs"
 	"os"
@@ -45,6 +46,21 @@ func (e *environment) Close() error {
 	}
 	if e.store != nil {
 		return e.store.Close()
+	}
+	return nil
+}
+
+// limitFlag adds --limit, the full runs' wall-clock limit, to a command
+// that runs full evaluations.
+func limitFlag(cmd *cobra.Command, d *time.Duration) {
+	cmd.Flags().DurationVar(d, "limit", 0, "every full run's wall-clock limit, fixed, e.g. 10m (default: sized from the fast check, and extended while the run keeps stepping, up to the track's limits.full_run_max)")
+}
+
+// checkLimit refuses a --limit that is not a positive duration (0 is the
+// default: sized).
+func checkLimit(d time.Duration) error {
+	if d < 0 {
+		return usage(fmt.Errorf("--limit %s: want a positive duration such as 10m, or leave it out to size the limit from the fast check", d))
 	}
 	return nil
 }

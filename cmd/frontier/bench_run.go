@@ -27,6 +27,7 @@ import (
 
 // benchRunOptions are the inputs of "frontier bench run".
 type benchRunOptions struct {
+	limit      time.Duration
 	suite      string
 	resume     string
 	name       string
@@ -92,6 +93,7 @@ Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
 	f.Float64Var(&o.budget.MaxUSD, "max-usd", 0, "model spending limit in US dollars, for the whole run")
 	f.Int64Var(&o.budget.MaxTokens, "max-tokens", 0, "model token limit (input plus output), for the whole run")
 	f.DurationVar(&o.duration, "duration", 0, "active time limit of the whole run, e.g. 2h")
+	limitFlag(cmd, &o.limit)
 	f.StringVar(&o.name, "name", "", "name of the new run (default bench-ID)")
 	f.StringVar(&o.resume, "resume", "", "continue bench run `RUN` (name or id) where it stood")
 	f.BoolVar(&o.asJSON, "json", false, "print the run's summary as JSON")
@@ -131,6 +133,9 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	var nr *newBenchRun
 	var run *store.BenchRun
 	var env *environment
+	if err := checkLimit(o.limit); err != nil {
+		return err
+	}
 	if o.resume == "" {
 		if nr, err = planBench(g, o, cfg); err != nil {
 			return err
@@ -146,6 +151,7 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 		}
 	}
 	defer env.Close()
+	env.eval.FullLimit = o.limit
 	b, err := startBench(ctx, g, o, nr, run, cfg, env)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,7 @@ import (
 )
 
 type confirmOptions struct {
+	limit   time.Duration
 	repeats int
 	seed    int
 	child   int64
@@ -63,6 +65,7 @@ eval command's codes when a run of the candidate fails.`,
 	f.StringVar(&o.against, "against", "", "record, reference or a member's id (default: the standing record, else the reference)")
 	f.BoolVar(&o.asJSON, "json", false, "print the candidate's result as JSON (schema frontier.eval/v1)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	limitFlag(cmd, &o.limit)
 	return cmd
 }
 
@@ -78,11 +81,15 @@ func runsConfirm(ctx context.Context, g *globals, ref string, o confirmOptions) 
 	if err != nil {
 		return err
 	}
+	if err := checkLimit(o.limit); err != nil {
+		return err
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	env.eval.FullLimit = o.limit
 	// Nothing to confirm is a failure here (exit 1); evolve --confirm
 	// says so and exits 0.
 	return confirmRecord(ctx, g, cfg, env, ref, o)

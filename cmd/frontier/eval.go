@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ import (
 )
 
 type evalOptions struct {
+	limit      time.Duration
 	track      string
 	fast       bool
 	asJSON     bool
@@ -53,6 +55,7 @@ Exit codes: 0 acceptable (or fast_ok with --fast), 3 loss_too_high, 4 error,
 	f := cmd.Flags()
 	f.StringVar(&o.track, "track", "tiny", "track to evaluate on (a name or a track folder)")
 	f.BoolVar(&o.fast, "fast", false, "run only the fast check")
+	limitFlag(cmd, &o.limit)
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (schema frontier.eval/v1, docs/eval-json.md)")
 	f.StringVar(&o.keep, "keep", "", "keep the run folder (program, config, telemetry, logs) in `DIR`")
 	f.IntVar(&o.seed, "seed", 0, "seed injected into the program")
@@ -98,11 +101,15 @@ func runEval(ctx context.Context, g *globals, o evalOptions) error {
 			return err
 		}
 	}
+	if err := checkLimit(o.limit); err != nil {
+		return err
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	env.eval.FullLimit = o.limit
 	if !o.quiet {
 		env.eval.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
 	}

@@ -23,6 +23,7 @@ import (
 
 // evolveOptions are the inputs of "frontier evolve".
 type evolveOptions struct {
+	limit          time.Duration
 	track          string
 	name           string
 	resume         string
@@ -90,6 +91,7 @@ proposes: it perturbs hyperparameters without a model.`,
 	f.IntVar(&o.iterations, "iterations", 0, "total iterations (budget.max_iterations)")
 	f.IntVar(&o.evaluations, "evaluations", 0, "total full evaluations and confirmation series runs (budget.max_evaluations)")
 	f.DurationVar(&o.duration, "duration", 0, "total active time, e.g. 2h (budget.max_duration)")
+	limitFlag(cmd, &o.limit)
 	f.Float64Var(&o.maxUSD, "max-usd", 0, "model spending limit in US dollars (budget.max_usd)")
 	f.Int64Var(&o.maxTokens, "max-tokens", 0, "model token limit, input plus output (budget.max_tokens)")
 	f.IntVar(&o.slots, "slots", 0, "evaluations at once (evolve.slots)")
@@ -125,11 +127,15 @@ func runEvolve(ctx context.Context, g *globals, o evolveOptions) error {
 			return usage(fmt.Errorf("--name: %w", err))
 		}
 	}
+	if err := checkLimit(o.limit); err != nil {
+		return err
+	}
 	env, err := openEnvironment(ctx, g, cfg)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	env.eval.FullLimit = o.limit
 	sum, err := evolveRun(ctx, g, o, cfg, env)
 	if err != nil {
 		return err

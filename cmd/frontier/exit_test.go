@@ -152,3 +152,24 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version --json: exit %d: %q", code, stdout.String())
 	}
 }
+
+// --limit is on every command that runs full evaluations, and a limit
+// that is not a positive duration is refused before anything runs.
+func TestLimitFlag(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"eval", "--limit", "-5m"},
+		{"evolve", "--limit", "-5m", "--proposer", "mutate"},
+		{"bench", "run", "tiny-ladder", "--limit", "-5m", "--proposer", "mutate"},
+		{"runs", "confirm", "r1", "--limit", "-5m"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"--home", home}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "--limit -5m0s: want a positive duration") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		code, out, _ := runCLI(t, append(args[:len(args)-2:len(args)-2], "--help")...)
+		if code != 0 || !strings.Contains(out, "--limit duration") || !strings.Contains(out, "extended while the run keeps stepping") {
+			t.Errorf("%v --help lacks --limit:\n%s", args[:len(args)-2], out)
+		}
+	}
+}

@@ -179,6 +179,14 @@ func runsChild(ctx context.Context, w io.Writer, st store.Store, ref string, id 
 				fmt.Fprintf(w, ": %s", clipText(ev.Reason, 140))
 			}
 			fmt.Fprintln(w)
+			if c := ev.Conditions; c != nil {
+				// The load behind the time, beside it.
+				wall := ""
+				if c.CPU != nil {
+					wall = fmt.Sprintf("wall %s, ", secsText(c.CPU.WallMs))
+				}
+				fmt.Fprintf(w, "      ran under: %s%s\n", wall, c.Summary())
+			}
 		}
 	}
 	if len(s.Calls) > 0 {

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runview"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // A member of a run, from the terminal: its lineage, prompts and answers,
@@ -60,5 +64,60 @@ func TestRunsChildAndDiff(t *testing.T) {
 	if code, out, _ := runCLI(t, "--home", home, "runs", "show", "kid"); code != 0 || !strings.Contains(out, "spend by purpose") ||
 		!strings.Contains(out, "template  2") || !strings.Contains(out, "islands") {
 		t.Errorf("runs show: spend by purpose or islands missing:\n%s", out)
+	}
+}
+
+// condEvaluator stores each full evaluation, as the evaluator does, with
+// the conditions it ran under.
+type condEvaluator struct{ db string }
+
+func (c condEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
+	res, _ := hashEvaluator{}.Evaluate(ctx, req)
+	if req.FastOnly {
+		return res, nil
+	}
+	st, err := store.Open(ctx, c.db)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	h, err := st.PutProgram(ctx, req.Program, "")
+	if err != nil {
+		return nil, err
+	}
+	e := &store.Evaluation{ProgramHash: h, Track: "quick", TrackHash: "th", Seed: req.Seed}
+	if err := st.CreateEvaluation(ctx, e); err != nil {
+		return nil, err
+	}
+	e.Verdict, e.ValLoss, e.TrainTimeMs = string(res.Verdict), res.Metrics.ValLoss, res.Metrics.TrainTimeMs
+	e.Conditions = &store.Conditions{LoadAvg: []float64{3.25, 2, 1}, LoadAvgEnd: []float64{3.5, 2, 1},
+		CPU: &store.CPUUse{WallMs: 4000, OwnMs: 7000, OwnSource: "procs", OthersMs: 1000, CPUs: 2}}
+	if err := st.FinishEvaluation(ctx, e, nil); err != nil {
+		return nil, err
+	}
+	res.EvaluationID = e.ID
+	return res, nil
+}
+
+// A member's evaluations show the load behind their time, in the text and
+// the JSON.
+func TestRunsChildConditions(t *testing.T) {
+	home := t.TempDir()
+	st, _ := quickRun(t, home, "load", condEvaluator{db: filepath.Join(home, "frontier.db")},
+		[]evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: &llmtest.Fake{Respond: func(req llm.Request) llmtest.Reply {
+			return llmtest.Reply{Text: "Less busywork.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 1\n>>>>>>> REPLACE\n"}
+		}}}},
+		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 3, Budget: evolve.BudgetConfig{MaxIterations: 1}})
+	st.Close()
+	code, out, stderr := runCLI(t, "--home", home, "runs", "child", "load", "2")
+	want := "ran under: wall 4.00s, own CPU 7.00s (procs), others 0.25 of 2 CPUs, load 3.25 -> 3.50"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("runs child lacks %q (exit %d):\n%s%s", want, code, out, stderr)
+	}
+	var story runview.MemberDoc
+	jsonOf(t, &story, "--home", home, "runs", "child", "load", "2", "--json")
+	if len(story.Evaluations) == 0 || story.Evaluations[0].Conditions == nil || story.Evaluations[0].Conditions.CPU == nil ||
+		story.Evaluations[0].Conditions.CPU.OwnMs != 7000 {
+		t.Errorf("runs child --json: evaluations %+v: want their conditions", story.Evaluations)
 	}
 }

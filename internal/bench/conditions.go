@@ -2,11 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/hostload"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -26,34 +26,12 @@ const slowFactor = 1.5
 // a search warns while it runs.
 const slowAfter = 3
 
-// readLoadAvg reads the load average over 1, 5 and 15 minutes from
-// /proc/loadavg; nil where there is none.
-func readLoadAvg() []float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return nil
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return nil
-	}
-	var out []float64
-	for _, x := range f[:3] {
-		v, err := strconv.ParseFloat(x, 64)
-		if err != nil {
-			return nil
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // loadAvg is the load average now, from Env.LoadAvg when set.
 func (e Env) loadAvg() []float64 {
 	if e.LoadAvg != nil {
 		return e.LoadAvg()
 	}
-	return readLoadAvg()
+	return hostload.Now().LoadAvg
 }
 
 // loadText writes a load average as "1.20/0.90/0.70", or "unknown".

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -46,6 +47,11 @@ type Evaluator struct {
 	// ("bwrap", "landlock", "none").
 	Sandbox string
 	Log     *slog.Logger
+	// FullLimit, when set, is every full run's wall-clock limit, fixed
+	// (--limit): not sized from the fast check, not extended while the
+	// run steps. Zero sizes it (fullLimit) and lets a run still stepping
+	// at it go on up to the track's full_run_max (deadline).
+	FullLimit time.Duration
 	// Progress, when set, receives a line per phase and per designated
 	// step, for a live display.
 	Progress func(line string)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/runner"
+	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -31,6 +32,12 @@ type PhaseJob struct {
 	// Mode is "fast" or "full".
 	Mode  string        `json:"mode"`
 	Limit time.Duration `json:"limit_ns"`
+	// Ceiling, when above Limit, is the hard limit: an executor that
+	// follows the run's steps may let a run that is still stepping go on
+	// past Limit, up to Ceiling (see deadline). PlannedSteps, when known,
+	// is how many steps the program plans (its fast check said so).
+	Ceiling      time.Duration `json:"ceiling_ns,omitempty"`
+	PlannedSteps int           `json:"planned_steps,omitempty"`
 	// RunDir is the evaluation's run folder: the phase's folders go
 	// inside it.
 	RunDir string `json:"run_dir"`
@@ -60,8 +67,10 @@ type PhaseRun struct {
 	// result is trusted then, and the failure is frontier's.
 	JudgeFailed string `json:"judge_failed,omitempty"`
 	JudgeStderr string `json:"judge_stderr,omitempty"`
-	// Limit is the wall-clock limit the program ran under.
-	Limit time.Duration `json:"limit_ns"`
+	// Limit is the wall-clock limit the program ran under; LimitNote says
+	// how and why it moved while the run went (the live step rate).
+	Limit     time.Duration `json:"limit_ns"`
+	LimitNote string        `json:"limit_note,omitempty"`
 	// Skipped, when set, says why the phase did not run and needed not
 	// (a log-contract script with no iteration count to shorten).
 	Skipped string `json:"skipped,omitempty"`
@@ -70,6 +79,10 @@ type PhaseRun struct {
 	// Waited is how long the phase waited for a node: from its submission
 	// to its start there (0 on this machine).
 	Waited time.Duration `json:"waited_ns,omitempty"`
+	// Conditions are the node's state while the program ran: the load
+	// average at its start and end, and the CPU time it, and others
+	// beside it, took (see measureConditions); nil when not read.
+	Conditions *store.Conditions `json:"conditions,omitempty"`
 }
 
 // Node runs phases on this machine: Harness those of harness-contract

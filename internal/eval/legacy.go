@@ -139,10 +139,12 @@ func (g *Legacy) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 			}
 		}
 	}
+	meter := startMeter(0)
 	rr, err := l.Runner.Run(ctx, rjob)
 	if err != nil {
 		return nil, fmt.Errorf("%s run: %w", mode, err)
 	}
+	run.Conditions = meter.stop(rr)
 	lg, err := importer.ParseLog(strings.NewReader(rr.Stdout.String()))
 	if err != nil {
 		return nil, fmt.Errorf("read the program's output: %w", err)

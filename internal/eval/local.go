@@ -63,9 +63,19 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	var handoff sync.Once
 	handedOff := make(chan struct{})
 	progress := judgeProgress(job.Progress)
+	// The first deadline is the limit; a run still stepping there may go
+	// on, up to the ceiling (the runner's own limit then).
+	var dl *deadline
+	runLimit := job.Limit
+	if job.Ceiling > job.Limit && job.Limit > 0 {
+		dl, runLimit = newDeadline(time.Now(), job.Limit, job.Ceiling, job.PlannedSteps), job.Ceiling
+	}
 	onLine := func(line []byte) {
 		if bytes.Contains(line, []byte(`"event":"handoff"`)) {
 			handoff.Do(func() { close(handedOff) })
+		}
+		if dl != nil {
+			dl.observe(line, time.Now())
 		}
 		if progress != nil {
 			progress(line)
@@ -79,12 +89,16 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 
 	// The program.
 	say("%s: %s run (limit %s)", spec.Name, mode, job.Limit)
-	pjob, cleanup, err := l.programJob(job, "", gpuEnv, judge.Clients(), job.Limit)
+	pjob, cleanup, err := l.programJob(job, "", gpuEnv, judge.Clients(), runLimit)
 	if err != nil {
 		judge.Kill()
 		return nil, err
 	}
 	pctx, stop := context.WithCancelCause(ctx)
+	if dl != nil {
+		dl.begin(time.Now())
+		go watchDeadline(pctx, dl, stop)
+	}
 	go func() {
 		// After its final validation the program has nothing left to do:
 		// a short grace to end on its own, then it is stopped, so that
@@ -100,8 +114,10 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		case <-pctx.Done():
 		}
 	}()
+	meter := startMeter(judge.Pid())
 	rr, err := l.Runner.Run(pctx, pjob)
 	ended := context.Cause(pctx)
+	cond := meter.stop(rr)
 	stop(nil)
 	cleanup() // its temporary files, before the scorer starts
 	judge.CloseClients()
@@ -112,7 +128,14 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	if rr.Status == runner.StatusCanceled && errors.Is(ended, errHandedOff) && ctx.Err() == nil {
 		rr.Status, rr.Message = runner.StatusOK, "stopped after its final validation"
 	}
-	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname()}
+	var over *limitPassed
+	if rr.Status == runner.StatusCanceled && errors.As(ended, &over) && ctx.Err() == nil {
+		rr.Status, rr.Message = runner.StatusTimeout, over.why+"; its processes were stopped"
+	}
+	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname(), Conditions: cond}
+	if dl != nil {
+		run.Limit, run.LimitNote = dl.limit()
+	}
 
 	// The scorer, once the program's final validation is over.
 	select {
@@ -148,6 +171,29 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	}
 	return run, nil
 }
+
+// watchDeadline stops the run (stop, with a *limitPassed) once dl says
+// it ran too long, checking every second until ctx ends.
+func watchDeadline(ctx context.Context, dl *deadline, stop context.CancelCauseFunc) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if over, why := dl.check(now); over {
+				stop(&limitPassed{why: why})
+				return
+			}
+		}
+	}
+}
+
+// limitPassed is why a run was stopped at its deadline.
+type limitPassed struct{ why string }
+
+func (e *limitPassed) Error() string { return e.why }
 
 // handoffGrace is how long a program may take to end on its own after its
 // final validation before it is stopped.

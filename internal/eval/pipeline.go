@@ -98,7 +98,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err e
 		// seconds.
 		var fast *phaseOutcome
 		if !req.SkipFast || req.FastOnly {
-			if fast, _, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFast, spec.Limits.FastCheck.D()); err != nil {
+			if fast, _, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFast, phaseLimits{limit: spec.Limits.FastCheck.D()}); err != nil {
 				return nil, err
 			}
 			res.Fast = fast.phase
@@ -111,17 +111,17 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err e
 			e.fill(res, fast)
 		default:
 			// The full phase, its limit sized from the fast one.
-			limit, note := fullLimit(spec, fast)
+			lim, note := e.fullLimits(spec, fast)
 			if note != "" {
 				e.progress("%s: %s", spec.Name, note)
 			}
 			var full *phaseOutcome
-			if full, telemetry, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFull, limit); err != nil {
+			if full, telemetry, err = e.phase(ctx, spec, files, req, runDir, harness.ModeFull, lim); err != nil {
 				return nil, err
 			}
-			full.phase.LimitNote = note
+			full.phase.LimitNote = joinNotes(note, full.phase.LimitNote)
 			if full.verdict == Timeout {
-				full.reason = timeoutReason(spec, full, fast, limit)
+				full.reason = timeoutReason(spec, full, fast, time.Duration(full.phase.LimitMs)*time.Millisecond)
 			}
 			res.Full = full.phase
 			e.fill(res, full)
@@ -201,10 +201,11 @@ func staticVerdict(res *Result) bool {
 
 // phase runs one phase on the executor and judges it; it returns the
 // outcome and the telemetry to store.
-func (e *Evaluator) phase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, limit time.Duration) (*phaseOutcome, []byte, error) {
+func (e *Evaluator) phase(ctx context.Context, spec *track.Spec, files *DataFiles, req Request, runDir, mode string, lim phaseLimits) (*phaseOutcome, []byte, error) {
 	run, err := e.Executor.Execute(ctx, PhaseJob{
 		Track: spec, Data: files, Program: req.Program, Name: req.Name, Seed: req.Seed,
-		Mode: mode, Limit: limit, RunDir: runDir, FastOnly: req.FastOnly, Key: req.Key, Progress: e.Progress,
+		Mode: mode, Limit: lim.limit, Ceiling: lim.ceiling, PlannedSteps: lim.planned,
+		RunDir: runDir, FastOnly: req.FastOnly, Key: req.Key, Progress: e.Progress,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -224,6 +225,9 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 		res.Warnings = append(res.Warnings, w.Message)
 	}
 	res.Metrics.WallMs = o.phase.WallMs
+	if c := o.phase.Conditions; c != nil && c.CPU != nil {
+		res.Metrics.CPUMs = c.CPU.OwnMs
+	}
 	if o.phase.Sandbox != "" {
 		res.Environment.Sandbox = o.phase.Sandbox
 	}
@@ -276,6 +280,7 @@ func (e *Evaluator) record(ctx context.Context, rec *store.Evaluation, res *Resu
 	rec.ValLoss, rec.TrainTimeMs, rec.StepAvgMs, rec.Steps = m.ValLoss, m.TrainTimeMs, m.StepAvgMs, m.Steps
 	rec.TokensPerS, rec.PeakRSSMB, rec.WallMs = m.TokensPerS, m.PeakRSSMB, m.WallMs
 	rec.FingerprintClass, rec.Result, rec.RunDir = res.FingerprintClass, doc, res.RunDir
+	rec.Conditions = res.TimedConditions()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return e.Store.FinishEvaluation(sctx, rec, telemetry)

@@ -34,8 +34,12 @@ func WriteReport(w io.Writer, r *Result) error {
 		fmt.Fprintf(b, ")  over %d tokens\n", m.ValTokens)
 	}
 	if m.TrainTimeMs > 0 {
-		fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s)\n",
+		fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s",
 			fmtMs(m.TrainTimeMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
+		if m.CPUMs > 0 {
+			fmt.Fprintf(b, ", CPU %s", fmtMs(m.CPUMs))
+		}
+		b.WriteString(")\n")
 		if m.Tokens > 0 {
 			fmt.Fprintf(b, "throughput    %s tokens/s  (%s training tokens)\n", humanInt(int64(m.TokensPerS)), humanInt(m.Tokens))
 		}
@@ -66,6 +70,9 @@ func WriteReport(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 		if ph.LimitNote != "" {
 			fmt.Fprintf(b, "%-13s %s\n", "", ph.LimitNote)
+		}
+		if c := ph.Conditions.Summary(); c != "" {
+			fmt.Fprintf(b, "%-13s ran under: %s\n", "", c)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/harness"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // Schema is the version of the JSON document `frontier eval --json` prints
@@ -111,6 +112,10 @@ type Metrics struct {
 	CUDAAllocMB float64 `json:"cuda_allocated_mb,omitempty"`
 	CUDAResMB   float64 `json:"cuda_reserved_mb,omitempty"`
 	WallMs      float64 `json:"wall_ms,omitempty"`
+	// CPUMs is the program's own CPU time in the full run (user and
+	// system, all its threads), beside WallMs; full.conditions says where
+	// it was read and what else ran meanwhile.
+	CPUMs float64 `json:"cpu_ms,omitempty"`
 	// Score is the paper's s = step_avg_ms x val_loss (lower is better).
 	Score float64 `json:"score,omitempty"`
 	// GapToFloor is val_loss minus the track's loss floor.
@@ -153,6 +158,10 @@ type Phase struct {
 	// WaitMs is how long the phase waited for a node of a cluster, from
 	// its submission to its start there; 0 on this machine.
 	WaitMs float64 `json:"wait_ms,omitempty"`
+	// Conditions are the node's state while the program ran: the load
+	// average at the start and end, the program's own CPU time, and the
+	// CPU time other processes and a hypervisor took meanwhile.
+	Conditions *store.Conditions `json:"conditions,omitempty"`
 	// Scorer is how the scorer went: the fresh process of the program that
 	// answered the final validation again from the state the program
 	// exported at fh.finish(); nil when it did not run.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -252,8 +253,10 @@ func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
 	}
 	out := judgePhase(spec, run.Mode, run.Program, run.Scorer, tel)
 	out.phase.LimitMs = float64(run.Limit.Milliseconds())
+	out.phase.LimitNote = run.LimitNote
 	out.phase.Node, out.phase.Sandbox = run.Node, run.Program.Sandbox
 	out.phase.WaitMs = float64(run.Waited.Milliseconds())
+	out.phase.Conditions = run.Conditions
 	if run.JudgeFailed != "" {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.
@@ -298,6 +301,40 @@ func fullLimit(spec *track.Spec, fast *phaseOutcome) (time.Duration, string) {
 		note += " (the track's full_run_max; the run will likely time out)"
 	}
 	return limit, note
+}
+
+// phaseLimits are a phase's wall-clock limits: the first deadline, and
+// the hard ceiling a run still stepping may go on to (0: none past limit);
+// planned is the steps the program plans, when known.
+type phaseLimits struct {
+	limit, ceiling time.Duration
+	planned        int
+}
+
+// fullLimits are the full run's limits: fixed when the evaluator has a
+// FullLimit (--limit); else the first deadline sized from the fast check
+// (fullLimit) and the track's full_run_max as the ceiling.
+func (e *Evaluator) fullLimits(spec *track.Spec, fast *phaseOutcome) (phaseLimits, string) {
+	if e.FullLimit > 0 {
+		return phaseLimits{limit: e.FullLimit}, fmt.Sprintf("the full run's limit is %s, as set (--limit): fixed", e.FullLimit)
+	}
+	limit, note := fullLimit(spec, fast)
+	lim := phaseLimits{limit: limit, ceiling: max(spec.Limits.FullRunMax.D(), limit)}
+	if fast != nil && fast.tel != nil && fast.tel.Final != nil {
+		lim.planned = fast.tel.Final.PlannedSteps
+	}
+	return lim, note
+}
+
+// joinNotes joins the notes that are not empty.
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // fastStepMs is the fast check's time per step, the median over its steps

@@ -139,6 +139,9 @@ func StartJudge(ctx context.Context, python, dir string, cfg JudgeConfig, env []
 	return j, nil
 }
 
+// Pid is the judge's process id, for reading its CPU time while it runs.
+func (j *Judge) Pid() int { return j.cmd.Process.Pid }
+
 // Clients returns the program's ends of the sockets, one per process: the
 // runner passes them as descriptors 3, 4, ... (Config.JudgeFD).
 func (j *Judge) Clients() []*os.File { return j.clients }

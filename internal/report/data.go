@@ -117,6 +117,8 @@ type Point struct {
 	ValLoss     float64 `json:"val_loss"`
 	TrainTimeMs float64 `json:"train_time_ms"`
 	StepAvgMs   float64 `json:"step_avg_ms"`
+	// Conditions are the machine's state while it was timed.
+	Conditions *runs.Conditions `json:"conditions,omitempty"`
 }
 
 // Stages a child can come from. Other values are shown as given.
@@ -151,6 +153,9 @@ type Program struct {
 	ValLoss     float64 `json:"val_loss,omitempty"`
 	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
 	StepAvgMs   float64 `json:"step_avg_ms,omitempty"`
+	// Conditions are the machine's state while its full run was timed:
+	// the load behind TrainTimeMs.
+	Conditions *runs.Conditions `json:"conditions,omitempty"`
 	// Score is the database's ranking value (lower is better).
 	Score float64 `json:"score,omitempty"`
 	// Token counts and cost cover every model call made for this child:

@@ -323,12 +323,29 @@ func avgMs(x float64) string {
 	return millis(x)
 }
 
+// loadCell says what else ran while a program was timed: the CPUs other
+// processes kept busy and the one-minute load average at the start. Two
+// times taken under different loads are not comparable.
+func loadCell(c *runs.Conditions) cell {
+	var parts []string
+	if o, ok := c.OthersCPUs(); ok {
+		parts = append(parts, fmt.Sprintf("others %.2f of %d CPUs", o, c.CPU.CPUs))
+	}
+	if c != nil && len(c.LoadAvg) > 0 {
+		parts = append(parts, fmt.Sprintf("load %.2f", c.LoadAvg[0]))
+	}
+	if len(parts) == 0 {
+		return dim(dash)
+	}
+	return txt(strings.Join(parts, ", "))
+}
+
 // topTable is the paper's Fig. 2a: the reference and the fastest
 // acceptable programs.
 func topTable(a *analysis) table {
-	t := table{Head: []string{"#", "Program", "Iteration", "Model", "Stage", "Val loss", "Train time (s)", "Δ vs ref (s)", "Speedup", "Evidence"}, Class: "top"}
+	t := table{Head: []string{"#", "Program", "Iteration", "Model", "Stage", "Val loss", "Train time (s)", "Δ vs ref (s)", "Speedup", "Evidence", "Ran under"}, Class: "top"}
 	ref := a.d.Reference
-	t.Rows = append(t.Rows, []cell{dim(""), {Text: "reference", Class: "ref"}, dim(dash), dim(dash), dim(dash), num(loss(ref.ValLoss)), num(secs(ref.TrainTimeMs)), num(dash), num(dash), dim("single timing")})
+	t.Rows = append(t.Rows, []cell{dim(""), {Text: "reference", Class: "ref"}, dim(dash), dim(dash), dim(dash), num(loss(ref.ValLoss)), num(secs(ref.TrainTimeMs)), num(dash), num(dash), dim("single timing"), loadCell(ref.Conditions)})
 	top := a.top(10)
 	for i, p := range top {
 		sp := cell{Text: speedup(p.TrainTimeMs, ref.TrainTimeMs), Class: "num"}
@@ -342,7 +359,7 @@ func topTable(a *analysis) table {
 		t.Rows = append(t.Rows, []cell{
 			num(fmt.Sprint(i + 1)), code(fmt.Sprintf("#%d %s", p.ID, shortHash(p.Hash))), num(fmt.Sprint(p.Iteration)),
 			txt(displayName(p.Model)), txt(displayName(p.Stage)), num(loss(p.ValLoss)), num(secs(p.TrainTimeMs)),
-			num(delta(p.TrainTimeMs, ref.TrainTimeMs)), sp, evidenceCell(a, p),
+			num(delta(p.TrainTimeMs, ref.TrainTimeMs)), sp, evidenceCell(a, p), loadCell(p.Conditions),
 		})
 	}
 	if len(top) == 0 {

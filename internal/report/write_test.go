@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/frontier-bench/frontier/internal/runs"
 	"image"
 	"image/png"
 	"io"
@@ -592,5 +593,19 @@ func BenchmarkWrite(b *testing.B) {
 		if _, err := Write(ctx, dir, d); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The top table says what else ran while each program was timed.
+func TestLoadCell(t *testing.T) {
+	c := &runs.Conditions{LoadAvg: []float64{3.5, 2, 1}, CPU: &runs.CPUUse{WallMs: 2000, OthersMs: 1500, CPUs: 2}}
+	if got := loadCell(c).Text; got != "others 0.75 of 2 CPUs, load 3.50" {
+		t.Errorf("loadCell = %q", got)
+	}
+	if got := loadCell(&runs.Conditions{LoadAvg: []float64{1, 1, 1}}).Text; got != "load 1.00" {
+		t.Errorf("load only: %q", got)
+	}
+	if got := loadCell(nil).Text; got != dash {
+		t.Errorf("unknown: %q, want %q", got, dash)
 	}
 }

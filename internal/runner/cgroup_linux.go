@@ -84,6 +84,28 @@ func (c *jobCgroup) pids() []int {
 	return pids
 }
 
+// cpuUsage is the CPU time the cgroup's processes took, from cpu.stat's
+// usage_usec (present without the cpu controller since Linux 4.15).
+func (c *jobCgroup) cpuUsage() (time.Duration, bool) {
+	if c == nil {
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, "cpu.stat"))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			return time.Duration(n) * time.Microsecond, true
+		}
+	}
+	return 0, false
+}
+
 // kill SIGKILLs every process in the cgroup: through cgroup.kill (Linux
 // 5.14 and later), which also stops processes forking while it runs, or
 // else one by one.

@@ -34,6 +34,10 @@ const (
 	// allocation or fork loop is stopped within a fraction of a second,
 	// cheap because only the job's own processes are read.
 	limitInterval = 100 * time.Millisecond
+	// cpuInterval is how often the CPU time of a job without a cgroup is
+	// read from /proc: what a process runs after its last reading is
+	// not counted, at most this much per thread.
+	cpuInterval = 100 * time.Millisecond
 )
 
 // Local runs jobs as child processes of the current process, each in its
@@ -269,7 +273,7 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 		oom = newOOMCounter(os.Getpid())
 	}
 	tr := newTracker(pid, cg)
-	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: tr, oom: oom, lim: newLimiter(job, cg, tr)}
+	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: tr, oom: oom, lim: newLimiter(job, cg, tr), sampleCPU: cg == nil}
 	w := s.wait(ctx, job.Timeout, scanMax, done)
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
@@ -293,9 +297,31 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 		Leftover:  s.leftover,
 		Survivors: s.survivors,
 	}
+	// Every process of the job is gone: its cgroup's count is final.
+	// Without a cgroup, rusage counts the main process and the children
+	// it waited for, and the readings of /proc count the processes it did
+	// not wait for (a sandbox's init, whose wrapper exits without waiting
+	// for it): the larger is the nearer.
+	if d, ok := cg.cpuUsage(); ok {
+		res.CPU, res.CPUSource = d, "cgroup"
+	} else if d, ok := cpuTime(w.state); ok {
+		res.CPU, res.CPUSource = d, "rusage"
+		if procs := tr.cpuTotal(); procs > d {
+			res.CPU, res.CPUSource = procs, "procs"
+		}
+	}
 	s.classify(&res, w.state, job)
 	log.Debug("runner: done", "status", res.Status, "exit_code", res.ExitCode, "signal", res.Signal, "wall", wall)
 	return res, nil
+}
+
+// cpuTime is the user and system time of the process that was waited for
+// and of the children it waited for.
+func cpuTime(state *os.ProcessState) (time.Duration, bool) {
+	if state == nil {
+		return 0, false
+	}
+	return state.UserTime() + state.SystemTime(), true
 }
 
 // startMessage explains an exec failure; the common causes of ENOENT and
@@ -342,6 +368,9 @@ type supervisor struct {
 	tr    *tracker
 	oom   oomCounter
 	lim   *limiter // nil when the job has no limits
+	// sampleCPU says the job's CPU time is read from /proc every
+	// cpuInterval (no cgroup counts it).
+	sampleCPU bool
 
 	ooms     int64 // OOM kills recorded during the run
 	oomKnown bool  // whether ooms could be read
@@ -370,6 +399,12 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 	scanC := scanT.C
 	if scanMax < 0 {
 		scanC = nil
+	}
+	var cpuC <-chan time.Time
+	if s.sampleCPU {
+		t := time.NewTicker(cpuInterval)
+		defer t.Stop()
+		cpuC = t.C
 	}
 	var limitC <-chan time.Time
 	if s.lim != nil {
@@ -410,6 +445,8 @@ func (s *supervisor) wait(ctx context.Context, timeout, scanMax time.Duration, d
 			s.log.Debug("runner: grace period over, sending SIGKILL")
 			s.tr.scan()
 			s.signal(syscall.SIGKILL)
+		case <-cpuC:
+			s.tr.sampleCPU()
 		case <-scanC:
 			s.tr.scan()
 			interval = min(2*interval, scanMax)

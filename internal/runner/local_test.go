@@ -672,3 +672,44 @@ func testCgroupParent(t *testing.T) string {
 	t.Skip("no writable cgroup v2 directory")
 	return ""
 }
+
+// The job's own CPU time is counted beside its wall time, also when its
+// main process does not wait for the process that did the work (as a
+// sandbox's wrapper exits without waiting for its init).
+func TestLocalCPUTime(t *testing.T) {
+	burn := `
+import time
+end = time.process_time() + 0.6
+while time.process_time() < end:
+    pass
+`
+	cases := map[string]string{
+		"alone": burn,
+		"in a child it does not wait for": `
+import os, time
+pid = os.fork()
+if pid == 0:` + strings.ReplaceAll(burn, "\n", "\n    ") + `
+    os._exit(0)
+# The child is done when its pipe closes; then end without reaping it.
+while True:
+    try:
+        os.kill(pid, 0)
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        break
+    if ") Z " in st:
+        break
+    time.sleep(0.05)
+os._exit(0)
+`,
+	}
+	for name, body := range cases {
+		res := run1(t, pyJob(t, body))
+		if res.Status != StatusOK {
+			t.Fatalf("%s: %s: %s", name, res.Status, res.Message)
+		}
+		if res.CPU < 500*time.Millisecond || res.CPUSource == "" {
+			t.Errorf("%s: CPU %v from %q after %v of wall time: want at least the 0.6s it burned", name, res.CPU, res.CPUSource, res.Wall)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // sysProcAttr puts the child in its own process group and asks the kernel
@@ -32,6 +33,7 @@ type procStat struct {
 	pid, ppid, pgrp, sid int
 	start                uint64
 	state                byte
+	cpu                  time.Duration // its own user and system time (utime + stime)
 }
 
 // readProcStat reads /proc/PID/stat with plain system calls: os.ReadFile
@@ -76,6 +78,13 @@ func parseProcStat(pid int, b []byte) (procStat, error) {
 	if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return procStat{}, err
 	}
+	for _, x := range f[11:13] { // utime, stime: fields 14 and 15 of the file
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return procStat{}, err
+		}
+		p.cpu += time.Duration(n) * clockTick
+	}
 	return p, nil
 }
 
@@ -112,10 +121,17 @@ type tracker struct {
 	pgid  int
 	start uint64         // the leader's start time
 	known map[int]uint64 // pid -> start time
+	// cpu is each known process's own CPU time as last read, by pid and
+	// start time; kept after the process is gone.
+	cpu map[[2]uint64]time.Duration
 }
 
+// clockTick is the unit of times in /proc/PID/stat (USER_HZ, 100 on
+// every architecture Linux gives user space).
+const clockTick = 10 * time.Millisecond
+
 func newTracker(pid int, cg *jobCgroup) *tracker {
-	t := &tracker{cg: cg, pgid: pid, known: map[int]uint64{}}
+	t := &tracker{cg: cg, pgid: pid, known: map[int]uint64{}, cpu: map[[2]uint64]time.Duration{}}
 	if p, err := readProcStat(pid); err == nil {
 		t.start = p.start
 		t.known[pid] = p.start
@@ -154,6 +170,38 @@ func (t *tracker) scan() {
 			}
 		}
 	}
+	for _, p := range procs {
+		if isKnown(p.pid) {
+			t.noteCPU(p)
+		}
+	}
+}
+
+// noteCPU records a known process's CPU time as just read.
+func (t *tracker) noteCPU(p procStat) {
+	k := [2]uint64{uint64(p.pid), p.start}
+	t.cpu[k] = max(t.cpu[k], p.cpu)
+}
+
+// sampleCPU reads the CPU time of every known process, zombies included
+// (a zombie's times are final).
+func (t *tracker) sampleCPU() {
+	for pid, start := range t.known {
+		if p, err := readProcStat(pid); err == nil && p.start == start {
+			t.noteCPU(p)
+		}
+	}
+}
+
+// cpuTotal is the CPU time of every process of the job as last read: a
+// lower bound on the job's, short of what each process ran since its last
+// reading and of processes no reading saw.
+func (t *tracker) cpuTotal() time.Duration {
+	var sum time.Duration
+	for _, d := range t.cpu {
+		sum += d
+	}
+	return sum
 }
 
 // alive returns the known processes that still run (zombies are dead).

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -12,7 +13,7 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != (procStat{pid: 4242, ppid: 4000, pgrp: 4100, sid: 4200, start: 987654, state: 'S'}) {
+	if p != (procStat{pid: 4242, ppid: 4000, pgrp: 4100, sid: 4200, start: 987654, state: 'S', cpu: 30 * time.Millisecond}) {
 		t.Errorf("got %+v", p)
 	}
 	for _, bad := range []string{"", "12 (x", "12 (x) S 1 2"} {

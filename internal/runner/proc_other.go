@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // Without /proc and Pdeathsig, only the process group is tracked: the job
@@ -32,6 +33,8 @@ type tracker struct{}
 
 func newTracker(int, *jobCgroup) *tracker          { return &tracker{} }
 func (*tracker) scan()                             {}
+func (*tracker) sampleCPU()                        {}
+func (*tracker) cpuTotal() time.Duration           { return 0 }
 func (*tracker) follow()                           {}
 func (*tracker) usage() usage                      { return usage{} }
 func (*tracker) alive() []int                      { return nil }
@@ -52,13 +55,14 @@ func newJobCgroup(parent string) (*jobCgroup, error) {
 	return nil, nil
 }
 
-func (*jobCgroup) attach(*syscall.SysProcAttr)  {}
-func (*jobCgroup) started()                     {}
-func (*jobCgroup) remove() error                { return nil }
-func (*jobCgroup) setLimits(int64, int) []error { return nil }
-func (*jobCgroup) memoryLimited() bool          { return false }
-func (*jobCgroup) tasksLimited() bool           { return false }
-func (*jobCgroup) forksRefused() int64          { return 0 }
+func (*jobCgroup) attach(*syscall.SysProcAttr)     {}
+func (*jobCgroup) started()                        {}
+func (*jobCgroup) remove() error                   { return nil }
+func (*jobCgroup) setLimits(int64, int) []error    { return nil }
+func (*jobCgroup) memoryLimited() bool             { return false }
+func (*jobCgroup) tasksLimited() bool              { return false }
+func (*jobCgroup) forksRefused() int64             { return 0 }
+func (*jobCgroup) cpuUsage() (time.Duration, bool) { return 0, false }
 
 // limitsSupported: without /proc, the job's usage cannot be measured.
 func limitsSupported() error {

@@ -199,6 +199,16 @@ type Result struct {
 	// MaxRSSKB is the peak resident set of the largest process in the
 	// group that was waited for, from rusage.
 	MaxRSSKB int64 `json:"max_rss_kb"`
+	// CPU is the CPU time (user and system) the job took, beside Wall.
+	// CPUSource says where it was read: "cgroup" is the job cgroup's
+	// cpu.stat, every process of the job counted; "rusage" is the main
+	// process's with the children it waited for; "procs" (larger than
+	// rusage: the main process did not wait for them all, as a sandbox's
+	// wrapper does not) is the sum of the job's processes' own times, read
+	// from /proc every 100ms and at the end, short of at most 100ms a
+	// thread; "" when unknown.
+	CPU       time.Duration `json:"cpu_ns,omitempty"`
+	CPUSource string        `json:"cpu_source,omitempty"`
 	// Message is one sentence saying what happened, for humans.
 	Message string `json:"message,omitempty"`
 	// Leftover counts the job's processes that were still running after

@@ -394,16 +394,18 @@ type AttemptRow struct {
 // EvaluationRow is an evaluation of a member; its whole result is in the
 // database (evaluations.result, the shape of eval --json).
 type EvaluationRow struct {
-	ID          int64     `json:"id"`
-	Kind        string    `json:"kind"` // fast or full
-	Seed        int       `json:"seed"`
-	State       string    `json:"state"`
-	Verdict     string    `json:"verdict,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	ValLoss     float64   `json:"val_loss,omitempty"`
-	TrainTimeMs float64   `json:"train_time_ms,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitzero"`
-	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	ID          int64   `json:"id"`
+	Kind        string  `json:"kind"` // fast or full
+	Seed        int     `json:"seed"`
+	State       string  `json:"state"`
+	Verdict     string  `json:"verdict,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	ValLoss     float64 `json:"val_loss,omitempty"`
+	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
+	// Conditions are the machine's state while its timed phase ran.
+	Conditions *runs.Conditions `json:"conditions,omitempty"`
+	StartedAt  time.Time        `json:"started_at,omitzero"`
+	FinishedAt time.Time        `json:"finished_at,omitzero"`
 }
 
 // CallRow is a model call.
@@ -443,7 +445,7 @@ func EvalRow(ev *store.Evaluation) EvaluationRow {
 		kind = "fast"
 	}
 	return EvaluationRow{ID: ev.ID, Kind: kind, Seed: ev.Seed, State: ev.State, Verdict: ev.Verdict,
-		Reason: ev.Reason, ValLoss: ev.ValLoss, TrainTimeMs: ev.TrainTimeMs, StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt}
+		Reason: ev.Reason, ValLoss: ev.ValLoss, TrainTimeMs: ev.TrainTimeMs, Conditions: ev.Conditions, StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt}
 }
 
 // Doc is the story as a member's document.

@@ -66,6 +66,21 @@ func LoadReport(ctx context.Context, st ReportReader, ref string) (*report.Data,
 		}
 		if e != nil {
 			d.Run.FingerprintClass = e.FingerprintClass
+			d.Reference.Conditions = e.Conditions
+		}
+	}
+	// The load behind each measured time, beside it: ReportOf made one
+	// program per child, in order.
+	for i, c := range s.Children {
+		if c.EvaluationID == 0 || !c.Verdict.Valid() || i >= len(d.Programs) {
+			continue
+		}
+		e, err := st.Evaluation(ctx, c.EvaluationID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if e != nil {
+			d.Programs[i].Conditions = e.Conditions
 		}
 	}
 	if s.Record != nil {

@@ -57,6 +57,8 @@ func newFixture(t *testing.T, objective string, metaStart int) *fixture {
 			t.Fatal(err)
 		}
 		e.Verdict, e.FingerprintClass = "acceptable", class
+		e.Conditions = &store.Conditions{LoadAvg: []float64{float64(e.ID), 1, 1},
+			CPU: &store.CPUUse{WallMs: 1000, OwnMs: 1900, OwnSource: "cgroup", OthersMs: 500, CPUs: 2}}
 		var tel []byte
 		if telemetry != "" {
 			tel = []byte(telemetry)
@@ -157,8 +159,12 @@ func TestLoadReport(t *testing.T) {
 	if r.MetaPromptFrom != 2 || strings.Join(r.Models, ",") != "m1,m2" || r.FingerprintClass != "cpu/2/torch1.13" {
 		t.Errorf("run = %+v", r)
 	}
-	if d.Reference != (report.Point{ValLoss: 3.99, TrainTimeMs: 20_000, StepAvgMs: 100}) {
+	if ref := d.Reference; ref.ValLoss != 3.99 || ref.TrainTimeMs != 20_000 || ref.StepAvgMs != 100 {
 		t.Errorf("reference = %+v", d.Reference)
+	}
+	// The load behind each time comes with it.
+	if c := d.Reference.Conditions; c == nil || c.CPU == nil || c.CPU.OthersMs != 500 {
+		t.Errorf("reference's conditions = %+v", c)
 	}
 
 	// The reference, the seed and the migrant are not programs of the run.
@@ -173,6 +179,9 @@ func TestLoadReport(t *testing.T) {
 		}
 	}
 	fast := byID[f.fast.ID]
+	if c := fast.Conditions; c == nil || len(c.LoadAvg) != 3 || c.LoadAvg[0] != float64(f.fast.EvaluationID) {
+		t.Errorf("the fast program's conditions = %+v, want its evaluation's", c)
+	}
 	if fast.ParentID != f.first.ID {
 		t.Errorf("the child of a migrant has parent %d, want the migrant's original #%d", fast.ParentID, f.first.ID)
 	}

@@ -150,13 +150,13 @@ type Calibration struct {
 }
 
 // Conditions are what is known of a machine's state while something was
-// measured. They are stored as JSON, so that what is recorded can grow.
-type Conditions struct {
-	// LoadAvg is the load average over 1, 5 and 15 minutes when the
-	// measurement began, LoadAvgEnd when it ended; empty when unknown.
-	LoadAvg    []float64 `json:"load_avg,omitempty"`
-	LoadAvgEnd []float64 `json:"load_avg_end,omitempty"`
-}
+// measured (runs.Conditions). They are stored as JSON, so that what is
+// recorded can grow.
+type Conditions = runs.Conditions
+
+// CPUUse is a measured job's CPU time beside the machine's
+// (runs.CPUUse).
+type CPUUse = runs.CPUUse
 
 // CreateBenchRun inserts r and sets r.ID. An empty name becomes
 // "bench-<id>".

@@ -40,8 +40,11 @@ type Evaluation struct {
 	PeakRSSMB        float64
 	WallMs           float64
 	FingerprintClass string
-	Result           json.RawMessage // the evaluator's full result document
-	RunDir           string
+	// Conditions are the machine's state while the evaluation's timed
+	// phase ran (its full run, else its fast check); nil when unknown.
+	Conditions *Conditions
+	Result     json.RawMessage // the evaluator's full result document
+	RunDir     string
 	// Owner names the process that ran it (set by CreateEvaluation; see
 	// InterruptOrphans).
 	Owner      string
@@ -92,6 +95,14 @@ func (s *sqlStore) FinishEvaluation(ctx context.Context, e *Evaluation, telemetr
 }
 
 func (s *sqlStore) finishEvaluation(ctx context.Context, e *Evaluation, telemetry []byte) error {
+	var cond sql.NullString
+	if e.Conditions != nil {
+		b, err := json.Marshal(e.Conditions)
+		if err != nil {
+			return fmt.Errorf("encode conditions: %w", err)
+		}
+		cond = sql.NullString{String: string(b), Valid: true}
+	}
 	tx, err := s.db.BeginTx(ctx)
 	if err != nil {
 		return err
@@ -100,10 +111,10 @@ func (s *sqlStore) finishEvaluation(ctx context.Context, e *Evaluation, telemetr
 	res, err := tx.ExecContext(ctx,
 		`UPDATE evaluations SET state = $1, verdict = $2, reason = $3, val_loss = $4, train_time_ms = $5,
 		 step_avg_ms = $6, steps = $7, tokens_per_s = $8, peak_rss_mb = $9, wall_ms = $10,
-		 fingerprint_class = $11, result = $12, finished_at = $13 WHERE id = $14`,
+		 fingerprint_class = $11, result = $12, finished_at = $13, conditions = $14 WHERE id = $15`,
 		e.State, e.Verdict, e.Reason, nullZero(e.ValLoss), nullZero(e.TrainTimeMs), nullZero(e.StepAvgMs),
 		e.Steps, nullZero(e.TokensPerS), nullZero(e.PeakRSSMB), nullZero(e.WallMs),
-		e.FingerprintClass, string(e.Result), e.FinishedAt.UnixMilli(), e.ID)
+		e.FingerprintClass, string(e.Result), e.FinishedAt.UnixMilli(), cond, e.ID)
 	if err != nil {
 		return err
 	}
@@ -122,7 +133,7 @@ func (s *sqlStore) finishEvaluation(ctx context.Context, e *Evaluation, telemetr
 
 const evalColumns = `id, program_hash, track, track_hash, seed, fast_only, state, verdict, reason,
 	val_loss, train_time_ms, step_avg_ms, steps, tokens_per_s, peak_rss_mb, wall_ms,
-	fingerprint_class, result, run_dir, started_at, finished_at, owner`
+	fingerprint_class, result, run_dir, started_at, finished_at, owner, conditions`
 
 func scanEvaluation(r scanner) (*Evaluation, error) {
 	var e Evaluation
@@ -131,10 +142,17 @@ func scanEvaluation(r scanner) (*Evaluation, error) {
 	var started int64
 	var finished sql.NullInt64
 	var result string
+	var cond sql.NullString
 	err := r.Scan(&e.ID, &e.ProgramHash, &e.Track, &e.TrackHash, &e.Seed, &e.FastOnly, &e.State, &e.Verdict, &e.Reason,
-		&valLoss, &trainMs, &stepAvg, &steps, &tps, &rss, &wall, &e.FingerprintClass, &result, &e.RunDir, &started, &finished, &e.Owner)
+		&valLoss, &trainMs, &stepAvg, &steps, &tps, &rss, &wall, &e.FingerprintClass, &result, &e.RunDir, &started, &finished, &e.Owner, &cond)
 	if err != nil {
 		return nil, err
+	}
+	if cond.Valid && cond.String != "" {
+		e.Conditions = new(Conditions)
+		if err := json.Unmarshal([]byte(cond.String), e.Conditions); err != nil {
+			return nil, fmt.Errorf("evaluation %d: conditions: %w", e.ID, err)
+		}
 	}
 	e.ValLoss, e.TrainTimeMs, e.StepAvgMs = valLoss.Float64, trainMs.Float64, stepAvg.Float64
 	e.TokensPerS, e.PeakRSSMB, e.WallMs = tps.Float64, rss.Float64, wall.Float64

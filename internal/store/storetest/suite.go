@@ -92,11 +92,19 @@ func testEvaluations(t *testing.T, s store.Store) {
 	}
 	e.Verdict, e.Reason, e.ValLoss, e.TrainTimeMs, e.Steps = "acceptable", "under the target", 3.25, 1200, 60
 	e.Result = json.RawMessage(`{"verdict":"acceptable"}`)
+	cond := &store.Conditions{LoadAvg: []float64{3.5, 2, 1}, LoadAvgEnd: []float64{4, 2.5, 1.25},
+		CPU: &store.CPUUse{WallMs: 2000, OwnMs: 3900, OwnSource: "procs", OthersMs: 1500, StealMs: 20, CPUs: 2}}
+	e.Conditions = cond
 	must(t, s.FinishEvaluation(ctx, e, []byte("{\"type\":\"final\"}\n")))
 	got, err = s.Evaluation(ctx, e.ID)
 	if err != nil || got.State != store.StateDone || got.Verdict != "acceptable" || got.ValLoss != 3.25 || got.Steps != 60 ||
 		got.StepAvgMs != 0 || got.FinishedAt.IsZero() || string(got.Result) != `{"verdict":"acceptable"}` {
 		t.Errorf("finished evaluation read back as %+v, %v", got, err)
+	}
+	// The load behind its time is stored with it.
+	if got != nil && (got.Conditions == nil || got.Conditions.CPU == nil || *got.Conditions.CPU != *cond.CPU ||
+		len(got.Conditions.LoadAvgEnd) != 3 || got.Conditions.LoadAvgEnd[2] != 1.25) {
+		t.Errorf("conditions read back as %+v, want %+v", got.Conditions, cond)
 	}
 	if tel, err := s.Telemetry(ctx, e.ID); err != nil || string(tel) != "{\"type\":\"final\"}\n" {
 		t.Errorf("telemetry %q, %v", tel, err)
