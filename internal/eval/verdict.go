@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -274,112 +272,6 @@ func limitOf(spec *track.Spec, mode string) time.Duration {
 		return spec.Limits.FastCheck.D()
 	}
 	return spec.Limits.FullRun.D()
-}
-
-// fullLimit sizes the full run's wall-clock limit from the fast check: its
-// step time on this machine times the steps the program plans, plus the
-// setup and a validation, with half as much again to spare, never under
-// the track's full_run and never over its full_run_max. A slow or busy
-// machine then gives the same verdict, later, instead of a timeout. The
-// note says so when the limit was raised.
-func fullLimit(spec *track.Spec, fast *phaseOutcome) (time.Duration, string) {
-	base, ceiling := spec.Limits.FullRun.D(), max(spec.Limits.FullRunMax.D(), spec.Limits.FullRun.D())
-	stepMs := fastStepMs(fast)
-	if stepMs <= 0 || fast.tel.Final == nil || fast.tel.Final.PlannedSteps <= 0 {
-		return base, ""
-	}
-	f := fast.tel.Final
-	valMs := f.ValMs * float64(spec.Data.ValTokens) / float64(max(f.ValTokens, 1))
-	need := time.Duration(1.5 * (stepMs*float64(f.PlannedSteps) + f.PreTrainMs + valMs) * float64(time.Millisecond))
-	if need <= base {
-		return base, ""
-	}
-	limit := min(need.Round(time.Second), ceiling)
-	note := fmt.Sprintf("the fast check ran %.1f ms a step%s; %d planned steps need about %s: the full run's limit is %s instead of %s",
-		stepMs, slower(spec, stepMs), f.PlannedSteps, (need * 2 / 3).Round(time.Second), limit, base)
-	if need > ceiling {
-		note += " (the track's full_run_max; the run will likely time out)"
-	}
-	return limit, note
-}
-
-// phaseLimits are a phase's wall-clock limits: the first deadline, and
-// the hard ceiling a run still stepping may go on to (0: none past limit);
-// planned is the steps the program plans, when known.
-type phaseLimits struct {
-	limit, ceiling time.Duration
-	planned        int
-}
-
-// fullLimits are the full run's limits: fixed when the evaluator has a
-// FullLimit (--limit); else the first deadline sized from the fast check
-// (fullLimit) and the track's full_run_max as the ceiling.
-func (e *Evaluator) fullLimits(spec *track.Spec, fast *phaseOutcome) (phaseLimits, string) {
-	if e.FullLimit > 0 {
-		return phaseLimits{limit: e.FullLimit}, fmt.Sprintf("the full run's limit is %s, as set (--limit): fixed", e.FullLimit)
-	}
-	limit, note := fullLimit(spec, fast)
-	lim := phaseLimits{limit: limit, ceiling: max(spec.Limits.FullRunMax.D(), limit)}
-	if fast != nil && fast.tel != nil && fast.tel.Final != nil {
-		lim.planned = fast.tel.Final.PlannedSteps
-	}
-	return lim, note
-}
-
-// joinNotes joins the notes that are not empty.
-func joinNotes(notes ...string) string {
-	var out []string
-	for _, n := range notes {
-		if n != "" {
-			out = append(out, n)
-		}
-	}
-	return strings.Join(out, "; ")
-}
-
-// fastStepMs is the fast check's time per step, the median over its steps
-// after the first (which holds the clock-start check), or 0.
-func fastStepMs(fast *phaseOutcome) float64 {
-	if fast == nil || fast.tel == nil || len(fast.tel.Steps) < 2 {
-		return 0
-	}
-	s := fast.tel.Steps
-	var d []float64
-	for i := 1; i < len(s); i++ {
-		if n := s[i].Step - s[i-1].Step; n > 0 {
-			d = append(d, (s[i].TrainTimeMs-s[i-1].TrainTimeMs)/float64(n))
-		}
-	}
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[len(d)/2]
-}
-
-// slower says how this step time compares with the track's calibration.
-func slower(spec *track.Spec, stepMs float64) string {
-	ref := spec.Hardware.ReferenceStepMs
-	if ref <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (the reference runs %.0f ms a step on the machine the track was calibrated on: %.1fx)", ref, stepMs/ref)
-}
-
-// timeoutReason says what a full run that hit its limit was doing and
-// what to do about it.
-func timeoutReason(spec *track.Spec, full, fast *phaseOutcome, limit time.Duration) string {
-	r := fmt.Sprintf("the full run was killed at its wall-clock limit of %s", limit)
-	t := full.tel
-	if n := full.phase.Steps; n > 0 && len(t.Steps) > 0 {
-		last := t.Steps[len(t.Steps)-1]
-		stepMs := last.TrainTimeMs / float64(last.Step+1)
-		r += fmt.Sprintf(" after %d steps at %.1f ms a step%s", n, stepMs, slower(spec, stepMs))
-	}
-	if fast != nil && fast.phase != nil && fastStepMs(fast) > 0 {
-		r += fmt.Sprintf("; the fast check ran %.1f ms a step", fastStepMs(fast))
-	}
-	return r + ". On a slow or busy machine, raise limits.full_run_max in the track (or run fewer programs at once); a program that plans more steps than it can run in the limit needs fewer"
 }
 
 // judgeLoss compares the validation loss with the target.
