@@ -107,8 +107,18 @@ func (d *deadline) check(now time.Time) (stop bool, why string) {
 		return true, fmt.Sprintf("past its limit of %s, it sent nothing for %s (after %s): it stopped stepping", d.first, quiet.Round(time.Second), d.progress())
 	case now.Before(d.at):
 		return false, ""
-	case d.perStep <= 0 || quiet > d.window():
+	case quiet > d.window():
 		return true, fmt.Sprintf("stopped at its limit of %s after %s", d.first, d.progress())
+	case d.perStep <= 0:
+		// Alive, but no step yet: a setup that the load made slower
+		// than the fast check's. It gets the stall window at a time,
+		// and is stopped once it goes quiet.
+		d.at = now.Add(d.window())
+		if d.at.After(hard) {
+			d.at = hard
+		}
+		d.extended++
+		return false, ""
 	}
 	// Still stepping: the live rate says when it will end.
 	rest := d.window()

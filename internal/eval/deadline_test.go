@@ -72,6 +72,19 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("a run needing 20 minutes of a 10-minute ceiling: stopped at %s (%q)", at, why)
 	}
 
+	// A setup slower than the fast check's: no step yet at the first
+	// deadline, but lines still coming. It is not stopped there; once it
+	// goes quiet for the stall window, it is.
+	d = newDeadline(t0, 3*time.Second, 2*time.Minute, 30)
+	d.begin(t0)
+	d.observe([]byte(`{"event":"start"}`), t0.Add(2*time.Second))
+	if stop, why := d.check(t0.Add(3 * time.Second)); stop {
+		t.Errorf("a run alive in its setup at its first deadline was stopped: %q", why)
+	}
+	if stop, why := d.check(t0.Add(2*time.Second + stallFloor + time.Second)); !stop || !strings.Contains(why, "sent nothing") {
+		t.Errorf("a run quiet for the stall window after its first deadline: stop %v (%q)", stop, why)
+	}
+
 	// Without a plan the run goes on while it steps, never past the
 	// ceiling.
 	d = newDeadline(t0, 60*time.Second, 5*time.Minute, 0)
