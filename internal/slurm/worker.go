@@ -138,7 +138,6 @@ func claimedDir(cdir, job string) string   { return filepath.Join(cdir, "claimed
 func doneFile(cdir, name string) string    { return filepath.Join(cdir, "done", name) }
 func cancelFile(phaseDir string) string    { return filepath.Join(phaseDir, "cancel") }
 func ticketFile(cdir, name string) string  { return filepath.Join(queueDir(cdir), name) }
-func workerSpecFile(cdir string) string    { return filepath.Join(cdir, "worker.json") }
 func workerOutput(cdir, job string) string { return filepath.Join(cdir, "worker-"+job+".out") }
 
 // executeByWorker queues the phase for a worker of its class, makes sure
