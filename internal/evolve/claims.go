@@ -45,7 +45,7 @@ func (b *claimBook) reset(claims []*store.Confirmation, settled []*store.Child) 
 			b.refuted[cl.ChildID] = true
 		}
 	}
-	b.fastest = fastestOpenOf(claims, settled)
+	b.fastest = store.FastestOpen(claims, settled)
 	return cutOff
 }
 
@@ -102,7 +102,7 @@ func (b *claimBook) settled(cl *store.Confirmation, settled func() []*store.Chil
 	}
 	b.refuted[cl.ChildID] = true
 	if b.fastest != nil && b.fastest.ID == cl.ChildID {
-		b.fastest = fastestOpenOf(b.all, settled())
+		b.fastest = store.FastestOpen(b.all, settled())
 	}
 }
 

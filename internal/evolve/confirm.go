@@ -108,27 +108,6 @@ func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
 	return cl
 }
 
-// fastestOpenOf is the fastest open candidate (claimBook.fastestOpen)
-// among settled members kids.
-func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Child {
-	refuted := map[int64]bool{}
-	for _, cl := range claims {
-		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
-			refuted[cl.ChildID] = true
-		}
-	}
-	var best *store.Child
-	for _, c := range kids {
-		if c == nil || c.State != runs.Done || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
-			continue
-		}
-		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {
-			best = c
-		}
-	}
-	return best
-}
-
 // openNext makes a claim for the next candidate, if any, after one was
 // refuted: the fastest child whose timing is still open, when it is faster
 // than the record.

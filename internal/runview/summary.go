@@ -263,7 +263,7 @@ func summarizeMembers(run *store.Run, members []*store.Child, claims []*store.Co
 	if f := s.Settled.Fastest; f.ID != 0 {
 		s.Fastest = s.byID[f.ID]
 	}
-	if c := fastestOpenOf(claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordSingleMs {
+	if c := store.FastestOpen(claims, s.Children); c != nil && s.Record != nil && c.ID != s.Record.ID && c.TrainTimeMs < s.RecordSingleMs {
 		s.Candidate = c
 	}
 	slices.SortFunc(valids, func(a, b *store.Child) int { return rankOrder(objective, a, b) })
@@ -455,25 +455,4 @@ func claimsOf(cs []*store.Confirmation) []runs.Claim {
 		out[i] = c.Claim
 	}
 	return out
-}
-
-// fastestOpenOf is the acceptable child with the fastest single timing
-// among those whose claim was not refuted (rejected or failed).
-func fastestOpenOf(claims []*store.Confirmation, kids []*store.Child) *store.Child {
-	refuted := map[int64]bool{}
-	for _, cl := range claims {
-		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
-			refuted[cl.ChildID] = true
-		}
-	}
-	var best *store.Child
-	for _, c := range kids {
-		if c == nil || c.State != runs.Done || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
-			continue
-		}
-		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {
-			best = c
-		}
-	}
-	return best
 }

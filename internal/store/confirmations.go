@@ -144,3 +144,25 @@ func (s *sqlStore) RunningEvaluations(ctx context.Context, programHash string, s
 	}
 	return out, rows.Err()
 }
+
+// FastestOpen is the acceptable child with the fastest single timing among
+// kids whose claim was not refuted (rejected or failed): the run's
+// candidate record, as the engine keeps it and every reader shows it.
+func FastestOpen(claims []*Confirmation, kids []*Child) *Child {
+	refuted := map[int64]bool{}
+	for _, cl := range claims {
+		if cl.State == runs.ClaimRejected || cl.State == runs.ClaimFailed {
+			refuted[cl.ChildID] = true
+		}
+	}
+	var best *Child
+	for _, c := range kids {
+		if c == nil || c.State != runs.Done || c.Origin.IsCopy() || c.Origin == runs.OriginReference || refuted[c.ID] {
+			continue
+		}
+		if o := c.Outcome(); best == nil && o.Timed() || best != nil && o.Faster(best.Outcome()) {
+			best = c
+		}
+	}
+	return best
+}
