@@ -690,7 +690,7 @@ func TestRedTeam(t *testing.T) {
 	ctx := context.Background()
 	py, err := pyenv.Find(ctx, "")
 	if err != nil {
-		t.Skipf("no Python with PyTorch: %v", err)
+		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", err)
 	}
 	mode, err := sandbox.ParseMode(*sandboxFlag)
 	if err != nil {
@@ -698,7 +698,7 @@ func TestRedTeam(t *testing.T) {
 	}
 	sb, err := sandbox.Wrap(ctx, runner.NewLocal(nil), mode, sandbox.Options{})
 	if err != nil {
-		t.Skipf("no sandbox here (%v): run with -redteam.sandbox=none to run the red team unconfined", err)
+		testdeps.Missing(t, "bubblewrap", "no sandbox here (%v): run with -redteam.sandbox=none to run the red team unconfined", err)
 	}
 	spec := loadTrack(t)
 	dataDir := t.TempDir()
