@@ -92,6 +92,10 @@ type workerPool struct {
 	// of them, and no worker of the class is started again.
 	failed map[string]int
 	broken map[string]error
+	// running counts, per class, the workers this executor started whose
+	// end it has not yet taken in: Slurm may list a worker as ended before
+	// its failure is counted, and no other must start in between.
+	running map[string]int
 }
 
 // maxWorkerFailures is how many workers in a row may fail before running
@@ -291,6 +295,7 @@ func (x *Executor) ensureWorkers(ctx context.Context, class, cdir string, spec S
 		p.infos = map[string]cachedInfo{}
 		p.failed = map[string]int{}
 		p.broken = map[string]error{}
+		p.running = map[string]int{}
 		p.bg, p.cancel = context.WithCancel(context.Background())
 	}
 	if err := p.broken[class]; err != nil {
@@ -313,7 +318,7 @@ func (x *Executor) ensureWorkers(ctx context.Context, class, cdir string, spec S
 			busy += countEntries(filepath.Join(cdir, "claimed", w.Name()))
 		}
 	}
-	for n := len(live); n < min(x.Workers.N, queued+busy); n++ {
+	for n := max(len(live), p.running[class]); n < min(x.Workers.N, queued+busy); n++ {
 		if err := x.startWorker(ctx, class, cdir, spec); err != nil {
 			return err
 		}
@@ -343,6 +348,7 @@ func (x *Executor) startWorker(ctx context.Context, class, cdir string, spec Spe
 		return fmt.Errorf("slurm: start a worker: %w", err)
 	}
 	x.log().Info("slurm: started a worker", "job", id, "class", class)
+	p.running[class]++
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -351,19 +357,23 @@ func (x *Executor) startWorker(ctx context.Context, class, cdir string, spec Spe
 		res, err := x.Client.Run(p.bg, w, nil)
 		if err != nil && p.bg.Err() == nil {
 			x.log().Warn("slurm: lost sight of a worker", "job", id, "err", err)
+			x.workerEnded(class, cdir, id, nil)
 			return
 		}
 		x.log().Info("slurm: a worker ended", "job", id, "end", res.Message)
-		if p.bg.Err() == nil {
-			x.workerEnded(class, cdir, id, res)
+		if p.bg.Err() != nil {
+			x.workerEnded(class, cdir, id, nil) // cancelled by Close: not a failure
+			return
 		}
+		x.workerEnded(class, cdir, id, &res)
 	}()
 	return nil
 }
 
-// workerEnded counts a worker that failed before it took a phase; after
+// workerEnded takes in a worker's end (res nil: not known, or cancelled
+// by Close) and counts a worker that failed before it took a phase; after
 // maxWorkerFailures in a row the class is broken.
-func (x *Executor) workerEnded(class, cdir, id string, res Result) {
+func (x *Executor) workerEnded(class, cdir, id string, res *Result) {
 	took := false
 	if _, err := os.Stat(claimedDir(cdir, id)); err == nil {
 		took = true
@@ -371,6 +381,10 @@ func (x *Executor) workerEnded(class, cdir, id string, res Result) {
 	p := &x.workers
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.running[class]--
+	if res == nil {
+		return
+	}
 	if res.OK() || took {
 		p.failed[class] = 0
 		return
