@@ -128,32 +128,8 @@ func (e *Engine) openNext(ctx context.Context) {
 	e.log.Info("evolve: candidate record", "child", c.ID, "time", fmtMs(c.TrainTimeMs), "claim", cl.State, "reason", cl.Reason)
 }
 
-// standing returns the run's record (see standingOf).
+// standing returns the run's record (see store.Standing).
 func (e *Engine) standing() (*store.Child, runs.Record) { return e.pop.record(e.claims.list()) }
-
-// standingOf is a run's record (runs.RecordOf) as a member, with its
-// times: the best estimate, the timings behind it and its own single
-// timing; nil before the reference has a time.
-func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, runs.Record) {
-	var refOut runs.Outcome
-	if ref != nil && ref.State == runs.Done {
-		refOut = ref.Outcome()
-	}
-	rec := runs.RecordOf(claimsOf(claims), refOut)
-	c := members[rec.ID]
-	if c == nil {
-		return nil, runs.Record{}
-	}
-	return c, rec
-}
-
-func claimsOf(cs []*store.Confirmation) []runs.Claim {
-	out := make([]runs.Claim, len(cs))
-	for i, c := range cs {
-		out[i] = c.Claim
-	}
-	return out
-}
 
 // noise is the run-to-run variation the run measured in its series: the
 // relative standard deviation of one timing and the standard deviation of
@@ -445,7 +421,7 @@ func (e *Engine) recordText() string {
 	if base.Origin == runs.OriginReference {
 		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(rec.SingleMs))
 	} else {
-		sp, basis := rec.VsReference(claimsOf(e.claims.list()), e.pop.reference.ID)
+		sp, basis := rec.VsReference(store.Claims(e.claims.list()), e.pop.reference.ID)
 		s = fmt.Sprintf("#%d trains to the target in %s (one timing in the search), %s vs the reference (%s; evidence: %s)",
 			base.ID, fmtMs(rec.SingleMs), runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 	}

@@ -165,7 +165,7 @@ func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n 
 // record is the run's record as a member (standingOf), given the run's
 // claims.
 func (p *population) record(claims []*store.Confirmation) (*store.Child, runs.Record) {
-	return standingOf(claims, p.members, p.reference)
+	return store.Standing(claims, p.members, p.reference)
 }
 
 // claim registers a candidate program of member id under its normalized

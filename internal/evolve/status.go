@@ -45,7 +45,7 @@ func (e *Engine) publish() {
 		s.RecordEvidence, s.RecordBrief = "single timing (the reference)", "reference"
 		if rec.Claim != nil {
 			s.RecordEvidence, s.RecordBrief = rec.Claim.Evidence(), rec.Claim.Brief()
-			s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(e.claims.list()), ref.ID)
+			s.RecordSpeedup, s.RecordBasis = rec.VsReference(store.Claims(e.claims.list()), ref.ID)
 		}
 		if f := e.claims.fastestOpen(); f != nil && f.ID != base.ID && f.TrainTimeMs < rec.SingleMs {
 			s.FastestID, s.FastestMs = f.ID, f.TrainTimeMs

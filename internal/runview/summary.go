@@ -246,10 +246,10 @@ func summarizeMembers(run *store.Run, members []*store.Child, claims []*store.Co
 		}
 	}
 	var rec runs.Record
-	s.Record, rec = standingOf(claims, s.byID, s.Reference)
+	s.Record, rec = store.Standing(claims, s.byID, s.Reference)
 	s.RecordMs, s.RecordN, s.RecordSingleMs, s.RecordClaim = rec.Ms, rec.N, rec.SingleMs, rec.Claim
 	if rec.Claim != nil && s.Reference != nil {
-		s.RecordSpeedup, s.RecordBasis = rec.VsReference(claimsOf(claims), s.Reference.ID)
+		s.RecordSpeedup, s.RecordBasis = rec.VsReference(store.Claims(claims), s.Reference.ID)
 	}
 	for _, c := range claims {
 		switch {
@@ -429,30 +429,6 @@ func islandStats(cfg Settings, members []*store.Child, its []*store.Iteration, m
 				out[m.To].MigrantsIn++
 			}
 		}
-	}
-	return out
-}
-
-// standingOf is a run's record (runs.RecordOf) as a member, with its
-// times: the best estimate, the timings behind it and its own single
-// timing; nil before the reference has a time.
-func standingOf(claims []*store.Confirmation, members map[int64]*store.Child, ref *store.Child) (*store.Child, runs.Record) {
-	var refOut runs.Outcome
-	if ref != nil && ref.State == runs.Done {
-		refOut = ref.Outcome()
-	}
-	rec := runs.RecordOf(claimsOf(claims), refOut)
-	c := members[rec.ID]
-	if c == nil {
-		return nil, runs.Record{}
-	}
-	return c, rec
-}
-
-func claimsOf(cs []*store.Confirmation) []runs.Claim {
-	out := make([]runs.Claim, len(cs))
-	for i, c := range cs {
-		out[i] = c.Claim
 	}
 	return out
 }

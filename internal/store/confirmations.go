@@ -166,3 +166,28 @@ func FastestOpen(claims []*Confirmation, kids []*Child) *Child {
 	}
 	return best
 }
+
+// Standing is a run's record (runs.RecordOf) as a member, with its times:
+// the best estimate, the timings behind it and its own single timing; nil
+// before the reference has a time.
+func Standing(claims []*Confirmation, members map[int64]*Child, ref *Child) (*Child, runs.Record) {
+	var refOut runs.Outcome
+	if ref != nil && ref.State == runs.Done {
+		refOut = ref.Outcome()
+	}
+	rec := runs.RecordOf(Claims(claims), refOut)
+	c := members[rec.ID]
+	if c == nil {
+		return nil, runs.Record{}
+	}
+	return c, rec
+}
+
+// Claims are the confirmations' claims, in their order.
+func Claims(cs []*Confirmation) []runs.Claim {
+	out := make([]runs.Claim, len(cs))
+	for i, c := range cs {
+		out[i] = c.Claim
+	}
+	return out
+}
