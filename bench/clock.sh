@@ -9,6 +9,8 @@
 #   - train: the judge's train time (wall clock, train_begin to finish);
 #   - cpu: the program's own CPU time over the full run (user and system,
 #     all its threads: the job cgroup's, else read from /proc);
+#   - tcpu: the track's CPU clock, the program's CPU time over the judge's
+#     train window only (when the track is timed by CPU time);
 # and each mean's shift against the same program alone. It also records the
 # load: the load average and the CPU other processes took during each run
 # (frontier's conditions), so that "alone" says how alone it was.
@@ -118,15 +120,21 @@ for f in sorted(glob.glob(os.path.join(out, "*-b[0-2]-*.json"))):
         print(f"{f}: verdict {d.get('verdict')}, no full run timed", file=sys.stderr)
         continue
     la = (full.get("conditions") or {}).get("load_avg") or [float("nan")]
+    on_cpu = m.get("clock") == "cpu"
+    if not on_cpu:
+        print(f"{f}: the track was timed by wall time: no tcpu", file=sys.stderr)
     rows.setdefault((prog, int(burn)), []).append({
-        "wall": m["wall_ms"] / 1000, "train": m.get("train_time_ms", 0) / 1000, "cpu": cpu["own_ms"] / 1000,
+        "wall": m["wall_ms"] / 1000, "cpu": cpu["own_ms"] / 1000,
+        "train": (m["wall_train_ms"] if on_cpu else m.get("train_time_ms", 0)) / 1000,
+        "tcpu": m["train_time_ms"] / 1000 if on_cpu else float("nan"),
         "others": cpu["others_ms"] / max(cpu["wall_ms"], 1), "load": la[0], "source": cpu.get("own_source", ""),
     })
 
 def ms(xs):
     return (st.mean(xs), st.stdev(xs) if len(xs) > 1 else float("nan"))
 
-print(f"{'program':8} {'burners':>7} {'n':>2} {'wall s':>14} {'shift':>7} {'train s':>14} {'shift':>7} {'cpu s':>14} {'shift':>7} {'others':>6} {'load1':>5}")
+KEYS = ("wall", "train", "cpu", "tcpu")
+print(f"{'program':8} {'burners':>7} {'n':>2}" + "".join(f" {k + ' s':>14} {'shift':>7}" for k in KEYS) + f" {'others':>6} {'load1':>5}")
 shifts = {}
 for prog in sorted({p for p, _ in rows}):
     base = rows.get((prog, 0))
@@ -135,7 +143,7 @@ for prog in sorted({p for p, _ in rows}):
         if not r:
             continue
         line = f"{prog:8} {b:>7} {len(r):>2}"
-        for k in ("wall", "train", "cpu"):
+        for k in KEYS:
             mean, sd = ms([x[k] for x in r])
             shift = mean / ms([x[k] for x in base])[0] - 1 if base else float("nan")
             shifts.setdefault((k, b), []).append(shift)
@@ -146,17 +154,27 @@ print()
 print("others: CPUs other processes kept busy during the full run (the burners included); load1: the 1-minute load average at its start")
 print("sources of the CPU time:", sorted({x["source"] for r in rows.values() for x in r}))
 for b in (1, 2):
-    w, c = shifts.get(("wall", b)), shifts.get(("cpu", b))
-    if w and c:
-        aw, ac = st.mean(abs(x) for x in w), st.mean(abs(x) for x in c)
-        print(f"beside {b} burner(s), over programs: mean |shift| of wall {100 * aw:.1f}%, of cpu {100 * ac:.1f}%: cpu moves {aw / ac if ac else float('inf'):.1f}x less")
+    for k in ("cpu", "tcpu"):
+        w, c = shifts.get(("train", b)), shifts.get((k, b))
+        if w and c:
+            aw, ac = st.mean(abs(x) for x in w), st.mean(abs(x) for x in c)
+            print(f"beside {b} burner(s), over programs: mean |shift| of train (wall) {100 * aw:.1f}%, of {k} {100 * ac:.1f}%: {k} moves {aw / ac if ac else float('inf'):.1f}x less")
+# The ladder's step: how much faster each record is than the one before it,
+# by each clock, under each condition (ratio of the means).
+progs = sorted({p for p, _ in rows if p != "ref"})
+for a, bb in zip(progs, progs[1:]):
+    for b in (0, 1, 2):
+        ra, rb = rows.get((a, b)), rows.get((bb, b))
+        if ra and rb:
+            sp = {k: 1 - st.mean(x[k] for x in rb) / st.mean(x[k] for x in ra) for k in ("train", "tcpu")}
+            print(f"step {a} -> {bb} beside {b} burner(s): {100 * sp['train']:+.1f}% by train (wall), {100 * sp['tcpu']:+.1f}% by tcpu")
 # The spread over every run of a program, whatever ran beside it: what a
 # reader of single timings taken at different moments sees.
 for prog in sorted({p for p, _ in rows}):
     allr = [x for (p, _), r in rows.items() if p == prog for x in r]
     if len(allr) > 1:
-        cv = {k: st.stdev([x[k] for x in allr]) / st.mean([x[k] for x in allr]) for k in ("wall", "train", "cpu")}
-        print(f"{prog}: over all {len(allr)} runs, sd/mean of wall {100 * cv['wall']:.1f}%, train {100 * cv['train']:.1f}%, cpu {100 * cv['cpu']:.1f}%")
+        cv = {k: st.stdev([x[k] for x in allr]) / st.mean([x[k] for x in allr]) for k in KEYS}
+        print(f"{prog}: over all {len(allr)} runs, sd/mean of" + ",".join(f" {k} {100 * cv[k]:.1f}%" for k in KEYS))
 loads = [float(l.split()[1]) for l in open(os.path.join(out, "loadavg.txt")) if len(l.split()) > 1]
 if loads:
     print(f"load average (1 min) while measuring, every 10 s: mean {st.mean(loads):.2f}, min {min(loads):.2f}, max {max(loads):.2f} (n = {len(loads)})")

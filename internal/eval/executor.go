@@ -83,6 +83,9 @@ type PhaseRun struct {
 	// average at its start and end, and the CPU time it, and others
 	// beside it, took (see measureConditions); nil when not read.
 	Conditions *store.Conditions `json:"conditions,omitempty"`
+	// CPU are the program's CPU readings at the judge's clock marks, on a
+	// track whose clock is CPU time; nil on others.
+	CPU *CPUReadings `json:"cpu,omitempty"`
 }
 
 // Node runs phases on this machine: Harness those of harness-contract

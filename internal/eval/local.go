@@ -70,7 +70,14 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	if job.Ceiling > job.Limit && job.Limit > 0 {
 		dl, runLimit = newDeadline(time.Now(), job.Limit, job.Ceiling, job.PlannedSteps), job.Ceiling
 	}
+	var cpu *cpuWatch
+	if spec.Hardware.Clock == track.ClockCPU {
+		cpu = &cpuWatch{}
+	}
 	onLine := func(line []byte) {
+		if cpu != nil {
+			cpu.observe(line)
+		}
 		if bytes.Contains(line, []byte(`"event":"handoff"`)) {
 			handoff.Do(func() { close(handedOff) })
 		}
@@ -95,6 +102,10 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		return nil, err
 	}
 	pctx, stop := context.WithCancelCause(ctx)
+	if cpu != nil {
+		pjob.CPU = &cpu.meter
+		go cpu.sample(pctx)
+	}
 	if dl != nil {
 		dl.begin(time.Now())
 		go watchDeadline(pctx, dl, stop)
@@ -133,6 +144,9 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		rr.Status, rr.Message = runner.StatusTimeout, over.why+"; its processes were stopped"
 	}
 	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname(), Conditions: cond}
+	if cpu != nil {
+		cpu.ended(rr)
+	}
 	if dl != nil {
 		run.Limit, run.LimitNote = dl.limit()
 	}
@@ -164,6 +178,9 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		return nil, fmt.Errorf("%s run: %w", mode, jerr)
 	}
 	run.Telemetry = raw
+	if cpu != nil {
+		run.CPU = cpu.readings() // the judge's marks are all heard now
+	}
 	if jerr != nil && ctx.Err() == nil {
 		// A judge stopped because the evaluation was canceled did not
 		// fail: the program's status says the evaluation was canceled.

@@ -250,7 +250,13 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 		m := &res.Metrics
 		m.ValLoss, m.ValTokens, m.TrainTimeMs, m.StepAvgMs = f.ValLoss, f.ValTokens, f.TrainTimeMs, f.StepAvgMs
 		m.Steps, m.Tokens, m.TokensPerS, m.PreTrainMs = f.Steps, f.Tokens, f.TokensPerS, f.PreTrainMs
-		m.Score = f.StepAvgMs * f.ValLoss
+		m.Clock = track.ClockWall
+		if o.phase.TrainCPUMs > 0 {
+			// A track timed by CPU time: the run's time is its CPU time.
+			m.Clock, m.WallTrainMs, m.TrainTimeMs = track.ClockCPU, f.TrainTimeMs, o.phase.TrainCPUMs
+			m.StepAvgMs = m.TrainTimeMs / float64(max(f.Steps, 1))
+		}
+		m.Score = m.StepAvgMs * f.ValLoss
 		if res.Track.LossFloor > 0 {
 			m.GapToFloor = f.ValLoss - res.Track.LossFloor
 		}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/frontier-bench/frontier/internal/track"
 )
 
 // WriteReport prints a result for people: the verdict, the headline
@@ -34,8 +36,14 @@ func WriteReport(w io.Writer, r *Result) error {
 		fmt.Fprintf(b, ")  over %d tokens\n", m.ValTokens)
 	}
 	if m.TrainTimeMs > 0 {
-		fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s",
-			fmtMs(m.TrainTimeMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
+		if m.Clock == track.ClockCPU {
+			// The track's clock: say it where the time is.
+			fmt.Fprintf(b, "train time    %s of CPU  (the track's clock; %s of wall time; %d steps, %.2f CPU ms/step; compile and warm-up before it: %s; the whole run: wall %s",
+				fmtMs(m.TrainTimeMs), fmtMs(m.WallTrainMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
+		} else {
+			fmt.Fprintf(b, "train time    %s  (%d steps, %.2f ms/step; compile and warm-up before it: %s; wall %s",
+				fmtMs(m.TrainTimeMs), m.Steps, m.StepAvgMs, fmtMs(m.PreTrainMs), fmtMs(m.WallMs))
+		}
 		if m.CPUMs > 0 {
 			fmt.Fprintf(b, ", CPU %s", fmtMs(m.CPUMs))
 		}

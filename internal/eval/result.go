@@ -104,6 +104,12 @@ type Metrics struct {
 	ValTokens   int64   `json:"val_tokens,omitempty"`
 	TrainTimeMs float64 `json:"train_time_ms,omitempty"`
 	StepAvgMs   float64 `json:"step_avg_ms,omitempty"`
+	// Clock is what TrainTimeMs and StepAvgMs measure: "wall" (the
+	// judge's wall clock) or "cpu" (the program's CPU time over the same
+	// stretch, on a track timed by CPU time); WallTrainMs is the judge's
+	// wall-clock train time beside a CPU time.
+	Clock       string  `json:"clock,omitempty"`
+	WallTrainMs float64 `json:"wall_train_ms,omitempty"`
 	Steps       int     `json:"steps,omitempty"`
 	Tokens      int64   `json:"tokens,omitempty"`
 	TokensPerS  float64 `json:"tokens_per_s,omitempty"`
@@ -162,6 +168,11 @@ type Phase struct {
 	// average at the start and end, the program's own CPU time, and the
 	// CPU time other processes and a hypervisor took meanwhile.
 	Conditions *store.Conditions `json:"conditions,omitempty"`
+	// TrainCPUMs is, on a track whose clock is CPU time, the CPU time the
+	// program's processes took while the judge's clock ran (the run's
+	// time); CPU the readings it came from.
+	TrainCPUMs float64      `json:"train_cpu_ms,omitempty"`
+	CPU        *CPUReadings `json:"cpu,omitempty"`
 	// Scorer is how the scorer went: the fresh process of the program that
 	// answered the final validation again from the state the program
 	// exported at fh.finish(); nil when it did not run.

@@ -255,6 +255,20 @@ func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
 	out.phase.Node, out.phase.Sandbox = run.Node, run.Program.Sandbox
 	out.phase.WaitMs = float64(run.Waited.Milliseconds())
 	out.phase.Conditions = run.Conditions
+	if spec.Hardware.Clock == track.ClockCPU && out.tel.Final != nil && out.verdict != Error {
+		out.phase.CPU = run.CPU
+		var checks harness.Checks
+		if out.tel.Checks != nil {
+			checks = *out.tel.Checks
+		}
+		cpu, err := trainCPU(run.CPU, checks.ChargedMs)
+		if err != nil && (out.verdict == Acceptable || out.verdict == LossTooHigh || out.verdict == FastOK) {
+			// No time, no result: the program is not to blame.
+			out.verdict, out.rule = Error, ""
+			out.reason = fmt.Sprintf("internal: this track is timed by CPU time, and the program's CPU time over its training could not be read: %v", err)
+		}
+		out.phase.TrainCPUMs = cpu
+	}
 	if run.JudgeFailed != "" {
 		// No trusted result without a judge that finished: an error of
 		// frontier's (or of the Python it runs on), stored as such.

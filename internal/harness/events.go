@@ -20,7 +20,17 @@ const (
 	// EventHandoff says the final validation's scored answers are in: the
 	// training process may be ended and the scorer started.
 	EventHandoff = "handoff"
+	// EventClock marks the moment the judge's clock began, paused for a
+	// designated validation, resumed or ended: frontier reads the
+	// program's CPU time on each (a track timed by CPU time).
+	EventClock = "clock"
 )
+
+// ClockMark is one EventClock line.
+type ClockMark struct {
+	Mark string  `json:"mark"`  // begin, pause, resume or end
+	AtMs float64 `json:"at_ms"` // the moment, in ms since the judge started
+}
 
 // Event is one decoded telemetry line. Raw keeps the whole object so that
 // fields this version does not know survive a round trip to the store.

@@ -38,6 +38,8 @@ type Telemetry struct {
 	// Handoff says the judge finished the final validation's scored pass
 	// and waited for the scorer.
 	Handoff bool
+	// Clock are the judge's clock marks, in order.
+	Clock []ClockMark
 
 	// Lines are the raw JSON lines kept for storage, in file order, up to
 	// MaxRawBytes in all; RawDropped counts the valid lines not kept.
@@ -234,6 +236,12 @@ func (t *Telemetry) decode(kind string, line []byte) error {
 		}
 	case EventHandoff:
 		t.Handoff = true
+	case EventClock:
+		var v ClockMark
+		if err := json.Unmarshal(line, &v); err != nil {
+			return err
+		}
+		t.Clock = append(t.Clock, v)
 	default:
 		t.Unknown++
 	}

@@ -274,7 +274,9 @@ func (l *Local) run(ctx context.Context, job Job, path string, log *slog.Logger)
 	}
 	tr := newTracker(pid, cg)
 	s := supervisor{pid: pid, grace: job.Grace, log: log, tr: tr, oom: oom, lim: newLimiter(job, cg, tr), sampleCPU: cg == nil}
+	job.CPU.attach(cg, pid)
 	w := s.wait(ctx, job.Timeout, scanMax, done)
+	job.CPU.detach()
 	wall := w.at.Sub(begin)
 	s.cleanUp(&readers, []*os.File{outR, errR})
 	lines.close()

@@ -713,3 +713,69 @@ os._exit(0)
 		}
 	}
 }
+
+// A meter read while the job runs counts the work of a child that already
+// ended and was reaped, and of one still running, and nothing once the
+// job is over.
+func TestCPUMeter(t *testing.T) {
+	body := `
+import os, sys, time
+def burn(s):
+    end = time.process_time() + s
+    while time.process_time() < end:
+        pass
+pid = os.fork()
+if pid == 0:
+    burn(0.4)
+    os._exit(0)
+os.waitpid(pid, 0)  # reaped: its time is now in ours
+burn(0.2)
+print("burned", flush=True)
+sys.stdin.close()
+time.sleep(1.5)
+`
+	job := pyJob(t, body)
+	var meter CPUMeter
+	if _, err := meter.Upper(); err == nil {
+		t.Error("a meter read before its job started gave a reading")
+	}
+	type reading struct {
+		lower, upper time.Duration
+		errL, errU   error
+	}
+	got := make(chan reading, 1)
+	job.CPU = &meter
+	job.OnLine = func(_, line string) {
+		if strings.HasPrefix(line, "burned") {
+			var r reading
+			r.lower, r.errL = meter.Lower()
+			r.upper, r.errU = meter.Upper()
+			got <- r
+		}
+	}
+	res := run1(t, job)
+	if res.Status != StatusOK {
+		t.Fatalf("%s: %s", res.Status, res.Message)
+	}
+	var r reading
+	select {
+	case r = <-got:
+	default:
+		t.Fatal("the program's line never came")
+	}
+	if r.errL != nil || r.errU != nil {
+		t.Fatalf("readings failed: %v, %v", r.errL, r.errU)
+	}
+	if r.lower < 550*time.Millisecond || r.upper < r.lower {
+		t.Errorf("lower %v, upper %v: want at least the 0.6s the child and the program burned, upper >= lower", r.lower, r.upper)
+	}
+	if r.upper > res.CPU+200*time.Millisecond {
+		t.Errorf("reading %v while it ran is more than the job's CPU time %v at its end", r.upper, res.CPU)
+	}
+	if meter.Source() == "" {
+		t.Error("no source")
+	}
+	if _, err := meter.Lower(); err == nil {
+		t.Error("a meter read after its job ended gave a reading")
+	}
+}

@@ -34,6 +34,10 @@ type procStat struct {
 	start                uint64
 	state                byte
 	cpu                  time.Duration // its own user and system time (utime + stime)
+	// reaped is the user and system time of the children it waited for
+	// (cutime + cstime): a process that ended and was reaped is counted
+	// there, in its parent's.
+	reaped time.Duration
 }
 
 // readProcStat reads /proc/PID/stat with plain system calls: os.ReadFile
@@ -84,6 +88,13 @@ func parseProcStat(pid int, b []byte) (procStat, error) {
 			return procStat{}, err
 		}
 		p.cpu += time.Duration(n) * clockTick
+	}
+	for _, x := range f[13:15] { // cutime, cstime: fields 16 and 17
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return procStat{}, err
+		}
+		p.reaped += time.Duration(n) * clockTick
 	}
 	return p, nil
 }
@@ -492,4 +503,47 @@ func fullInside(pids []int, paths []string) (string, bool) {
 		return "", false
 	}
 	return "", false
+}
+
+// treeCPU is the CPU time of the tree of processes under root (see
+// CPUMeter): the tree is found in one listing of /proc, then each member
+// is read again, children before their parents when upper (a child
+// reaped in between is then in its parent's reaped time as well), parents
+// before their children otherwise (a child reaped in between is then in
+// neither). false when root is gone.
+func treeCPU(root procStat, upper bool) (time.Duration, bool) {
+	procs := listProcs()
+	children := map[int][]procStat{}
+	found := false
+	for _, p := range procs {
+		if p.pid == root.pid {
+			found = p.start == root.start
+			continue
+		}
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	if !found {
+		return 0, false
+	}
+	// Breadth first from the root: parents come before their children.
+	order := []procStat{root}
+	for i := 0; i < len(order); i++ {
+		for _, c := range children[order[i].pid] {
+			if c.start >= order[i].start { // a reused pid is not a child
+				order = append(order, c)
+			}
+		}
+	}
+	if upper {
+		slices.Reverse(order)
+	}
+	var sum time.Duration
+	for _, p := range order {
+		now, err := readProcStat(p.pid)
+		if err != nil || now.start != p.start {
+			continue // ended and reaped since the listing
+		}
+		sum += now.cpu + now.reaped
+	}
+	return sum, true
 }

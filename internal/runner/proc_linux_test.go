@@ -8,12 +8,12 @@ import (
 )
 
 func TestParseProcStat(t *testing.T) {
-	line := "4242 (weird) name (x)) S 4000 4100 4200 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615\n"
+	line := "4242 (weird) name (x)) S 4000 4100 4200 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 987654 1000 10 18446744073709551615\n"
 	p, err := parseProcStat(4242, []byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != (procStat{pid: 4242, ppid: 4000, pgrp: 4100, sid: 4200, start: 987654, state: 'S', cpu: 30 * time.Millisecond}) {
+	if p != (procStat{pid: 4242, ppid: 4000, pgrp: 4100, sid: 4200, start: 987654, state: 'S', cpu: 30 * time.Millisecond, reaped: 70 * time.Millisecond}) {
 		t.Errorf("got %+v", p)
 	}
 	for _, bad := range []string{"", "12 (x", "12 (x) S 1 2"} {

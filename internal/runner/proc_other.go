@@ -72,3 +72,9 @@ func limitsSupported() error {
 // fullInside needs /proc: without it, no file system of a job's own is
 // seen full.
 func fullInside([]int, []string) (string, bool) { return "", false }
+
+func treeCPU(procStat, bool) (time.Duration, bool) { return 0, false }
+
+type procStat struct{}
+
+func readProcStat(int) (procStat, error) { return procStat{}, errors.New("no /proc here") }

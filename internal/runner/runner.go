@@ -63,6 +63,10 @@ type Job struct {
 	OnLine    func(stream, line string)
 	LineBytes int
 
+	// CPU, when set, reads the job's CPU time while it runs (see
+	// CPUMeter); it stops reading when the main process has exited.
+	CPU *CPUMeter
+
 	// ExtraFiles are open files the program inherits as file descriptors
 	// 3, 4, ... in this order, as with exec.Cmd.ExtraFiles (a nil entry
 	// leaves its descriptor closed). They let a program read a file it

@@ -127,6 +127,9 @@ func (s *Spec) applyDefaults() {
 	if s.Hardware.Device == "" {
 		s.Hardware.Device = "cpu"
 	}
+	if s.Hardware.Clock == "" {
+		s.Hardware.Clock = ClockWall
+	}
 	if s.Verification.Repeats == 0 {
 		s.Verification.Repeats = 1
 	}
@@ -323,6 +326,15 @@ func (s *Spec) validate() []*FieldError {
 	}
 	if h.Threads < 0 || h.Threads > MaxThreads {
 		bad("hardware.threads", "%d: must be 0 (torch's default) or a number of threads up to %d", h.Threads, MaxThreads)
+	}
+	switch h.Clock {
+	case ClockWall:
+	case ClockCPU:
+		if h.Device != "cpu" || s.Contract != "harness" {
+			bad("hardware.clock", "cpu: only a cpu track of the harness contract can be timed by CPU time (this one is %s, %s contract); use wall", h.Device, s.Contract)
+		}
+	default:
+		bad("hardware.clock", "%q: use wall (the default) or cpu", h.Clock)
 	}
 	if h.GPUs > MaxGPUs {
 		bad("hardware.gpus", "%d: at most %d GPUs on a node", h.GPUs, MaxGPUs)

@@ -116,7 +116,19 @@ type Hardware struct {
 	// machine the track was calibrated on (0: not given), so that a slow
 	// run can say how much slower this machine is.
 	ReferenceStepMs float64 `yaml:"reference_step_ms"`
+	// Clock is what a run's time measures: "wall" (the default), the
+	// judge's wall clock over the training; or "cpu", the CPU time the
+	// program's processes took over the same stretch, which moves far less
+	// with the load of a shared machine (cpu tracks of the harness
+	// contract only; docs/tracks.md has the figures).
+	Clock string `yaml:"clock"`
 }
+
+// Clocks a track may be timed by (Hardware.Clock).
+const (
+	ClockWall = "wall"
+	ClockCPU  = "cpu"
+)
 
 // Verification configures the anti-gaming checks.
 type Verification struct {

@@ -55,6 +55,8 @@ func TestParseErrors(t *testing.T) {
 		{"target under floor", strings.Replace(good, "target_val_loss: 2.0", "target_val_loss: 1.0", 1), []string{"target_val_loss", "loss floor"}},
 		{"missing name", strings.Replace(good, "name: good\n", "", 1), []string{"name: required"}},
 		{"cuda without gpus", strings.Replace(good, "device: cpu", "device: cuda", 1), []string{"hardware.gpus"}},
+		{"unknown clock", strings.Replace(good, "threads: 2", "threads: 2\n  clock: gpu", 1), []string{"hardware.clock", `"gpu"`, "wall (the default) or cpu"}},
+		{"cpu clock of a log track", strings.Replace(strings.Replace(good, "threads: 2", "threads: 2\n  clock: cpu", 1), "name: good\n", "name: good\ncontract: log\n", 1), []string{"hardware.clock", "harness contract"}},
 		{"profile window", strings.Replace(good, "profile_steps: [3, 5]", "profile_steps: [5, 3]", 1), []string{"telemetry.profile_steps"}},
 		{"several errors", strings.Replace(strings.Replace(good, "bos_id: 255", "bos_id: 300", 1), "full_run: 5m", "full_run: 0s", 1), []string{"data.bos_id", "limits.full_run"}},
 		{"max noise", good + "verification:\n  max_noise: -0.1\n", []string{"verification.max_noise", "-0.1", "[0, 1)"}},

@@ -601,6 +601,13 @@ class Judge:
     def emit(self, event, fields):
         self.tel.write(event, fields)
 
+    def mark(self, what, t):
+        """Tell frontier at once that the clock began, paused (a designated
+        validation), resumed or ended at t: on a track whose clock is CPU
+        time, frontier reads the program's CPU time when it hears each mark
+        (the judge cannot see the program's processes)."""
+        self.emit("clock", {"mark": what, "at_ms": round((t - self.t0) * 1000.0, 3)})
+
     def fail(self, code, message, conn=None):
         """Record the first fault, tell every client, and keep serving until
         they are gone (their EOF ends the judge)."""
@@ -742,6 +749,7 @@ class Judge:
             self.checks["setup_ms"] = setup * 1000.0
         if self.clock.begin is None:
             self.clock.begin = t  # the clock starts at the first process's train_begin
+            self.mark("begin", t)
         self.check_setup(setup, "")
         if score and self.min_initial > 0:
             # The model that starts the clock, scored on unscored text
@@ -933,6 +941,8 @@ class Judge:
             p = self.new_pass(c.steps, final)
             self.current = p
         p.start[c.rank] = t
+        if p.kind == "designated" and len(p.start) == self.world:
+            self.mark("pause", t)  # the clock stops once every rank is in the pass
         self.next_call(c)
 
     def new_pass(self, step, final):
@@ -1111,6 +1121,9 @@ class Judge:
             # The clock stops at the final validation's last answer: the
             # validation is timed, so work done in it is training time.
             self.clock.end = p.last if p.last is not None else t
+            self.mark("end", self.clock.end)
+        elif p.kind == "designated":
+            self.mark("resume", t)
         spent = t - max(p.start.values())
         charged = self.charge(p.calls) if p.kind == "designated" else 0.0
         if p.kind == "designated":
