@@ -206,7 +206,11 @@ func (ws *workers) propose(ctx context.Context, w *proposalWork, a *ask) (r *pro
 			r.storeErr, r.err = se.Err, nil
 		}
 	}()
-	req := propose.Request{Parent: propose.Program{Name: ws.name, Source: a.base}, Seed: w.child.Seed + uint64(w.child.FixAttempts)}
+	req := propose.Request{Parent: propose.Program{Name: ws.name, Source: a.base}, Seed: w.child.Seed + uint64(w.child.FixAttempts),
+		Target: ws.spec.TargetValLoss}
+	if p := w.parent; p != nil && p.Verdict == runs.Acceptable && w.baseHash == p.ProgramHash {
+		req.Parent.ValLoss = p.ValLoss // the loss the edit's base was measured at
+	}
 	m := w.model
 	if m.Kind == propose.KindMutate {
 		r.prop, r.err = m.Proposer.Propose(ctx, req)

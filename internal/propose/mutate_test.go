@@ -264,3 +264,66 @@ func TestFormatting(t *testing.T) {
 		t.Errorf("formatInt = %q", got)
 	}
 }
+
+// A parent with loss to spare has half of its proposals shorten the run,
+// and only those; a parent without a measured loss under the target never.
+func TestMutateSpendsTheMargin(t *testing.T) {
+	src := readProgram(t, "speedrun.py") // num_iterations = 1750
+	params, err := findParams(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// changed is what a child changed, by label: a cut is the only change
+	// of a shortening (the step counts).
+	changed := func(child []byte) map[string]float64 {
+		ps, err := findParams(child)
+		if err != nil || len(ps) != len(params) {
+			t.Fatalf("child params: %v (%d, parent %d)", err, len(ps), len(params))
+		}
+		out := map[string]float64{}
+		for i, p := range ps {
+			if p.value != params[i].value {
+				out[fmt.Sprintf("%s/%s", p.label(), categoryNames[p.cat])] = 1 - p.value/params[i].value
+			}
+		}
+		return out
+	}
+	m := NewMutate()
+	for _, c := range []struct {
+		name         string
+		loss, target float64
+		lo, hi       float64 // the range of cuts expected
+	}{
+		{"a tenth of a nat", 3.18, 3.28, 0.15, 0.45},
+		{"a hundredth", 3.27, 3.28, 0.015, 0.045},
+		{"no loss", 0, 3.28, 0, 0},
+		{"over the target", 3.30, 3.28, 0, 0},
+		{"no target", 3.18, 0, 0, 0},
+	} {
+		short := 0
+		for seed := range uint64(40) {
+			p, err := m.Propose(context.Background(), Request{Parent: Program{Source: src, ValLoss: c.loss}, Target: c.target, Seed: seed})
+			if err != nil {
+				t.Fatalf("%s, seed %d: %v", c.name, seed, err)
+			}
+			if !strings.Contains(p.Description, "fewer steps") {
+				continue
+			}
+			short++
+			ch := changed(p.Child())
+			cut, ok := ch["num_iterations/total steps"]
+			if !ok || len(ch) != 1 {
+				t.Errorf("%s, seed %d: changed %v, want only the step count: %s", c.name, seed, ch, p.Description)
+			}
+			if cut < c.lo-0.01 || cut > c.hi+0.01 {
+				t.Errorf("%s, seed %d: cut %.3f, want %.3f to %.3f: %s", c.name, seed, cut, c.lo, c.hi, p.Description)
+			}
+		}
+		switch {
+		case c.hi == 0 && short > 0:
+			t.Errorf("%s: %d of 40 proposals shortened the run", c.name, short)
+		case c.hi > 0 && (short < 10 || short > 30):
+			t.Errorf("%s: %d of 40 proposals shortened the run, want about half", c.name, short)
+		}
+	}
+}

@@ -37,6 +37,9 @@ type Proposer interface {
 type Program struct {
 	Name   string // file name, for diffs and messages, e.g. "train_gpt.py"
 	Source []byte
+	// ValLoss is the validation loss the program was measured at; 0 when
+	// it has none (a program that failed, or one being fixed).
+	ValLoss float64
 }
 
 // Request is what the evolution engine asks of a proposer.
@@ -48,6 +51,9 @@ type Request struct {
 	Prompt llm.Request
 	// Seed makes proposers that draw random numbers deterministic.
 	Seed uint64
+	// Target is the track's target validation loss (0: not given). With
+	// the parent's ValLoss it says how much loss the parent has to spare.
+	Target float64
 }
 
 // Kind names a proposer.
