@@ -66,7 +66,7 @@ program faster than the reference.`,
 	f.DurationVar(&o.duration, "duration", 0, "search time before the run drains (0: no limit; the budget is --evaluations)")
 	f.IntVar(&o.iterations, "iterations", 2, "iterations of the search")
 	f.IntVar(&o.evaluations, "evaluations", 7, "full evaluations of the search, the reference's included")
-	f.IntVar(&o.pairs, "pairs", 4, "runs of each program in the confirmation series (0: no confirmation)")
+	f.IntVar(&o.pairs, "pairs", 5, "runs of each program in the confirmation series (0: no confirmation; under 5 a rank test cannot reach p < 0.01)")
 	f.StringVar(&o.proposer, "proposer", "auto", "auto (a usable configured model, else mutate), llm or mutate")
 	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON: the search, the confirmation, the report's path")
 	f.StringVar(&o.track, "track", "tiny", "track (for trying the demo on another small track)")

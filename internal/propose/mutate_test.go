@@ -294,8 +294,8 @@ func TestMutateSpendsTheMargin(t *testing.T) {
 		loss, target float64
 		lo, hi       float64 // the range of cuts expected
 	}{
-		{"a tenth of a nat", 3.18, 3.28, 0.15, 0.45},
-		{"a hundredth", 3.27, 3.28, 0.015, 0.045},
+		{"0.15 nats", 3.13, 3.28, 0.20, 0.40},
+		{"a fifth of it", 3.25, 3.28, 0.04, 0.08},
 		{"no loss", 0, 3.28, 0, 0},
 		{"over the target", 3.30, 3.28, 0, 0},
 		{"no target", 3.18, 0, 0, 0},
