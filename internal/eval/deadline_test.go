@@ -103,13 +103,33 @@ func TestFullLimits(t *testing.T) {
 	spec.Limits.FullRunMax = 1200e9
 	spec.Data.ValTokens = 65536
 	fast := fastOutcome(300, 900, 3, 1200)
-	lim, note := (&Evaluator{}).fullLimits(spec, fast)
+	lim, note := (&Evaluator{}).fullLimits(spec, fast, 0)
 	if lim.limit != 554*time.Second || lim.ceiling != 1200*time.Second || lim.planned != 1200 || !strings.Contains(note, "9m14s") {
 		t.Errorf("sized: %+v, %q", lim, note)
 	}
-	lim, note = (&Evaluator{FullLimit: 90 * time.Second}).fullLimits(spec, fast)
+	lim, note = (&Evaluator{FullLimit: 90 * time.Second}).fullLimits(spec, fast, 0)
 	if lim.limit != 90*time.Second || lim.ceiling != 0 || !strings.Contains(note, "--limit") {
 		t.Errorf("--limit 90s: %+v, %q", lim, note)
+	}
+	// A reference measured at 400 s here raises the first deadline to
+	// twice that; one measured at 100 s leaves the fast check's; and none
+	// raises it past the ceiling.
+	for _, c := range []struct {
+		ref, want time.Duration
+		note      string
+	}{
+		{400 * time.Second, 800 * time.Second, "the reference's full run took 6m40s here: the limit is 13m20s"},
+		{100 * time.Second, 554 * time.Second, "9m14s"},
+		{900 * time.Second, 1200 * time.Second, "the limit is 20m0s"},
+	} {
+		lim, note = (&Evaluator{}).fullLimits(spec, fast, c.ref)
+		if lim.limit != c.want || lim.ceiling != 1200*time.Second || !strings.Contains(note, c.note) {
+			t.Errorf("reference %s: %+v, %q", c.ref, lim, note)
+		}
+	}
+	lim, _ = (&Evaluator{FullLimit: 90 * time.Second}).fullLimits(spec, fast, 400*time.Second)
+	if lim.limit != 90*time.Second {
+		t.Errorf("--limit 90s with a reference of 400s: %+v: --limit wins", lim)
 	}
 }
 

@@ -74,6 +74,12 @@ type Request struct {
 	// SkipFast goes straight to the full run: for callers that ran the
 	// fast check already (the evolution engine's fix loop).
 	SkipFast bool
+	// ReferenceWall is how long the track's reference took in its full
+	// run on this machine, when the caller measured it (the evolution
+	// engine does, first): the full run's first deadline is then at least
+	// twice that, up to the track's full_run_max. A measurement of a whole
+	// run at the machine's present load says more than a few steps do.
+	ReferenceWall time.Duration
 	// Keep, when set, is where the run folder is moved afterwards;
 	// otherwise it is removed once everything is stored.
 	Keep string

@@ -112,7 +112,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (_ *Result, err e
 			e.fill(res, fast)
 		default:
 			// The full phase, its limit sized from the fast one.
-			lim, note := e.fullLimits(spec, fast)
+			lim, note := e.fullLimits(spec, fast, req.ReferenceWall)
 			if note != "" {
 				e.progress("%s: %s", spec.Name, note)
 			}
@@ -420,13 +420,19 @@ type phaseLimits struct {
 
 // fullLimits are the full run's limits: fixed when the evaluator has a
 // FullLimit (--limit); else the first deadline sized from the fast check
-// (fullLimit) and the track's full_run_max as the ceiling.
-func (e *Evaluator) fullLimits(spec *track.Spec, fast *phaseOutcome) (phaseLimits, string) {
+// (fullLimit), at least twice the reference's measured full run (refWall,
+// when known), and the track's full_run_max as the ceiling.
+func (e *Evaluator) fullLimits(spec *track.Spec, fast *phaseOutcome, refWall time.Duration) (phaseLimits, string) {
 	if e.FullLimit > 0 {
 		return phaseLimits{limit: e.FullLimit}, fmt.Sprintf("the full run's limit is %s, as set (--limit): fixed", e.FullLimit)
 	}
 	limit, note := fullLimit(spec, fast)
-	lim := phaseLimits{limit: limit, ceiling: max(spec.Limits.FullRunMax.D(), limit)}
+	ceiling := max(spec.Limits.FullRunMax.D(), limit)
+	if floor := min((2 * refWall).Round(time.Second), ceiling); floor > limit {
+		limit = floor
+		note = joinNotes(note, fmt.Sprintf("the reference's full run took %s here: the limit is %s", refWall.Round(time.Second), limit))
+	}
+	lim := phaseLimits{limit: limit, ceiling: ceiling}
 	if fast != nil && fast.tel != nil && fast.tel.Final != nil {
 		lim.planned = fast.tel.Final.PlannedSteps
 	}

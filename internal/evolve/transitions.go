@@ -191,6 +191,9 @@ func (e *Engine) onEval(ctx context.Context, r *evalResult) {
 		return
 	}
 	e.sched.fullEnded(r.work.started)
+	if c.Origin == runs.OriginReference && res.Metrics.WallMs > 0 {
+		e.work.refWall.Store(int64(res.Metrics.WallMs * float64(time.Millisecond)))
+	}
 	c.EvaluationID = res.EvaluationID
 	c.Verdict, c.Reason = res.Verdict, res.Reason
 	if res.Traceback != "" {

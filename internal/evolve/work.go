@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/edit"
@@ -34,6 +35,10 @@ type workers struct {
 	evalSeed int
 	log      *slog.Logger
 	done     chan settler
+	// refWall is the reference's full run's wall time in nanoseconds, once
+	// measured in this session: the first deadline of every later full run
+	// is at least twice it (eval.Request.ReferenceWall).
+	refWall atomic.Int64
 }
 
 // settler is a worker's report: what the coordinator does with it.
@@ -369,6 +374,7 @@ func (ws *workers) evaluate(ctx context.Context, w *evalWork) *evalResult {
 	r.res, r.err = ws.eval.Evaluate(ctx, eval.Request{
 		Track: ws.spec, Program: src, Name: ws.name, Seed: ws.evalSeed,
 		FastOnly: w.kind == kindFast, SkipFast: w.kind == kindFull,
+		ReferenceWall: time.Duration(ws.refWall.Load()),
 		// The same after a restart: a cluster's executor finds the phase
 		// still in flight by it.
 		Key: fmt.Sprintf("run%d-child%d-fix%d-%s-seed%d", w.child.RunID, w.child.ID, w.child.FixAttempts, w.kind, ws.evalSeed),
