@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -49,14 +50,25 @@ type cpuWatch struct {
 	meter runner.CPUMeter
 	mu    sync.Mutex
 	r     CPUReadings
+	// threads is how many CPUs the program could keep busy: the
+	// machine's (a program may start more threads than its track says).
+	threads int
 	// late are the marks heard after the program had ended (it may end as
-	// soon as it sent its last answer, before frontier heard the end);
-	// they take the larger of the last periodic reading and the runner's
-	// account of the whole run, each short of the truth by at most a
-	// sampling interval.
-	late []int
-	last time.Duration // the latest periodic reading
-	ran  time.Duration // the runner's account, once the program ended
+	// soon as it sent its last answer, before frontier heard the end), and
+	// when each was heard. Each takes the last periodic reading plus every
+	// thread busy from then until the mark was heard, or the runner's
+	// account of the whole run if larger: never less than the truth, so
+	// that ending early hides nothing.
+	late   []int
+	heard  []time.Time
+	last   time.Duration // the latest periodic reading
+	lastAt time.Time     // when it was taken
+	ran    time.Duration // the runner's account, once the program ended
+}
+
+// newCPUWatch returns a watch for one run of a program.
+func newCPUWatch() *cpuWatch {
+	return &cpuWatch{threads: runtime.NumCPU(), lastAt: time.Now()}
 }
 
 // cpuSampleInterval is how often a running program's CPU time is read
@@ -96,6 +108,7 @@ func (w *cpuWatch) observe(line []byte) {
 	switch {
 	case errors.Is(err, runner.ErrNotRunning) && (m.Mark == "end" || m.Mark == "pause"):
 		w.late = append(w.late, len(w.r.Marks))
+		w.heard = append(w.heard, time.Now())
 	case err != nil:
 		if w.r.Err == "" {
 			w.r.Err = fmt.Sprintf("at the clock's %s: %v", m.Mark, err)
@@ -115,9 +128,12 @@ func (w *cpuWatch) sample(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			at := time.Now()
 			if d, err := w.meter.Upper(); err == nil {
 				w.mu.Lock()
-				w.last = max(w.last, d)
+				if d >= w.last {
+					w.last, w.lastAt = d, at
+				}
 				w.mu.Unlock()
 			}
 		}
@@ -139,8 +155,9 @@ func (w *cpuWatch) readings() *CPUReadings {
 	r := w.r
 	r.Source = w.meter.Source()
 	r.Marks = append([]CPUMark(nil), w.r.Marks...)
-	for _, i := range w.late {
-		r.Marks[i].CPUMs = ms(max(w.last, w.ran))
+	for k, i := range w.late {
+		gap := max(w.heard[k].Sub(w.lastAt), 0)
+		r.Marks[i].CPUMs = ms(max(w.last+gap*time.Duration(w.threads), w.ran))
 		r.Late = true
 	}
 	return &r

@@ -5,7 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -87,5 +89,40 @@ func TestCPUClock(t *testing.T) {
 	}
 	if !strings.Contains(sb.String(), "of CPU  (the track's clock;") {
 		t.Errorf("the report does not say the time is CPU time:\n%s", sb.String())
+	}
+}
+
+// A program that ended before frontier heard the end of the clock (as one
+// that exits right after its last answer does) is charged every CPU of the
+// machine from the last periodic reading to when the end was heard: ending
+// early hides nothing.
+func TestCPUClockLateEnd(t *testing.T) {
+	w := newCPUWatch()
+	w.r.Marks = []CPUMark{{Mark: "begin", AtMs: 1000, CPUMs: 500}}
+	w.last, w.lastAt = 20*time.Second, time.Now().Add(-400*time.Millisecond)
+	w.observe([]byte(`{"event":"clock","mark":"end","at_ms":30000,"t_ms":30001}`))
+	w.observe([]byte(`{"event":"clock","mark":"end","at_ms":1,"source":"program"}`)) // not the judge's
+	w.ended(runner.Result{CPU: 19 * time.Second})
+	r := w.readings()
+	if len(r.Marks) != 2 || !r.Late || r.Err != "" {
+		t.Fatalf("readings %+v: want begin and a late end", r)
+	}
+	min := 20000 + 400*float64(w.threads)
+	if got := r.Marks[1].CPUMs; got < min {
+		t.Errorf("late end read %.0f ms: want at least the last reading and %d CPUs busy since, %.0f ms", got, w.threads, min)
+	}
+	// The runner's account wins when it is larger.
+	w = newCPUWatch()
+	w.r.Marks = []CPUMark{{Mark: "begin", AtMs: 1000, CPUMs: 500}}
+	w.observe([]byte(`{"event":"clock","mark":"end","at_ms":30000}`))
+	w.ended(runner.Result{CPU: time.Hour})
+	if r := w.readings(); r.Marks[1].CPUMs != 3600e3 {
+		t.Errorf("late end read %.0f ms: want the runner's account of the run, 3600000", r.Marks[1].CPUMs)
+	}
+	// A mark that starts a stretch cannot be late: it is an error.
+	w = newCPUWatch()
+	w.observe([]byte(`{"event":"clock","mark":"begin","at_ms":10}`))
+	if _, err := trainCPU(w.readings(), 0); err == nil || !strings.Contains(err.Error(), "begin") {
+		t.Errorf("a begin read after the program ended: %v", err)
 	}
 }

@@ -72,7 +72,7 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	}
 	var cpu *cpuWatch
 	if spec.Hardware.Clock == track.ClockCPU {
-		cpu = &cpuWatch{}
+		cpu = newCPUWatch()
 	}
 	onLine := func(line []byte) {
 		if cpu != nil {
