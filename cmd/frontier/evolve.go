@@ -308,6 +308,8 @@ func stopError(sum *evolve.Summary) error {
 		return interruptedError{}
 	case evolve.StopReferenceFails, evolve.StopLLMFailures, evolve.StopError:
 		return fmt.Errorf("the run stopped: %s", sum.StopDetail)
+	case evolve.StopDiskFull:
+		return fmt.Errorf("the run stopped, the disk is full: %s; free some space, then frontier evolve --resume %s", sum.StopDetail, sum.RunName)
 	}
 	return nil
 }

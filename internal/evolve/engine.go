@@ -167,6 +167,7 @@ const (
 	StopLLMFailures    = "llm_failures"     // too many model calls failed in a row
 	StopReferenceFails = "reference_failed" // the reference program does not run
 	StopError          = "error"            // the engine could not continue (see the detail)
+	StopDiskFull       = "disk_full"        // a disk filled: free space, then resume
 )
 
 // Engine runs one evolution run. Create one with New or Resume, then call

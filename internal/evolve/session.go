@@ -3,7 +3,10 @@ package evolve
 import (
 	"errors"
 	"log/slog"
+	"syscall"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/store"
 )
 
 // session is how the engine's one Run call stands: whether it is stopping
@@ -70,7 +73,16 @@ func (s *session) fail(err error) {
 		s.fatal = err
 		s.log.Error("evolve: cannot continue", "err", err)
 	}
-	s.stop(StopError, err.Error())
+	reason := StopError
+	if diskFull(err) {
+		reason = StopDiskFull // the user's to fix, and the run resumes after
+	}
+	s.stop(reason, err.Error())
+}
+
+// diskFull reports whether err comes from a full disk (or quota).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, store.ErrDiskFull)
 }
 
 // end settles why the session ends when nothing stopped it on the way:
