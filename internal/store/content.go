@@ -66,21 +66,31 @@ var gear = func() (t [256]uint64) {
 // cut returns the end offsets of b's chunks. The hash rolls over all of b
 // (its high bits depend on the last 64 bytes only), so where a cut falls
 // depends on the bytes around it, not on where the chunk began.
+//
+// Since the hash at a byte depends on the last 64 bytes only, and no cut
+// falls in a chunk's first chunkMin bytes, each chunk's hash starts 64
+// bytes before the first place it may cut: the same cuts as rolling over
+// every byte, for a fifth less work.
 func cut(b []byte) []int {
 	const mask = (1<<chunkBits - 1) << (64 - chunkBits)
-	var ends []int
-	var h uint64
-	start := 0
-	for i, c := range b {
-		h = h<<1 + gear[c]
-		n := i + 1 - start
-		if n >= chunkMax || (n >= chunkMin && h&mask == 0) {
-			ends = append(ends, i+1)
-			start = i + 1
+	ends := make([]int, 0, len(b)/(chunkMin+1<<chunkBits)+1)
+	for start := 0; start < len(b); {
+		end := min(start+chunkMax, len(b))
+		at := end
+		var h uint64
+		i := start + chunkMin - 64
+		for ; i < start+chunkMin-1 && i < end; i++ {
+			h = h<<1 + gear[b[i]]
 		}
-	}
-	if start < len(b) {
-		ends = append(ends, len(b))
+		for ; i < end; i++ {
+			h = h<<1 + gear[b[i]]
+			if h&mask == 0 {
+				at = i + 1
+				break
+			}
+		}
+		ends = append(ends, at)
+		start = at
 	}
 	return ends
 }
