@@ -171,7 +171,12 @@ func Hash(src []byte) string {
 // prepareContent cuts b into chunks and compresses those the database
 // does not hold yet.
 func (s *sqlStore) prepareContent(ctx context.Context, q querier, b []byte) (*pendingContent, error) {
-	p := &pendingContent{hash: Hash(b), size: len(b)}
+	return s.prepareHashed(ctx, q, b, Hash(b))
+}
+
+// prepareHashed is prepareContent for b whose hash h the caller has.
+func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h string) (*pendingContent, error) {
+	p := &pendingContent{hash: h, size: len(b)}
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM contents WHERE hash = $1`, p.hash).Scan(&one)
 	switch {

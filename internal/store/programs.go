@@ -21,7 +21,7 @@ func (s *sqlStore) PutProgram(ctx context.Context, src []byte, normHash string) 
 		if !notFound(err) {
 			return err
 		}
-		p, err := s.prepareContent(ctx, s.db, src)
+		p, err := s.prepareHashed(ctx, s.db, src, h)
 		if err != nil {
 			return err
 		}
