@@ -171,11 +171,14 @@ func Hash(src []byte) string {
 // prepareContent cuts b into chunks and compresses those the database
 // does not hold yet.
 func (s *sqlStore) prepareContent(ctx context.Context, q querier, b []byte) (*pendingContent, error) {
-	return s.prepareHashed(ctx, q, b, Hash(b))
+	return s.prepareHashed(ctx, q, b, Hash(b), nil)
 }
 
-// prepareHashed is prepareContent for b whose hash h the caller has.
-func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h string) (*pendingContent, error) {
+// prepareHashed is prepareContent for b whose hash h the caller has. With
+// known, the chunks known to be stored are not looked up again, and those
+// found are added to it: q must then be the database, not a transaction
+// that may yet roll back what it wrote.
+func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h string, known *chunkSet) (*pendingContent, error) {
 	p := &pendingContent{hash: h, size: len(b)}
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM contents WHERE hash = $1`, p.hash).Scan(&one)
@@ -194,7 +197,7 @@ func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h str
 	for _, end := range ends {
 		sum := sha256.Sum256(b[start:end])
 		k := string(sum[:])
-		if _, ok := chunks[k]; !ok {
+		if _, ok := chunks[k]; !ok && !known.has(k) {
 			chunks[k] = b[start:end]
 			order = append(order, k)
 		}
@@ -205,12 +208,65 @@ func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h str
 	if err != nil {
 		return nil, err
 	}
+	found := make([]string, 0, len(have))
 	for _, k := range order {
-		if !have[k] {
+		if have[k] {
+			found = append(found, k)
+		} else {
 			p.newChunks = append(p.newChunks, [2][]byte{[]byte(k), s.codec.encode(chunks[k])})
 		}
 	}
+	known.add(found...)
 	return p, nil
+}
+
+// chunkSet remembers hashes of chunks the database holds, so that a
+// content that repeats most of one stored before (a child and its parent)
+// looks up only its new chunks: the lookup was the largest part of storing
+// a program (BenchmarkEngine). Chunks are never deleted; a set that grows
+// past its bound starts again empty.
+type chunkSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// chunkSetMax bounds a chunkSet: about 4 MB of hashes, the chunks of
+// thousands of distinct programs of 100 KB.
+const chunkSetMax = 1 << 16
+
+func (c *chunkSet) has(k string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[k]
+	return ok
+}
+
+func (c *chunkSet) add(ks ...string) {
+	if c == nil || len(ks) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(ks) > chunkSetMax {
+		c.m = make(map[string]struct{}, len(ks))
+	}
+	for _, k := range ks {
+		c.m[k] = struct{}{}
+	}
+}
+
+// stored adds the chunks p wrote to known, once the transaction that
+// wrote them committed.
+func (p *pendingContent) stored(known *chunkSet) {
+	if p == nil {
+		return
+	}
+	for _, c := range p.newChunks {
+		known.add(string(c[0]))
+	}
 }
 
 // maxParams bounds the parameters of one statement (SQLite allows 32766,
@@ -292,7 +348,8 @@ func (s *sqlStore) contentText(ctx context.Context, text string) (*pendingConten
 	if text == "" {
 		return nil, nil
 	}
-	return s.prepareContent(ctx, s.db, []byte(text))
+	b := []byte(text)
+	return s.prepareHashed(ctx, s.db, b, Hash(b), &s.known)
 }
 
 // hashOf is the content hash a row records: "" for none.

@@ -3,6 +3,7 @@ package store
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -54,5 +55,26 @@ func TestCutAsRollingOverEveryByte(t *testing.T) {
 		if got, want := cut(b), cutEveryByte(b); !slices.Equal(got, want) {
 			t.Fatalf("%d bytes (kind %d): cut at %v, want %v", size, n%3, got, want)
 		}
+	}
+}
+
+// A set of known chunks that would grow past its bound starts again
+// empty, with what was being added.
+func TestChunkSetBounded(t *testing.T) {
+	var c chunkSet
+	var nilSet *chunkSet
+	nilSet.add("x")
+	if nilSet.has("x") {
+		t.Fatal("a nil set knows a chunk")
+	}
+	for i := range chunkSetMax {
+		c.add(strconv.Itoa(i))
+	}
+	if !c.has("0") || len(c.m) != chunkSetMax {
+		t.Fatalf("a full set holds %d chunks", len(c.m))
+	}
+	c.add("new", "newer")
+	if c.has("0") || !c.has("new") || !c.has("newer") || len(c.m) != 2 {
+		t.Errorf("past its bound the set holds %d chunks, want only the 2 added", len(c.m))
 	}
 }

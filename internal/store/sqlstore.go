@@ -28,6 +28,8 @@ type sqlStore struct {
 	// in-memory database.
 	reserve string
 	codec   codec
+	// known are chunks this store found or wrote.
+	known chunkSet
 }
 
 var _ Store = (*sqlStore)(nil)
