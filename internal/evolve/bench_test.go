@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,23 +23,47 @@ import (
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
-// The engine's own overhead: a run of 10,000 children of 100 KB programs
-// with a proposer and an evaluator that answer at once, so that what is
-// measured is the engine and its database (sampling, prompts, dedup,
-// transactions, archive, migrations). Run with
+// The engine's own overhead: a run of 100 KB programs with a proposer and
+// an evaluator that answer at once, so that what is measured is the engine
+// and its database (sampling, prompts, dedup, transactions, archive,
+// migrations). A run of 1,000 children fits in CI's time:
 //
 //	go test -run '^$' -bench Engine -benchtime 1x ./internal/evolve/
 //
-// It reports children per second, the Go heap in use at the end, its peak
-// while running, and the size of the database.
+// FRONTIER_BENCH_CHILDREN sets other sizes, a list: the cost per child
+// should not grow with the population.
+//
+//	FRONTIER_BENCH_CHILDREN=1000,10000,100000 go test -run '^$' -bench 'Engine/proposer/sqlite' -benchtime 1x ./internal/evolve/
+//
+// It reports the CPU time of the process (user and system, every
+// goroutine's) per child while the run runs, children per second, the Go
+// heap in use at the end, its peak while running, and the size of the
+// database.
 
-// benchChildren is the run's size; FRONTIER_BENCH_CHILDREN changes it
-// (for profiling a shorter run).
-func benchChildren() int {
-	if n, err := strconv.Atoi(os.Getenv("FRONTIER_BENCH_CHILDREN")); err == nil && n >= 10 {
-		return n
+// benchSizes are the runs' sizes in children.
+func benchSizes(b *testing.B) []int {
+	env := os.Getenv("FRONTIER_BENCH_CHILDREN")
+	if env == "" {
+		return []int{1000}
 	}
-	return 10000
+	var sizes []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 {
+			b.Fatalf("FRONTIER_BENCH_CHILDREN=%q: want a list of numbers of children, each at least 10 (1000,10000)", env)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // bigTrack writes a track folder whose reference program is about 100 KB.
@@ -110,16 +135,18 @@ func instantModel() llm.Client {
 func BenchmarkEngine(b *testing.B) {
 	for _, kind := range []string{"proposer", "llm"} {
 		for _, d := range storetest.Dialects {
-			b.Run(kind+"/"+d, func(b *testing.B) {
-				for range b.N {
-					benchRun(b, kind, d)
-				}
-			})
+			for _, n := range benchSizes(b) {
+				b.Run(fmt.Sprintf("%s/%s/children=%d", kind, d, n), func(b *testing.B) {
+					for range b.N {
+						benchRun(b, kind, d, n)
+					}
+				})
+			}
 		}
 	}
 }
 
-func benchRun(b *testing.B, kind, dialect string) {
+func benchRun(b *testing.B, kind, dialect string, children int) {
 	ctx := context.Background()
 	spec := bigTrack(b)
 	st := storetest.Open(b, dialect)
@@ -130,7 +157,7 @@ func benchRun(b *testing.B, kind, dialect string) {
 	cfg := Config{
 		Islands: 4, BranchingFactor: 10, Slots: 8, LLMConcurrency: 8, Seed: 3,
 		MetaPrompting: MetaConfig{Enabled: ptr(false)},
-		Budget:        BudgetConfig{MaxIterations: benchChildren() / 10},
+		Budget:        BudgetConfig{MaxIterations: children / 10},
 	}
 	opts := Options{Store: st, Track: spec, Evaluator: &fakeEvaluator{}, Models: []Model{m}}
 	e, err := New(ctx, opts, cfg, "bench")
@@ -156,9 +183,9 @@ func benchRun(b *testing.B, kind, dialect string) {
 			}
 		}
 	})
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime(b)
 	sum, err := e.Run(ctx)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -180,11 +207,12 @@ func benchRun(b *testing.B, kind, dialect string) {
 	}
 	dbMB := float64(u.Bytes) / (1 << 20)
 	n := len(kids)
+	b.ReportMetric(cpu.Seconds()*1000/float64(children), "cpu-ms/child")
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "children/s")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 	b.ReportMetric(dbMB, "db-MB")
-	b.Logf("%s: %d members (%d children) in %s: %.0f children/s; heap %.1f MB after GC, peak %.1f MB; database %.0f MB",
-		kind, n, benchChildren(), elapsed.Round(time.Millisecond), float64(benchChildren())/elapsed.Seconds(),
-		float64(ms.HeapInuse)/(1<<20), float64(peak.Load())/(1<<20), dbMB)
+	b.Logf("%s: %d members (%d children) in %s, %s of CPU (%.2f ms a child): %.0f children/s; heap %.1f MB after GC, peak %.1f MB; database %.0f MB",
+		kind, n, children, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), cpu.Seconds()*1000/float64(children),
+		float64(children)/elapsed.Seconds(), float64(ms.HeapInuse)/(1<<20), float64(peak.Load())/(1<<20), dbMB)
 }

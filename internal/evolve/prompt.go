@@ -322,30 +322,57 @@ type texts struct {
 	progs map[string][]byte
 	order []string // progs' keys, oldest first
 	diffs map[string]string
+	// reading are the reads in flight: the children of an iteration,
+	// proposed at once, ask for their parent at once, and one read serves
+	// them all.
+	reading map[string]*read
+}
+
+// read is a read of a program that others may wait for: src and err are
+// set before done is closed.
+type read struct {
+	done chan struct{}
+	src  []byte
+	err  error
 }
 
 // textsKept bounds the programs texts keeps.
 const textsKept = 64
 
 func newTexts(st Store, j *journal) *texts {
-	return &texts{st: st, j: j, progs: map[string][]byte{}, diffs: map[string]string{}}
+	return &texts{st: st, j: j, progs: map[string][]byte{}, diffs: map[string]string{}, reading: map[string]*read{}}
 }
 
 // program returns the source of the program with hash h. The caller must
 // not change it.
 func (t *texts) program(ctx context.Context, h string) ([]byte, error) {
 	t.mu.Lock()
-	src, ok := t.progs[h]
-	t.mu.Unlock()
-	if ok {
+	if src, ok := t.progs[h]; ok {
+		t.mu.Unlock()
 		return src, nil
 	}
-	src, err := t.st.Program(ctx, h)
-	if err != nil {
-		return nil, err
+	if r, ok := t.reading[h]; ok {
+		t.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.src, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	t.remember(h, src)
-	return src, nil
+	r := &read{done: make(chan struct{})}
+	t.reading[h] = r
+	t.mu.Unlock()
+
+	r.src, r.err = t.st.Program(ctx, h)
+	if r.err == nil {
+		t.remember(h, r.src)
+	}
+	t.mu.Lock()
+	delete(t.reading, h)
+	t.mu.Unlock()
+	close(r.done)
+	return r.src, r.err
 }
 
 // keep stores a proposed program (once) and returns its hash.

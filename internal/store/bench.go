@@ -472,7 +472,7 @@ func (s *sqlStore) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall
 		if err != nil {
 			return err
 		}
-		return s.inTx(ctx, func(tx sqlTx) error {
+		err = s.inTx(ctx, func(tx sqlTx) error {
 			if err := req.writeIf(ctx, tx); err != nil {
 				return err
 			}
@@ -480,6 +480,10 @@ func (s *sqlStore) InsertBenchCall(ctx context.Context, nodeID int64, c *LLMCall
 				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
 				nodeID, c.Purpose, c.Model, c.State, req.hashOf(), c.CreatedAt.UnixMilli()).Scan(&c.ID)
 		})
+		if err == nil {
+			req.stored(&s.known)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record model call of bench node %d: %w", nodeID, err)

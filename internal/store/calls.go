@@ -65,7 +65,7 @@ func (s *sqlStore) InsertLLMCall(ctx context.Context, c *LLMCall) error {
 		if err != nil {
 			return err
 		}
-		return s.inTx(ctx, func(tx sqlTx) error {
+		err = s.inTx(ctx, func(tx sqlTx) error {
 			if err := req.writeIf(ctx, tx); err != nil {
 				return err
 			}
@@ -73,6 +73,10 @@ func (s *sqlStore) InsertLLMCall(ctx context.Context, c *LLMCall) error {
 				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
 				nullID(c.RunID), nullID(c.ChildID), c.Purpose, c.Model, c.State, req.hashOf(), c.CreatedAt.UnixMilli()).Scan(&c.ID)
 		})
+		if err == nil {
+			req.stored(&s.known)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record model call: %w", err)
@@ -90,7 +94,7 @@ func (s *sqlStore) FinishLLMCall(ctx context.Context, c *LLMCall) error {
 		if err != nil {
 			return err
 		}
-		return s.inTx(ctx, func(tx sqlTx) error {
+		err = s.inTx(ctx, func(tx sqlTx) error {
 			if err := ans.writeIf(ctx, tx); err != nil {
 				return err
 			}
@@ -101,6 +105,10 @@ func (s *sqlStore) FinishLLMCall(ctx context.Context, c *LLMCall) error {
 				c.CachedTokens, c.Estimated, c.CostUSD, c.PriceUnknown, c.LatencyMs, c.Attempts, c.RequestID, c.FinishedAt.UnixMilli(), c.ID)
 			return err
 		})
+		if err == nil {
+			ans.stored(&s.known)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record answer of model call %d: %w", c.ID, err)

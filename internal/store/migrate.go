@@ -172,7 +172,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 // chunks (content.go). Migration 7 made the tables; 9 drops the old
 // columns.
 func (s *sqlStore) moveToContents(ctx context.Context, gtx *sql.Tx) error {
-	tx := sqlTx{gtx}
+	tx := sqlTx{Tx: gtx}
 	put := func(b []byte) (string, error) {
 		if len(b) == 0 {
 			return "", nil

@@ -89,7 +89,7 @@ func connectPostgresWith(ctx context.Context, loc Location, owner Owner, params 
 		db.Close()
 		return nil, fmt.Errorf("cannot reach the PostgreSQL database %s (check db: in frontier.yaml, FRONTIER_DB or --db, that the server runs, and that this user may connect): %w", loc, err)
 	}
-	return &sqlStore{db: sqlDB{db}, dialect: postgresDialect, loc: loc, owner: owner}, nil
+	return &sqlStore{db: sqlDB{DB: db}, dialect: postgresDialect, loc: loc, owner: owner}, nil
 }
 
 // postgresDialect is PostgreSQL's SQL.

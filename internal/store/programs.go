@@ -21,11 +21,11 @@ func (s *sqlStore) PutProgram(ctx context.Context, src []byte, normHash string) 
 		if !notFound(err) {
 			return err
 		}
-		p, err := s.prepareContent(ctx, s.db, src)
+		p, err := s.prepareHashed(ctx, s.db, src, h, &s.known)
 		if err != nil {
 			return err
 		}
-		return s.inTx(ctx, func(tx sqlTx) error {
+		err = s.inTx(ctx, func(tx sqlTx) error {
 			if err := p.write(ctx, tx); err != nil {
 				return err
 			}
@@ -33,6 +33,10 @@ func (s *sqlStore) PutProgram(ctx context.Context, src []byte, normHash string) 
 				ON CONFLICT (hash) DO NOTHING`, h, normHash, len(src), time.Now().UnixMilli())
 			return err
 		})
+		if err == nil {
+			p.stored(&s.known)
+		}
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("store program: %w", err)

@@ -214,6 +214,15 @@ func openFile(ctx context.Context, path string, readOnly bool, owner Owner) (*sq
 	return openDB(ctx, path, modeWrite, owner)
 }
 
+// A SQLite store keeps up to sqliteIdleConns connections open between
+// uses, and up to sqliteStmts statements prepared on them: more than the
+// store's queries of fixed text, and room for those built for a number of
+// keys.
+const (
+	sqliteIdleConns = 16
+	sqliteStmts     = 512
+)
+
 func openDB(ctx context.Context, path string, mode openMode, owner Owner) (*sqlStore, error) {
 	q := url.Values{}
 	pragmas := []string{"busy_timeout(10000)", "foreign_keys(1)"}
@@ -244,10 +253,17 @@ func openDB(ctx context.Context, path string, mode openMode, owner Owner) (*sqlS
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	var stmts *stmtCache
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would be its own database
+	} else {
+		// A connection costs its pragmas and a read of the schema to open,
+		// and its prepared statements to lose: the workers of a run that
+		// write at once keep theirs (database/sql keeps 2 by default).
+		db.SetMaxIdleConns(sqliteIdleConns)
+		stmts = newStmtCache(db, sqliteStmts)
 	}
-	s := &sqlStore{db: sqlDB{db}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
+	s := &sqlStore{db: sqlDB{DB: db, stmts: stmts}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
 		reader: mode == modeReader, owner: owner}
 	if path != ":memory:" {
 		s.reserve = path + "-reserve"

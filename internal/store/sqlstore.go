@@ -28,6 +28,8 @@ type sqlStore struct {
 	// in-memory database.
 	reserve string
 	codec   codec
+	// known are chunks this store found or wrote.
+	known chunkSet
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -54,40 +56,83 @@ func (s *sqlStore) ReadOnly() bool   { return s.readOnly }
 // sqlDB is the database handle. Its query methods store every string
 // argument as valid UTF-8 without NUL (PostgreSQL's text refuses both;
 // SQLite's would return them to readers that choke on them), so that
-// what a store reads back is the same on either.
-type sqlDB struct{ *sql.DB }
+// what a store reads back is the same on either. With stmts set, they
+// run each query as a statement prepared once (see stmtCache).
+type sqlDB struct {
+	*sql.DB
+	stmts *stmtCache
+}
 
 func (d sqlDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.DB.ExecContext(ctx, q, textArgs(args)...)
+	st := d.stmts.get(ctx, q)
+	if st == nil {
+		return d.DB.ExecContext(ctx, q, textArgs(args)...)
+	}
+	defer d.stmts.release(st)
+	return st.stmt.ExecContext(ctx, textArgs(args)...)
 }
 
 func (d sqlDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return d.DB.QueryContext(ctx, q, textArgs(args)...)
+	st := d.stmts.get(ctx, q)
+	if st == nil {
+		return d.DB.QueryContext(ctx, q, textArgs(args)...)
+	}
+	defer d.stmts.release(st)
+	return st.stmt.QueryContext(ctx, textArgs(args)...)
 }
 
 func (d sqlDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return d.DB.QueryRowContext(ctx, q, textArgs(args)...)
+	st := d.stmts.get(ctx, q)
+	if st == nil {
+		return d.DB.QueryRowContext(ctx, q, textArgs(args)...)
+	}
+	defer d.stmts.release(st)
+	return st.stmt.QueryRowContext(ctx, textArgs(args)...)
 }
 
 // BeginTx starts a transaction whose queries clean their arguments too.
 func (d sqlDB) BeginTx(ctx context.Context) (sqlTx, error) {
 	tx, err := d.DB.BeginTx(ctx, nil)
-	return sqlTx{tx}, err
+	return sqlTx{tx, d.stmts}, err
+}
+
+// Close closes the prepared statements, then the database.
+func (d sqlDB) Close() error {
+	d.stmts.close()
+	return d.DB.Close()
 }
 
 // sqlTx is a transaction of sqlDB.
-type sqlTx struct{ *sql.Tx }
+type sqlTx struct {
+	*sql.Tx
+	stmts *stmtCache
+}
 
 func (t sqlTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, q, textArgs(args)...)
+	st := t.stmts.get(ctx, q)
+	if st == nil {
+		return t.Tx.ExecContext(ctx, q, textArgs(args)...)
+	}
+	defer t.stmts.release(st)
+	return t.Tx.StmtContext(ctx, st.stmt).ExecContext(ctx, textArgs(args)...)
 }
 
 func (t sqlTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, q, textArgs(args)...)
+	st := t.stmts.get(ctx, q)
+	if st == nil {
+		return t.Tx.QueryContext(ctx, q, textArgs(args)...)
+	}
+	defer t.stmts.release(st)
+	return t.Tx.StmtContext(ctx, st.stmt).QueryContext(ctx, textArgs(args)...)
 }
 
 func (t sqlTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(ctx, q, textArgs(args)...)
+	st := t.stmts.get(ctx, q)
+	if st == nil {
+		return t.Tx.QueryRowContext(ctx, q, textArgs(args)...)
+	}
+	defer t.stmts.release(st)
+	return t.Tx.StmtContext(ctx, st.stmt).QueryRowContext(ctx, textArgs(args)...)
 }
 
 // querier is a database or a transaction.
