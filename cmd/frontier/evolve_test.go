@@ -181,6 +181,7 @@ func TestEvolveSignalsAndResume(t *testing.T) {
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
 	cfgPath := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(`home: %s
+data_dir: %s
 tracks_dirs: [%s]
 evolve:
   islands: 2
@@ -188,7 +189,7 @@ evolve:
   slots: 1
   seed: 11
   confirm: {enabled: false}
-`, home, abs))
+`, home, sharedDataDir(t), abs))
 	var stdout, stderr syncBuffer
 	g := &globals{configPath: cfgPath, logLevel: "info", stdout: &stdout, stderr: &stderr}
 	g.log = slog.New(slog.NewTextHandler(&stderr, nil))
@@ -276,7 +277,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	}
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
-	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\n", home, sharedDataDir(t), abs))
 	out := filepath.Join(home, "rep")
 	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "3", "--pairs", "2", "--out", out)
 	if code != 0 {
@@ -320,7 +321,7 @@ func TestDemoJSON(t *testing.T) {
 	}
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
-	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\n", home, sharedDataDir(t), abs))
 	var got demoJSON
 	jsonOf(t, &got, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "2", "--pairs", "0", "--json")
 	if got.Search == nil || !strings.HasPrefix(got.Search.Run.Name, "demo-") || got.Search.Run.Track != "quick" || got.Search.Run.Record == nil ||
