@@ -170,10 +170,7 @@ func (s *syncBuffer) String() string {
 // confirmation is off, as in the other searches of these tests: a child
 // measured faster than the reference would start a series of five pairs of
 // full runs, which this test does not look at (it took 300 s in one suite
-// run and 590 s in another). One child per island and iteration (six in
-// all, two islands kept for the resume) leaves each session work to do:
-// the first drains after two children at most (one slot), the second
-// starts the next.
+// run and 590 s in another).
 func TestEvolveSignalsAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs training processes")
@@ -185,7 +182,7 @@ data_dir: %s
 tracks_dirs: [%s]
 evolve:
   islands: 2
-  branching_factor: 1
+  branching_factor: 2
   slots: 1
   seed: 11
   confirm: {enabled: false}
