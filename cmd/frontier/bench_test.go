@@ -93,6 +93,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	tracksDir, _ := filepath.Abs(benchQuickTracks)
 	suite, _ := filepath.Abs(benchQuickSuite)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(`home: %s
+data_dir: %s
 tracks_dirs: [%s]
 llm:
   models:
@@ -100,7 +101,7 @@ llm:
   prices:
     openai-compatible/coder: {input: 1, output: 4}
   retry: {max_attempts: 1}
-`, home, tracksDir, srv.Spec("coder")))
+`, home, sharedDataDir(t), tracksDir, srv.Spec("coder")))
 
 	// Calibrate the first task's records, so that the runs score with
 	// times measured here.

@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 	if slices.Contains(os.Args[1:], "phase-exec") || slices.Contains(os.Args[1:], "phase-worker") || len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSharedData()
+	os.Exit(code)
 }
 
 // evalJSON evaluates the quick track's reference with frontier eval --json
@@ -51,8 +53,9 @@ func TestEvalThroughSlurm(t *testing.T) {
 	abs, _ := filepath.Abs(quickTracks)
 	local := t.TempDir()
 	onSlurm := t.TempDir()
-	localCfg := writeTemp(t, local, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", local, abs))
-	slurmCfg := writeTemp(t, onSlurm, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s}\n", onSlurm, abs))
+	data := sharedDataDir(t)
+	localCfg := writeTemp(t, local, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\n", local, data, abs))
+	slurmCfg := writeTemp(t, onSlurm, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s}\n", onSlurm, data, abs))
 	a, b := evalJSON(t, localCfg), evalJSON(t, slurmCfg)
 	if a.Verdict != b.Verdict || a.Verdict != eval.Acceptable {
 		t.Errorf("verdict here %s (%s), through Slurm %s (%s)", a.Verdict, a.Reason, b.Verdict, b.Reason)
@@ -75,7 +78,7 @@ func TestEvolveThroughSlurm(t *testing.T) {
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
 	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(
-		"home: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s, jobs: 2, workers: 1, worker_idle: 30s}\nevolve:\n  islands: 1\n  branching_factor: 2\n  confirm: {enabled: false}\n", home, abs))
+		"home: %s\ndata_dir: %s\ntracks_dirs: [%s]\nexecutor: slurm\nslurm: {poll: 1s, jobs: 2, workers: 1, worker_idle: 30s}\nevolve:\n  islands: 1\n  branching_factor: 2\n  confirm: {enabled: false}\n", home, sharedDataDir(t), abs))
 	code, out, stderr := runCLI(t, "--config", cfg, "evolve", "--track", "quick", "--iterations", "1", "--quiet")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)

@@ -166,7 +166,11 @@ func (s *syncBuffer) String() string {
 }
 
 // Ctrl-C once drains, twice aborts, and --resume finishes the run: with
-// real training processes on the quick track.
+// real training processes on the quick track. The engine's own
+// confirmation is off, as in the other searches of these tests: a child
+// measured faster than the reference would start a series of five pairs of
+// full runs, which this test does not look at (it took 300 s in one suite
+// run and 590 s in another).
 func TestEvolveSignalsAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs training processes")
@@ -174,13 +178,15 @@ func TestEvolveSignalsAndResume(t *testing.T) {
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
 	cfgPath := writeTemp(t, home, "frontier.yaml", fmt.Sprintf(`home: %s
+data_dir: %s
 tracks_dirs: [%s]
 evolve:
   islands: 2
   branching_factor: 2
   slots: 1
   seed: 11
-`, home, abs))
+  confirm: {enabled: false}
+`, home, sharedDataDir(t), abs))
 	var stdout, stderr syncBuffer
 	g := &globals{configPath: cfgPath, logLevel: "info", stdout: &stdout, stderr: &stderr}
 	g.log = slog.New(slog.NewTextHandler(&stderr, nil))
@@ -204,11 +210,7 @@ evolve:
 	done := make(chan error, 1)
 	go func() { done <- runEvolve(context.Background(), g, o) }()
 	// Once the first child is evaluated, Ctrl-C: the run drains.
-	for s := range statuses {
-		if s.Acceptable+s.LossTooHigh+s.Buggy > 0 {
-			break
-		}
-	}
+	awaitStatus(t, "a child evaluated", statuses, done, &stderr, func(s evolve.Status) bool { return s.Acceptable+s.LossTooHigh+s.Buggy > 0 })
 	sigs <- syscall.SIGINT
 	err := <-done
 	if exitCode(err) != exitInterrupted {
@@ -226,11 +228,7 @@ evolve:
 	statuses = make(chan evolve.Status, 1000)
 	o = evolveOptions{resume: "sig", iterations: 3, signals: sigs, onStatus: send(statuses)}
 	go func() { done <- runEvolve(context.Background(), g, o) }()
-	for s := range statuses {
-		if s.SlotsBusy > 0 {
-			break
-		}
-	}
+	awaitStatus(t, "an evaluation running", statuses, done, &stderr, func(s evolve.Status) bool { return s.SlotsBusy > 0 })
 	sigs <- syscall.SIGINT
 	sigs <- syscall.SIGINT
 	err = <-done
@@ -250,6 +248,24 @@ evolve:
 	checkRun(t, g, "sig", store.RunStopped, evolve.StopIterations)
 }
 
+// awaitStatus reads the engine's statuses until one satisfies ok. A session
+// that ends first fails the test with its error and log, instead of
+// leaving it waiting for a status that will not come until the suite's
+// timeout.
+func awaitStatus(t *testing.T, what string, statuses <-chan evolve.Status, done <-chan error, log *syncBuffer, ok func(evolve.Status) bool) {
+	t.Helper()
+	for {
+		select {
+		case s := <-statuses:
+			if ok(s) {
+				return
+			}
+		case err := <-done:
+			t.Fatalf("the session ended (%v) before %s:\n%s", err, what, log.String())
+		}
+	}
+}
+
 // The demo's whole path on the quick track: a short mutate search, the
 // report, and the closing lines.
 func TestDemoOnQuickTrack(t *testing.T) {
@@ -258,7 +274,7 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	}
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
-	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\n", home, sharedDataDir(t), abs))
 	out := filepath.Join(home, "rep")
 	code, stdout, stderr := runCLI(t, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "3", "--pairs", "2", "--out", out)
 	if code != 0 {
@@ -302,7 +318,7 @@ func TestDemoJSON(t *testing.T) {
 	}
 	home := t.TempDir()
 	abs, _ := filepath.Abs(quickTracks)
-	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ntracks_dirs: [%s]\n", home, abs))
+	cfg := writeTemp(t, home, "frontier.yaml", fmt.Sprintf("home: %s\ndata_dir: %s\ntracks_dirs: [%s]\n", home, sharedDataDir(t), abs))
 	var got demoJSON
 	jsonOf(t, &got, "--config", cfg, "demo", "--track", "quick", "--iterations", "1", "--evaluations", "2", "--pairs", "0", "--json")
 	if got.Search == nil || !strings.HasPrefix(got.Search.Run.Name, "demo-") || got.Search.Run.Track != "quick" || got.Search.Run.Record == nil ||

@@ -508,7 +508,9 @@ func TestMain(m *testing.M) {
 		fmt.Println(res.Message, err)
 		os.Exit(1) // the test kills it before
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeTinyData()
+	os.Exit(code)
 }
 
 // A frontier killed (SIGKILL) while its job is pending or running leaves

@@ -133,11 +133,7 @@ func TestExecutorResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dataDir := t.TempDir()
-	files, err := (&eval.LocalData{Dirs: map[string]string{spec.Name: dataDir}}).Resolve(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := tinyFiles(t, spec)
 	src, err := spec.ReferenceSource()
 	if err != nil {
 		t.Fatal(err)

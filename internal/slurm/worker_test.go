@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,38 @@ func TestWorkerContract(t *testing.T) {
 	}
 }
 
+// tinyData is the tiny track's data, built once per test binary for the
+// tests that run a phase of its reference (a build is about 11 s of CPU);
+// the phases only read it. TestMain removes it.
+var tinyData struct {
+	once  sync.Once
+	dir   string
+	files *eval.DataFiles
+	err   error
+}
+
+// tinyFiles returns the tiny track's data, built on first use.
+func tinyFiles(t *testing.T, spec *track.Spec) *eval.DataFiles {
+	t.Helper()
+	tinyData.once.Do(func() {
+		if tinyData.dir, tinyData.err = os.MkdirTemp("", "slurmtest-data-"); tinyData.err != nil {
+			return
+		}
+		tinyData.files, tinyData.err = (&eval.LocalData{Dirs: map[string]string{spec.Name: tinyData.dir}}).Resolve(context.Background(), spec)
+	})
+	if tinyData.err != nil {
+		t.Fatal(tinyData.err)
+	}
+	return tinyData.files
+}
+
+// removeTinyData removes the tiny track's data, if a test built it.
+func removeTinyData() {
+	if tinyData.dir != "" {
+		os.RemoveAll(tinyData.dir)
+	}
+}
+
 // tinyPhase is the fast phase of the tiny track's reference.
 func tinyPhase(t *testing.T, key string) eval.PhaseJob {
 	t.Helper()
@@ -51,10 +84,7 @@ func tinyPhase(t *testing.T, key string) eval.PhaseJob {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := (&eval.LocalData{Dirs: map[string]string{spec.Name: t.TempDir()}}).Resolve(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := tinyFiles(t, spec)
 	src, err := spec.ReferenceSource()
 	if err != nil {
 		t.Fatal(err)
