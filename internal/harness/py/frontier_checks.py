@@ -105,8 +105,8 @@ class Recheck:
     which. The judge calls scored() and answered() as answers come, then
     finish() until it returns None (each call it returns is sent first)."""
 
-    def __init__(self, judge, calls, what):
-        self.j = judge
+    def __init__(self, val, calls, what):
+        self.v = val  # the judge's Validation: shape, noise limits, classes compared
         self.what = what
         self.nb = len(calls)
         self.k = _RNG.randrange(self.nb)
@@ -125,7 +125,7 @@ class Recheck:
         return out
 
     def _stats(self, x):
-        return log_probs(x, all_positions(x.shape[0], x.shape[1]), self.j.compare_classes(x.shape[0], x.shape[1]))
+        return log_probs(x, all_positions(x.shape[0], x.shape[1]), self.v.compare_classes(x.shape[0], x.shape[1]))
 
     def scored(self, rng, x):
         if rng == self.k_range:
@@ -137,7 +137,7 @@ class Recheck:
         self.stats[call[2]] = self._stats(x)
 
     def finish(self):
-        j, st = self.j, self.stats
+        v, st = self.v, self.stats
         if self.stage == 0:
             self.stage = 1
             if "k" in st and "a" in st:
@@ -153,8 +153,8 @@ class Recheck:
                 size, row, pos = max_diff(st["k"], st["a"])
                 noise, _, _ = max_diff(st["a"], st["third"])
                 self.noise = noise
-                if noise > j.max_noise and not j.allow_noise:
-                    raise Fault("nondeterministic_eval", nondeterministic(self.what, noise, row, pos, j.max_noise))
+                if noise > v.max_noise and not v.allow_noise:
+                    raise Fault("nondeterministic_eval", nondeterministic(self.what, noise, row, pos, v.max_noise))
                 tol = max(4.0 * noise, MIN_TOLERANCE)
                 if size > tol:
                     raise Fault("stateful_eval",
@@ -206,14 +206,14 @@ class Twin:
 class ScorerPlan:
     """The twins of one rank's scored windows and the scorer's calls."""
 
-    def __init__(self, judge, data, share, practice, probe):
-        self.j = judge
-        T, V, B = judge.T, judge.V, judge.B
+    def __init__(self, val, data, share, practice, probe):
+        self.v = val  # the judge's Validation: shape, noise limits, classes compared
+        T, V, B = val.T, val.V, val.B
         lo, hi = share
         windows = list(range(lo, hi))
         self.by_w = {}  # window -> its twins
         doc = bool(probe.get("doc_isolated"))
-        bos = judge.bos
+        bos = val.bos
         nb = -(-len(windows) // B)
         # Whole batches sent again, unchanged and in order: where only state
         # can make the answers differ. The last (where a drift has gone
@@ -277,35 +277,35 @@ class ScorerPlan:
     def _classes(self, row, twin, pos):
         """The classes compared at each position: all of a small vocabulary,
         else a fixed set and the next token of the row and of its twin."""
-        j = self.j
-        if j.V <= FULL_V:
+        v = self.v
+        if v.V <= FULL_V:
             return None
-        T = j.T
+        T = v.T
         nxt = lambda r: np.array([r[p + 1] if p + 1 < T else r[p] for p in pos], dtype=np.int64)  # noqa: E731
-        fixed = np.broadcast_to(j.fixed_classes, (len(pos), j.fixed_classes.size))
+        fixed = np.broadcast_to(v.fixed_classes, (len(pos), v.fixed_classes.size))
         return np.ascontiguousarray(np.concatenate([fixed, nxt(row)[:, None], nxt(twin)[:, None]], axis=1))
 
     def _splice(self, row, start, end, practice):
         """row with positions [start, end) replaced by practice text."""
-        j = self.j
+        v = self.v
         twin = row.copy()
         n = end - start
         if practice is not None and practice.size > n + 1:
             o = _RNG.randrange(practice.size - n)
             twin[start:end] = practice[o:o + n]
         else:
-            twin[start:end] = np.array([_RNG.randrange(j.V) for _ in range(n)], dtype=row.dtype)
+            twin[start:end] = np.array([_RNG.randrange(v.V) for _ in range(n)], dtype=row.dtype)
         if twin[start] == row[start]:
-            twin[start] = (int(row[start]) + 1 + _RNG.randrange(j.V - 1)) % j.V
+            twin[start] = (int(row[start]) + 1 + _RNG.randrange(v.V - 1)) % v.V
         return twin
 
     def exact(self, w, row):
-        T = self.j.T
+        T = self.v.T
         pos = self._positions([T - 1, 0], range(T), T)
         return Twin(w, "exact", row.copy(), T, -1, pos, self._classes(row, row, pos))
 
     def future(self, w, row, practice):
-        T = self.j.T
+        T = self.v.T
         d = 1 + _RNG.randrange(T - 1)  # the first changed position, 1 .. T-1
         twin = self._splice(row, d, T, practice)
         pos = self._positions([d - 1, d], range(d), T)
@@ -316,7 +316,7 @@ class ScorerPlan:
     def document(self, w, row, b, practice):
         """Text before the row's first BOS (at b) replaced from q on: nothing
         from the BOS on may move, nor anything before q."""
-        T = self.j.T
+        T = self.v.T
         q = _RNG.randrange(1, b) if b > 1 else 0
         twin = self._splice(row, q, b, practice)
         pos = self._positions([q - 1, b, q], list(range(q)) + list(range(b, T)), T)

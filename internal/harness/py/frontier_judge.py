@@ -385,9 +385,12 @@ class Conn:
             raise
         return obj, fds
 
-    def write_inputs(self, rows):
-        n = rows.size
-        self.inputs[:n] = rows.reshape(-1)
+    def ask(self, call, rows):
+        """Send rows as the next batch to answer; the judge waits on call,
+        timed from now."""
+        self.inputs[:rows.size] = rows.reshape(-1)
+        self.send({"op": "batch", "rows": int(rows.shape[0])})
+        self.waiting = (call, now())
 
     def read_logits(self, b, ipc, fds):
         """The logits of b rows: from the judge's device buffer when the
@@ -466,7 +469,7 @@ def cross_entropy_sum(x, y):
 
 
 # ---------------------------------------------------------------------------
-# The clock and the validation budget
+# The clock and the budgets
 
 
 class Clock:
@@ -475,7 +478,8 @@ class Clock:
     answer, minus the designated validations, plus what they took beyond a
     forward pass (charged)."""
 
-    def __init__(self):
+    def __init__(self, tel):
+        self.tel = tel
         self.begin = None
         self.end = None
         self.excluded = 0.0
@@ -486,6 +490,44 @@ class Clock:
             return 0.0
         end = self.end if self.end is not None else (t if t is not None else now())
         return max(0.0, (end - self.begin - self.excluded + self.charged) * 1000.0)
+
+    def mark(self, what, t):
+        """Tell frontier at once that the clock began, paused (a designated
+        validation), resumed or ended at t: on a track whose clock is CPU
+        time, frontier reads the program's CPU time when it hears each mark
+        (the judge cannot see the program's processes)."""
+        self.tel.write("clock", {"mark": what, "at_ms": round((t - self.tel.t0) * 1000.0, 3)})
+
+
+class CompileBudget:
+    """The untimed setup before fh.train_begin() (imports, compilation,
+    warm-up), of the training process and of the scorer alike, must fit
+    the track's compile budget, since the clock starts only there."""
+
+    def __init__(self, ms):
+        self.limit = float(ms or 0) / 1000.0  # seconds; 0: no budget
+
+    def check(self, setup, who):
+        if self.limit > 0 and setup > self.limit:
+            raise Fault("compile_budget",
+                        "untimed setup before fh.train_begin() took %.0f ms%s, over the track's compile budget of "
+                        "%.0f ms: imports, compilation and warm-up must fit the budget, since the clock starts only "
+                        "at train_begin" % (setup * 1000.0, who, self.limit * 1000.0))
+
+
+def charge(calls, ref=None):
+    """Validation time beyond what a forward pass needs: each call's time
+    over CHARGE_FACTOR times the pass's median time per token (or over
+    SCORER_FACTOR times ref, the scorer's, when that is less). On a GPU
+    that is work the program queued before it asked (its training);
+    anywhere, training hidden in a call. Counted as train time."""
+    if len(calls) < 3 and ref is None:
+        return 0.0
+    rates = sorted(d / max(n, 1) for d, n in calls)
+    per_token = CHARGE_FACTOR * rates[len(rates) // 2] if len(calls) >= 3 else math.inf
+    if ref is not None:
+        per_token = min(per_token, SCORER_FACTOR * ref)
+    return sum(max(0.0, d - per_token * n) for d, n in calls)
 
 
 class Budget:
@@ -505,6 +547,31 @@ class Budget:
         self.used = 0.0  # seconds of designated validation calls, net of the charge
         self.tokens = 0
 
+    def add(self, calls):
+        """Book the (seconds, tokens) calls of a designated pass; returns the
+        seconds charged to the clock, which the budget does not count."""
+        charged = charge(calls)
+        self.used += max(0.0, sum(d for d, _ in calls) - charged)
+        self.tokens += sum(n for _, n in calls)
+        return charged
+
+    def recharge(self, passes, scorer_calls):
+        """The designated passes' calls again, now that the scorer's calls
+        showed what a forward pass of the trained model costs here: a call
+        over SCORER_FACTOR times the scorer's median per token is charged
+        too. Returns the seconds charged on top, which move from the budget
+        to the clock."""
+        if not scorer_calls:
+            return 0.0
+        rates = sorted(d / max(n, 1) for d, n in scorer_calls)
+        ref = rates[len(rates) // 2]
+        extra = 0.0
+        for calls in passes:
+            extra += max(0.0, charge(calls, ref) - charge(calls))
+        if extra > 0:
+            self.used = max(0.0, self.used - extra)
+        return extra
+
     def limit(self, train_s, steps, tokens):
         if self.token_cost <= 0 and self.share <= 0:
             return None
@@ -516,9 +583,17 @@ class Budget:
             limit = min(limit, self.share * train_s)
         return max(limit, self.allowance)
 
+    def check(self, limit):
+        if self.used > limit:
+            raise Fault("validation_cost",
+                        "the designated validations, outside the clock, took %.1f s for %d tokens, over the limit of "
+                        "%.1f s that this run's own training cost gives (a validation token may cost %.1f training "
+                        "tokens): logits_fn must be a forward pass of the trained model, not extra computation the "
+                        "clock does not see" % (self.used, self.tokens, limit, self.token_cost))
+
 
 # ---------------------------------------------------------------------------
-# The judge
+# Validation passes
 
 
 class Pass:
@@ -534,6 +609,7 @@ class Pass:
         self.slice = slice_name
         self.loss_sum = 0.0
         self.count = 0
+        self.loss = None  # loss_sum / count, once the pass is over
         self.calls = []  # (seconds, tokens) of every call
         self.start = {}
         self.last = None  # receipt of the last answer
@@ -543,7 +619,256 @@ class Pass:
         self.tail_done = False
 
 
+class Validation:
+    """The training process's validation passes, over all its ranks. A pass
+    starts when the first rank asks (fh.validate() or fh.finish()); each
+    rank answers its share of the windows, in order, and the pass ends for
+    every rank at once. A designated pass (the track's val_every) is taken
+    off the clock and booked against the validation budget; the final pass
+    stops the clock and plans the scorer's twin of every scored row.
+
+    Recheck and ScorerPlan (frontier_checks) read the batch's shape (B, T,
+    V, bos), the noise limits and the classes compared from here."""
+
+    def __init__(self, cfg, text, conns, scorers, clock, budget, checks, tel):
+        ver = cfg.get("verify") or {}
+        self.T = cfg["val_seq_len"]
+        self.B = max(1, cfg["val_batch_seqs"])
+        self.V = cfg["vocab_size"]
+        self.bos = int(cfg["bos_id"])
+        self.world = max(1, cfg.get("world_size") or 1)
+        self.fast = cfg["mode"] == "fast"
+        self.tokens = cfg["fast_val_tokens"] if self.fast else cfg["val_tokens"]
+        self.val_every = cfg.get("val_every") or 0
+        self.probe_cfg = cfg.get("probe") or {}
+        self.max_noise = float(ver.get("max_noise") or 1e-3)
+        self.allow_noise = bool(ver.get("allow_nondeterministic"))
+        self.fixed_classes = np.random.default_rng(0x5eed).choice(self.V, size=min(self.V, 62), replace=False)
+        self.text = text  # the validation text (ValData)
+        self.conns, self.scorers = conns, scorers
+        self.clock, self.budget, self.checks, self.tel = clock, budget, checks, tel
+        self.passes = []
+        self.current = None  # the pass under way
+        self.plans = {}  # rank -> ScorerPlan of the final pass
+        self.handed_off = False  # the final pass is over: the scorer's turn
+
+    def start(self, c, t, final):
+        """Rank c asked for a validation. The pass starts when the first rank
+        asks; every rank gets the same number of calls (a model sharded
+        across ranks calls collectives in logits_fn)."""
+        p = self.current
+        if p is None or c.rank in p.start:
+            p = self.new_pass(c.steps, final)
+            self.current = p
+        p.start[c.rank] = t
+        if p.kind == "designated" and len(p.start) == self.world:
+            self.clock.mark("pause", t)  # the clock stops once every rank is in the pass
+        self.next_call(c)
+
+    def stop(self):
+        """Drop the pass under way: the run failed, or a rank died in it."""
+        self.current = None
+
+    def final(self):
+        """The final pass (the fast check's last in a fast run), once over."""
+        final = None
+        for p in self.passes:
+            if p.final and p.end is not None:
+                final = p
+        return final
+
+    def designated(self):
+        """The (seconds, tokens) calls of each designated pass."""
+        return [p.calls for p in self.passes if p.kind == "designated"]
+
+    def new_pass(self, step, final):
+        text = self.text
+        if final:
+            kind = "fast" if self.fast else "final"
+            data = text.practice if self.fast else text.scored
+            name = "practice" if self.fast else "scored"
+        else:
+            designated = self.val_every > 0 and step > 0 and step % self.val_every == 0 and not self.fast and \
+                not any(q.step == step and q.kind == "designated" for q in self.passes)
+            kind = "designated" if designated else "program"
+            data, name = text.practice, "practice"
+        T, B = self.T, self.B
+        windows = self.tokens // T
+        if data.size < windows * T + 1:
+            windows = (data.size - 1) // T
+        p = Pass(kind, step, final, data, windows, name if not text.note else "scored")
+        # Each rank scores a contiguous share of the windows, in order: a
+        # window's last target is the next window's first input, which the
+        # program must not have seen when it answers.
+        shares = [(windows * r // self.world, windows * (r + 1) // self.world) for r in range(self.world)]
+        counts = []
+        for r, (lo, hi) in enumerate(shares):
+            calls = [("scored", data[s * T:min(s + B, hi) * T].reshape(-1, T), (s, min(s + B, hi)))
+                     for s in range(lo, hi, B)]
+            if final and self.scorers and r < len(self.scorers):
+                # The twins' replaced text: text the scorer never sees
+                # scored (random tokens when the shard has none).
+                other = None if text.note else (text.initial if self.fast else text.practice)
+                self.plans[r] = ScorerPlan(self, data, (lo, hi), other, self.probe_cfg)
+            elif not final and r == 0 and calls:
+                p.recheck = Recheck(self, calls, "the validation after step %d" % step)
+                calls = p.recheck.schedule(calls)
+            p.queues[r] = calls
+            counts.append(len(calls))
+        # Equal call counts: pad with repeats of the rank's first batch.
+        most = max(counts) if counts else 0
+        for r, calls in p.queues.items():
+            while len(calls) < most and calls:
+                calls.append(("pad", calls[0][1], None))
+        self.passes.append(p)
+        self.checks["validations"] += 1
+        if kind == "designated":
+            self.checks["designated_validations"] += 1
+        elif kind == "program":
+            self.checks["program_validations"] += 1
+        return p
+
+    def compare_classes(self, b, T):
+        """The classes rechecks compare: all of a small vocabulary, else a fixed set."""
+        if self.V <= 1024:
+            return None
+        return np.ascontiguousarray(np.broadcast_to(self.fixed_classes, (b, T, self.fixed_classes.size)))
+
+    def next_call(self, c):
+        if not self.send_next(c):
+            self.rank_done(c)
+
+    def send_next(self, c):
+        """Send c its next call of the pass, if it has one."""
+        queue = self.current.queues.get(c.rank) or []
+        if not queue:
+            return False
+        call = queue.pop(0)
+        c.ask(call, call[1])
+        return True
+
+    def rank_done(self, c):
+        """c answered its last call: end the pass once every rank has."""
+        p = self.current
+        c.waiting = None
+        if any(p.queues.get(r) or x.waiting is not None for r, x in enumerate(self.conns) if x.open and r in p.start):
+            return  # another rank is still answering: the pass ends for all at once
+        if len(p.start) < sum(1 for x in self.conns if x.open):
+            return  # a rank has not asked yet
+        self.end_pass(p)
+
+    def answer(self, c, call, x, dt, t):
+        """Rank c answered call with the logits x, received at t, dt after
+        the batch went out."""
+        p = self.current
+        if p is None:
+            raise Fault("protocol", "%s sent logits outside a validation" % c.name())
+        rows, T = call[1], self.T
+        what = "the final validation" if p.final else "the validation after step %d" % p.step
+        p.calls.append((dt, rows.size))
+        p.last = t
+        self.checks["calls"] += 1
+        # x is sealed: nothing the program does now can change it. The next
+        # batch goes out before this one is judged, so the program computes
+        # while the judge does.
+        sent = self.send_next(c)
+        check_logits(x, what)
+        if call[0] == "scored":
+            y = p.data[call[2][0] * T + 1:call[2][1] * T + 1].reshape(rows.shape[0], T)
+            p.loss_sum += cross_entropy_sum(x, y)
+            p.count += rows.size
+            plan = self.plans.get(c.rank) if p.final else None
+            if plan is not None:
+                plan.scored(range(call[2][0], call[2][1]), x)
+            if c.rank == 0 and p.recheck is not None:
+                p.recheck.scored(call[2], x)
+        else:
+            self.checks["extra_calls"] += 1
+            self.checks["extra_ms"] += dt * 1000.0
+            if c.rank == 0 and p.recheck is not None and call[0] != "pad":
+                p.recheck.answered(call, x)
+        if not sent and self.current is p:
+            self.rank_done(c)
+
+    def end_pass(self, p):
+        """Every rank answered every planned call: judge the rechecks (which
+        may ask for a few more calls), then account for time and report."""
+        if p.recheck is not None and not p.tail_done:
+            more = p.recheck.finish()
+            if more:
+                # One more call (on rank 0; the others repeat a batch, so
+                # that every rank calls logits_fn as often).
+                for r, x in enumerate(self.conns):
+                    if x.open:
+                        p.queues[r] = [more] if r == 0 else [("pad", self.pad_rows(p, r), None)]
+                for x in self.conns:
+                    if x.open:
+                        self.next_call(x)
+                return
+            p.tail_done = True
+        t = now()
+        p.end = t
+        if p.final:
+            # The clock stops at the final validation's last answer: the
+            # validation is timed, so work done in it is training time.
+            self.clock.end = p.last if p.last is not None else t
+            self.clock.mark("end", self.clock.end)
+        elif p.kind == "designated":
+            self.clock.mark("resume", t)
+        charged = 0.0
+        if p.kind == "designated":
+            # Off the clock, from the last rank's request to now; what its
+            # calls took beyond a forward pass goes back on.
+            charged = self.budget.add(p.calls)
+            self.clock.excluded += t - max(p.start.values())
+            self.clock.charged += charged
+        self.checks["charged_ms"] = self.clock.charged * 1000.0
+        self.checks["excluded_ms"] = self.clock.excluded * 1000.0
+        self.checks["validation_ms"] += (t - min(p.start.values())) * 1000.0
+        if p.count != p.windows * self.T:
+            raise Fault("harness", "the validation scored %d tokens instead of %d" % (p.count, p.windows * self.T))
+        loss = p.loss_sum / max(p.count, 1)
+        if not math.isfinite(loss):
+            raise Fault("nan_loss", "validation loss is %s after step %d" % (loss, p.step))
+        p.loss = loss
+        self.tel.write("val", {"step": p.step, "val_loss": loss, "tokens": p.count, "seq_len": self.T,
+                               "ms": (t - min(p.start.values())) * 1000.0, "final": p.final,
+                               "slice": p.slice, "timed": p.kind != "designated", "charged_ms": charged * 1000.0})
+        if p.recheck is not None:
+            if p.recheck.noise is not None:
+                self.checks["noise"] = max(self.checks["noise"] or 0.0, p.recheck.noise)
+            if p.recheck.drift is not None:
+                self.checks["drift"] = max(self.checks["drift"] or 0.0, p.recheck.drift)
+        self.current = None
+        reply = {"op": "done", "val_loss": loss, "train_time_ms": self.clock.ms(t), "steps": self.conns[0].steps}
+        if p.final:
+            reply["op"] = "result"
+        for c in self.conns:
+            if p.final:
+                c.state = "done"
+            c.send(reply)
+        if p.final and self.scorers:
+            # The scorer's turn: frontier ends the training process and
+            # starts the scorer, which gets its state once every training
+            # process is gone.
+            self.handed_off = True
+            self.tel.write("handoff", {"state_bytes": self.checks["state_bytes"]})
+
+    def pad_rows(self, p, r):
+        lo = p.windows * r // self.world
+        return p.data[lo * self.T:(lo + 1) * self.T].reshape(1, self.T)
+
+
+# ---------------------------------------------------------------------------
+# The judge
+
+
 class Judge:
+    """The protocol: it reads every message of the training process and of
+    the scorer, checks that it comes in its order, and hands it to the part
+    that owns it. The parts: the clock, the compile and validation budgets,
+    the validation passes, and the scorer's calls (below)."""
+
     def __init__(self, cfg):
         self.cfg = cfg
         self.t0 = now()
@@ -553,38 +878,25 @@ class Judge:
         self.V = cfg["vocab_size"]
         self.T = cfg["val_seq_len"]
         self.B = max(1, cfg["val_batch_seqs"])
-        self.bos = int(cfg["bos_id"])
         self.world = max(1, cfg.get("world_size") or 1)
-        self.val = ValData(cfg)
-        self.val_tokens = cfg["fast_val_tokens"] if self.fast else cfg["val_tokens"]
+        self.text = ValData(cfg)  # the validation text
         self.max_steps = cfg.get("max_steps") or 0
         self.fast_steps = cfg.get("fast_steps") or 0
-        self.val_every = cfg.get("val_every") or 0
         self.probe_cfg = cfg.get("probe") or {}
         ver = cfg.get("verify") or {}
         self.max_noise = float(ver.get("max_noise") or 1e-3)
         self.allow_noise = bool(ver.get("allow_nondeterministic"))
         self.min_initial = float(ver.get("min_initial_loss") or 0.0)
-        self.compile_budget = float(cfg.get("compile_budget_ms") or 0) / 1000.0
         self.export_max = int(cfg.get("export_max_bytes") or 0)
-        self.fixed_classes = np.random.default_rng(0x5eed).choice(self.V, size=min(self.V, 62), replace=False)
         self.cuda = (cfg.get("device") or "cpu") == "cuda"
         self.conns = [Conn("program", r, fd, self.B, self.T, self.V) for r, fd in enumerate(cfg["client_fds"])]
         self.scorers = [Conn("scorer", r, fd, self.B, self.T, self.V)
                         for r, fd in enumerate(cfg.get("scorer_fds") or [])]
 
-        self.clock = Clock()
-        self.budget = Budget(ver, self.B * self.T)
         self.failure = None
-        self.passes = []
-        self.current = None
-        self.val_last = None
-        self.plans = {}  # rank -> ScorerPlan of the final pass
-        self.handed_off = False  # the final pass is over: the scorer's turn
         self.scoring = None  # what the scorer's answers showed (ScorerResult)
         self.scored = False  # the scorer answered every call and agreed
         self.scorer_calls = []  # (seconds, tokens) of the scorer's calls
-        self.scorer_setup = None
         self.scorer_start = None
         self.checks = {"validations": 0, "designated_validations": 0, "program_validations": 0,
                        "calls": 0, "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
@@ -592,6 +904,11 @@ class Judge:
                        "initial_loss": None, "initial_loss_min": self.min_initial, "initial_ms": None,
                        "initial_skipped": "", "setup_ms": None, "logits_via": "", "state_bytes": None,
                        "scorer_calls": 0, "scorer_ms": None, "scorer_setup_ms": None}
+        self.clock = Clock(self.tel)
+        self.setup_budget = CompileBudget(cfg.get("compile_budget_ms"))
+        self.budget = Budget(ver, self.B * self.T)
+        self.validation = Validation(cfg, self.text, self.conns, self.scorers, self.clock, self.budget,
+                                     self.checks, self.tel)
         self.sections = None
         self.planned = None
         self.reported_error = False
@@ -600,13 +917,6 @@ class Judge:
 
     def emit(self, event, fields):
         self.tel.write(event, fields)
-
-    def mark(self, what, t):
-        """Tell frontier at once that the clock began, paused (a designated
-        validation), resumed or ended at t: on a track whose clock is CPU
-        time, frontier reads the program's CPU time when it hears each mark
-        (the judge cannot see the program's processes)."""
-        self.emit("clock", {"mark": what, "at_ms": round((t - self.t0) * 1000.0, 3)})
 
     def fail(self, code, message, conn=None):
         """Record the first fault, tell every client, and keep serving until
@@ -625,7 +935,7 @@ class Judge:
         for c in self.conns + self.scorers:
             c.send({"op": "fail", "code": code, "message": message})
             c.waiting = None
-        self.current = None
+        self.validation.stop()
 
     def train_ms(self, t=None):
         return self.clock.ms(t)
@@ -636,7 +946,7 @@ class Judge:
         sel = selectors.DefaultSelector()
         for c in self.conns + self.scorers:
             sel.register(c.sock, selectors.EVENT_READ, c)
-        while any(c.open for c in self.conns) or (self.handed_off and any(c.open for c in self.scorers)):
+        while any(c.open for c in self.conns) or (self.validation.handed_off and any(c.open for c in self.scorers)):
             for key, _ in sel.select():
                 c = key.data
                 try:
@@ -749,26 +1059,18 @@ class Judge:
             self.checks["setup_ms"] = setup * 1000.0
         if self.clock.begin is None:
             self.clock.begin = t  # the clock starts at the first process's train_begin
-            self.mark("begin", t)
-        self.check_setup(setup, "")
+            self.clock.mark("begin", t)
+        self.setup_budget.check(setup, "")
         if score and self.min_initial > 0:
             # The model that starts the clock, scored on unscored text
             # inside the clock: a table fitted before it answers well.
             rows, targets = self.initial_rows()
-            c.waiting = (("initial", rows, targets), None)
-            self.send_batch(c, rows)
+            c.ask(("initial", rows, targets), rows)
             return
         if c.rank == 0 and not score:
             self.checks["initial_skipped"] = ("fh.train_begin() was called without logits_fn: the model that "
                                               "started the clock was not scored")
         self.go(c)
-
-    def check_setup(self, setup, who):
-        if self.compile_budget > 0 and setup > self.compile_budget:
-            raise Fault("compile_budget",
-                        "untimed setup before fh.train_begin() took %.0f ms%s, over the track's compile budget of "
-                        "%.0f ms: imports, compilation and warm-up must fit the budget, since the clock starts only "
-                        "at train_begin" % (setup * 1000.0, who, self.compile_budget * 1000.0))
 
     def go(self, c):
         """The training data, only now: the program cannot fit anything to
@@ -786,10 +1088,10 @@ class Judge:
         """The clock-start check's batch and its targets: text no validation
         shows when the shard has it, else the practice slice's end."""
         T, B = self.T, self.B
-        data = self.val.initial
+        data = self.text.initial
         n = min(B, (data.size - 1) // T)
         if n < 1:
-            data = self.val.practice
+            data = self.text.practice
             n = min(B, (data.size - 1) // T)
             data = data[data.size - 1 - n * T:]
         return data[:n * T].reshape(n, T), data[1:n * T + 1].reshape(n, T)
@@ -866,7 +1168,7 @@ class Judge:
                                          "said: %s: %s" % (str(msg.get("kind") or "Exception")[:200],
                                                            str(msg.get("message") or "")[:MAX_TEXT])})
             return
-        if c.role == "scorer" and msg.get("code") == "state" and self.handed_off:
+        if c.role == "scorer" and msg.get("code") == "state" and self.validation.handed_off:
             # The scorer runs the program's setup, then imports what the
             # training process exported at fh.finish(). When those objects
             # do not line up, logits_fn used at the end something the run
@@ -893,12 +1195,12 @@ class Judge:
         self.emit("error", fields)
 
     def on_eof(self, c):
-        if c.waiting is not None and self.current is not None and c.role == "program":
-            self.current = None  # the process died during a validation: the runner says how
+        if c.waiting is not None and c.role == "program":
+            self.validation.stop()  # the process died during a validation: the runner says how
         c.waiting = None
         if c.role == "program" and not any(x.open for x in self.conns):
             self.send_state()
-        if c.role == "scorer" and self.handed_off and c.state != "done" and self.failure is None \
+        if c.role == "scorer" and self.validation.handed_off and c.state != "done" and self.failure is None \
                 and not self.reported_error:
             self.reported_error = True
             self.emit("error", {"kind": "Scorer", "code": "scorer", "step": 0, "traceback": "", "scorer": True,
@@ -910,7 +1212,7 @@ class Judge:
 
     def on_validate(self, c, msg, fds, t):
         f_int(msg, "step", 0, MAX_INT, default=0)
-        self.start_pass(c, t, final=False)
+        self.validation.start(c, t, final=False)
 
     def on_finish(self, c, msg, fds, t):
         """The end of training: the state logits_fn reaches comes with it,
@@ -930,102 +1232,7 @@ class Judge:
         else:
             close_all(fds)
         c.state = "final"
-        self.start_pass(c, t, final=True)
-
-    def start_pass(self, c, t, final):
-        """A rank asked for a validation. The pass starts when the first rank
-        asks; every rank gets the same number of calls (a model sharded
-        across ranks calls collectives in logits_fn)."""
-        p = self.current
-        if p is None or c.rank in p.start:
-            p = self.new_pass(c.steps, final)
-            self.current = p
-        p.start[c.rank] = t
-        if p.kind == "designated" and len(p.start) == self.world:
-            self.mark("pause", t)  # the clock stops once every rank is in the pass
-        self.next_call(c)
-
-    def new_pass(self, step, final):
-        if final:
-            kind = "fast" if self.fast else "final"
-            data, tokens = (self.val.practice, self.val_tokens) if self.fast else (self.val.scored, self.val_tokens)
-            name = "practice" if self.fast else "scored"
-        else:
-            designated = self.val_every > 0 and step > 0 and step % self.val_every == 0 and not self.fast and \
-                not any(q.step == step and q.kind == "designated" for q in self.passes)
-            kind = "designated" if designated else "program"
-            data, tokens, name = self.val.practice, self.val_tokens, "practice"
-        windows = tokens // self.T
-        if data.size < windows * self.T + 1:
-            windows = (data.size - 1) // self.T
-        p = Pass(kind, step, final, data, windows, name if not self.val.note else "scored")
-        # Each rank scores a contiguous share of the windows, in order: a
-        # window's last target is the next window's first input, which the
-        # program must not have seen when it answers.
-        shares = [(windows * r // self.world, windows * (r + 1) // self.world) for r in range(self.world)]
-        counts = []
-        for r, (lo, hi) in enumerate(shares):
-            calls = [("scored", data[s * self.T:min(s + self.B, hi) * self.T].reshape(-1, self.T), (s, min(s + self.B, hi)))
-                     for s in range(lo, hi, self.B)]
-            if final and self.scorers and r < len(self.scorers):
-                # The twins' replaced text: text the scorer never sees
-                # scored (random tokens when the shard has none).
-                other = None if self.val.note else (self.val.initial if self.fast else self.val.practice)
-                self.plans[r] = ScorerPlan(self, data, (lo, hi), other, self.probe_cfg)
-            elif not final and r == 0 and calls:
-                what = "the validation after step %d" % step
-                p.recheck = Recheck(self, calls, what)
-                calls = p.recheck.schedule(calls)
-            p.queues[r] = calls
-            counts.append(len(calls))
-        # Equal call counts: pad with repeats of the rank's first batch.
-        most = max(counts) if counts else 0
-        for r, calls in p.queues.items():
-            while len(calls) < most and calls:
-                calls.append(("pad", calls[0][1], None))
-        self.passes.append(p)
-        self.checks["validations"] += 1
-        if kind == "designated":
-            self.checks["designated_validations"] += 1
-        elif kind == "program":
-            self.checks["program_validations"] += 1
-        return p
-
-    def compare_classes(self, b, T):
-        """The classes rechecks compare: all of a small vocabulary, else a fixed set."""
-        if self.V <= 1024:
-            return None
-        return np.ascontiguousarray(np.broadcast_to(self.fixed_classes, (b, T, self.fixed_classes.size)))
-
-    def next_call(self, c):
-        if not self.send_next(c):
-            self.rank_done(c)
-
-    def send_next(self, c):
-        """Send c its next call of the pass, if it has one."""
-        queue = self.current.queues.get(c.rank) or []
-        if not queue:
-            return False
-        call = queue.pop(0)
-        c.waiting = (call, None)
-        self.send_batch(c, call[1])
-        return True
-
-    def rank_done(self, c):
-        """c answered its last call: end the pass once every rank has."""
-        p = self.current
-        c.waiting = None
-        if any(p.queues.get(r) or x.waiting is not None for r, x in enumerate(self.conns) if x.open and r in p.start):
-            return  # another rank is still answering: the pass ends for all at once
-        if len(p.start) < sum(1 for x in self.conns if x.open):
-            return  # a rank has not asked yet
-        self.end_pass(p)
-
-    def send_batch(self, c, rows):
-        c.write_inputs(rows)
-        c.send({"op": "batch", "rows": int(rows.shape[0])})
-        call, _ = c.waiting
-        c.waiting = (call, now())
+        self.validation.start(c, t, final=True)
 
     def on_logits(self, c, msg, fds, t):
         if c.waiting is None or c.waiting[1] is None:
@@ -1053,34 +1260,7 @@ class Judge:
         if call[0] == "initial":
             self.initial_result(c, rows, call[2], x, dt)
             return
-        p = self.current
-        if p is None:
-            raise Fault("protocol", "%s sent logits outside a validation" % c.name())
-        what = "the final validation" if p.final else "the validation after step %d" % p.step
-        p.calls.append((dt, rows.size))
-        p.last = t
-        self.checks["calls"] += 1
-        # x is sealed: nothing the program does now can change it. The next
-        # batch goes out before this one is judged, so the program computes
-        # while the judge does.
-        sent = self.send_next(c)
-        check_logits(x, what)
-        if call[0] == "scored":
-            y = p.data[call[2][0] * self.T + 1:call[2][1] * self.T + 1].reshape(b, self.T)
-            p.loss_sum += cross_entropy_sum(x, y)
-            p.count += rows.size
-            plan = self.plans.get(c.rank) if p.final else None
-            if plan is not None:
-                plan.scored(range(call[2][0], call[2][1]), x)
-            if c.rank == 0 and p.recheck is not None:
-                p.recheck.scored(call[2], x)
-        else:
-            self.checks["extra_calls"] += 1
-            self.checks["extra_ms"] += dt * 1000.0
-            if c.rank == 0 and p.recheck is not None and call[0] != "pad":
-                p.recheck.answered(call, x)
-        if not sent and self.current is p:
-            self.rank_done(c)
+        self.validation.answer(c, call, x, dt, t)
 
     def initial_result(self, c, rows, y, x, dt):
         check_logits(x, "the clock-start check")
@@ -1097,99 +1277,14 @@ class Judge:
                         "learn from the batch it is given" % (loss, self.V, math.log(self.V), self.min_initial))
         self.go(c)
 
-    def end_pass(self, p):
-        """Every rank answered every planned call: judge the rechecks (which
-        may ask for a few more calls), then account for time and report."""
-        if p.recheck is not None and not p.tail_done:
-            more = p.recheck.finish()
-            if more:
-                # One more call (on rank 0; the others repeat a batch, so
-                # that every rank calls logits_fn as often).
-                for r, x in enumerate(self.conns):
-                    if x.open:
-                        p.queues[r] = [more] if r == 0 else [("pad", self.pad_rows(p, r), None)]
-                for x in self.conns:
-                    if x.open:
-                        self.next_call(x)
-                return
-            p.tail_done = True
-            if self.failure is not None:
-                return
-        t = now()
-        p.end = t
-        if p.final:
-            # The clock stops at the final validation's last answer: the
-            # validation is timed, so work done in it is training time.
-            self.clock.end = p.last if p.last is not None else t
-            self.mark("end", self.clock.end)
-        elif p.kind == "designated":
-            self.mark("resume", t)
-        spent = t - max(p.start.values())
-        charged = self.charge(p.calls) if p.kind == "designated" else 0.0
-        if p.kind == "designated":
-            self.budget.used += max(0.0, sum(d for d, _ in p.calls) - charged)
-            self.budget.tokens += sum(n for _, n in p.calls)
-            self.clock.excluded += spent
-            self.clock.charged += charged
-        self.checks["charged_ms"] = self.clock.charged * 1000.0
-        self.checks["excluded_ms"] = self.clock.excluded * 1000.0
-        self.checks["validation_ms"] += (t - min(p.start.values())) * 1000.0
-        if p.count != p.windows * self.T:
-            raise Fault("harness", "the validation scored %d tokens instead of %d" % (p.count, p.windows * self.T))
-        loss = p.loss_sum / max(p.count, 1)
-        if not math.isfinite(loss):
-            raise Fault("nan_loss", "validation loss is %s after step %d" % (loss, p.step))
-        self.val_last = loss
-        self.emit("val", {"step": p.step, "val_loss": loss, "tokens": p.count, "seq_len": self.T,
-                          "ms": (t - min(p.start.values())) * 1000.0, "final": p.final,
-                          "slice": p.slice, "timed": p.kind != "designated", "charged_ms": charged * 1000.0})
-        if p.recheck is not None:
-            if p.recheck.noise is not None:
-                self.checks["noise"] = max(self.checks["noise"] or 0.0, p.recheck.noise)
-            if p.recheck.drift is not None:
-                self.checks["drift"] = max(self.checks["drift"] or 0.0, p.recheck.drift)
-        self.current = None
-        reply = {"op": "done", "val_loss": loss, "train_time_ms": self.train_ms(t), "steps": self.conns[0].steps}
-        if p.final:
-            reply["op"] = "result"
-        for c in self.conns:
-            if p.final:
-                c.state = "done"
-            c.send(reply)
-        if p.final and self.scorers:
-            # The scorer's turn: frontier ends the training process and
-            # starts the scorer, which gets its state once every training
-            # process is gone.
-            self.handed_off = True
-            self.emit("handoff", {"state_bytes": self.checks["state_bytes"]})
-
-    def pad_rows(self, p, r):
-        lo = p.windows * r // self.world
-        return p.data[lo * self.T:(lo + 1) * self.T].reshape(1, self.T)
-
-    def charge(self, calls, ref=None):
-        """Validation time beyond what a forward pass needs: each call's time
-        over CHARGE_FACTOR times the pass's median time per token (or over
-        SCORER_FACTOR times ref, the scorer's, when that is less). On a GPU
-        that is work the program queued before it asked (its training);
-        anywhere, training hidden in a call. Counted as train time."""
-        if len(calls) < 3 and ref is None:
-            return 0.0
-        rates = sorted(d / max(n, 1) for d, n in calls)
-        per_token = CHARGE_FACTOR * rates[len(rates) // 2] if len(calls) >= 3 else math.inf
-        if ref is not None:
-            per_token = min(per_token, SCORER_FACTOR * ref)
-        return sum(max(0.0, d - per_token * n) for d, n in calls)
-
     # -- the scorer ------------------------------------------------------------
 
     def on_scorer_train_begin(self, c, msg, fds, t):
         f_bool(msg, "score")
         setup = t - c.hello
         if c.rank == 0:
-            self.scorer_setup = setup
             self.checks["scorer_setup_ms"] = setup * 1000.0
-        self.check_setup(setup, " in the scorer")
+        self.setup_budget.check(setup, " in the scorer")
         c.state = "state"
         self.send_state()
 
@@ -1197,7 +1292,7 @@ class Judge:
         """Each scorer process gets its rank's state, once the final pass is
         over and every training process is gone (its sockets closed, which
         frontier does only after the process group is dead)."""
-        if not self.handed_off or any(x.open for x in self.conns) or self.failure is not None:
+        if not self.validation.handed_off or any(x.open for x in self.conns) or self.failure is not None:
             return
         for c in self.scorers:
             if c.state != "state" or c.calls is not None:
@@ -1218,13 +1313,14 @@ class Judge:
 
     def on_scorer_serving(self, c, msg, fds, t):
         c.state = "serving"
-        plan = self.plans.get(c.rank)
+        plans = self.validation.plans
+        plan = plans.get(c.rank)
         c.calls = list(plan.calls) if plan is not None else []
         if self.scoring is None:
             self.scoring = ScorerResult()
             self.scorer_start = t
         # Every scorer process answers as many calls (collectives).
-        most = max(len(self.plans[r].calls) if r in self.plans else 0 for r in range(len(self.scorers)))
+        most = max(len(plans[r].calls) if r in plans else 0 for r in range(len(self.scorers)))
         while len(c.calls) < most and c.calls:
             c.calls.append(("noise", c.calls[0][1]))
         self.scorer_next(c)
@@ -1236,16 +1332,14 @@ class Judge:
                 self.end_scoring()
             return
         kind, twins = c.calls.pop(0)
-        plan = self.plans[c.rank]
         rows = np.stack([tw.tokens for tw in twins])
-        c.waiting = ((kind, twins, rows), None)
-        self.send_batch(c, rows)
+        c.ask((kind, twins, rows), rows)
 
     def scorer_answer(self, c, call, x, dt):
         check_logits(x, "the scorer's answer")
         self.scorer_calls.append((dt, call[2].size))
         self.checks["scorer_calls"] += 1
-        self.plans[c.rank].answered((call[0], call[1]), x, self.scoring)
+        self.validation.plans[c.rank].answered((call[0], call[1]), x, self.scoring)
         self.scorer_next(c)
 
     def end_scoring(self):
@@ -1327,49 +1421,29 @@ class Judge:
 
     # -- the end --------------------------------------------------------------
 
-    def designated_charge(self):
-        """Designated validations again, now that the scorer showed what a
-        forward pass of the trained model costs here: a call over
-        SCORER_FACTOR times the scorer's median per token is charged."""
-        if not self.scorer_calls:
-            return
-        rates = sorted(d / max(n, 1) for d, n in self.scorer_calls)
-        ref = rates[len(rates) // 2]
-        extra = 0.0
-        for p in self.passes:
-            if p.kind == "designated":
-                extra += max(0.0, self.charge(p.calls, ref) - self.charge(p.calls))
+    def charge_and_check_budget(self):
+        """The final pass is over and the scorer has answered: charge what
+        the designated validations took beyond the scorer's forward pass,
+        then check what is left of them against the validation budget."""
+        extra = self.budget.recharge(self.validation.designated(), self.scorer_calls)
         if extra > 0:
             self.clock.charged += extra
-            self.budget.used = max(0.0, self.budget.used - extra)
             self.checks["charged_ms"] = self.clock.charged * 1000.0
-
-    def check_budget(self):
         c0 = self.conns[0] if self.conns else None
         if c0 is None or self.budget.tokens == 0:
             return
-        train = self.train_ms() / 1000.0
-        limit = self.budget.limit(train, c0.steps, sum(c.tokens for c in self.conns))
+        limit = self.budget.limit(self.train_ms() / 1000.0, c0.steps, sum(c.tokens for c in self.conns))
         if limit is None:
             return
         self.checks["validation_budget_ms"] = limit * 1000.0
-        if self.budget.used > limit:
-            raise Fault("validation_cost",
-                        "the designated validations, outside the clock, took %.1f s for %d tokens, over the limit of "
-                        "%.1f s that this run's own training cost gives (a validation token may cost %.1f training "
-                        "tokens): logits_fn must be a forward pass of the trained model, not extra computation the "
-                        "clock does not see" % (self.budget.used, self.budget.tokens, limit, self.budget.token_cost))
+        self.budget.check(limit)
 
     def finish_telemetry(self):
         """Every client is gone: write what the run established."""
-        final = None
-        for p in self.passes:
-            if p.final and p.end is not None:
-                final = p
+        final = self.validation.final()
         if final is not None and self.failure is None:
             try:
-                self.designated_charge()
-                self.check_budget()
+                self.charge_and_check_budget()
             except Fault as f:
                 self.fail(f.code, str(f))
         self.write_sections()
@@ -1381,7 +1455,7 @@ class Judge:
             tokens = sum(x.tokens for x in self.conns)
             self.emit("final", {"steps": steps, "train_time_ms": ms, "step_avg_ms": ms / steps if steps else 0.0,
                                 "tokens": tokens, "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
-                                "val_loss": self.val_last, "val_tokens": final.count,
+                                "val_loss": final.loss, "val_tokens": final.count,
                                 "pre_train_ms": self.checks["setup_ms"], "probe": self.scored,
                                 "planned_steps": self.planned,
                                 "val_ms": (final.end - min(final.start.values())) * 1000.0})
