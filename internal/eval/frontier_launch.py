@@ -7,7 +7,9 @@ Starts N copies of PROGRAM on this node with the environment that
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), so
 that torch.distributed.init_process_group() works unchanged; torchrun
 itself is broken in some distributions. The first worker to fail stops the
-others and its exit code is this script's; SIGTERM is passed on.
+others and its exit code is this script's; SIGTERM is passed on. The
+workers are supervised as the harness's own launcher does: frontier writes
+frontier_boot.py next to this script, and this script imports it.
 
 With --fingerprint, a short probe process first writes the machine's
 fingerprint (GPU models, driver, CUDA, PyTorch and Triton versions, CPU) as
@@ -17,12 +19,10 @@ This script does not import torch.
 """
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
+
+from frontier_boot import free_port, supervise, torchrun_env
 
 EXIT_USAGE = 2
 
@@ -77,52 +77,16 @@ def fingerprint(path):
         json.dump(out, f)
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(nproc, argv):
+    """nproc workers with torchrun's environment, and the names of it that
+    torchelastic adds, which a speedrun script may read."""
     port = str(free_port())
     procs = []
     for rank in range(nproc):
-        env = dict(os.environ)
-        env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
-                    "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "ROLE_WORLD_SIZE": str(nproc),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "TORCHELASTIC_RUN_ID": "frontier"})
+        env = torchrun_env(rank, nproc, port)
+        env.update({"ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(nproc), "TORCHELASTIC_RUN_ID": "frontier"})
         procs.append(subprocess.Popen([sys.executable, "-u"] + argv, env=env))
-
-    def stop_all(grace=10.0):
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + grace
-        for p in procs:
-            try:
-                p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-    def on_term(signum, frame):
-        stop_all()
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
-    code = 0
-    running = list(procs)
-    while running:
-        time.sleep(0.05)
-        for p in list(running):
-            rc = p.poll()
-            if rc is None:
-                continue
-            running.remove(p)
-            if rc != 0 and code == 0:
-                code = rc if rc > 0 else 128 - rc
-                stop_all()
-    return code
+    return supervise(procs, grace=10.0)
 
 
 def main():

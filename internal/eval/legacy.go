@@ -91,8 +91,8 @@ func (g *Legacy) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	if err := writeProgram(dir, prog); err != nil {
 		return nil, err
 	}
-	if err := replaceFile(filepath.Join(dir, launchFile), launchScript, 0o444); err != nil {
-		return nil, fmt.Errorf("write launcher: %w", err)
+	if err := writeLauncher(dir); err != nil {
+		return nil, err
 	}
 	scratch, err := newScratch()
 	if err != nil {
@@ -355,6 +355,24 @@ func orZero(x float64) float64 {
 		return x
 	}
 	return 0
+}
+
+// writeLauncher writes the launcher into dir with the harness's boot
+// script beside it: the launcher imports the boot's torchrun environment
+// and its supervision of workers, so that both contracts stop their
+// workers alike.
+func writeLauncher(dir string) error {
+	boot, err := harness.Source(harness.BootFile)
+	if err != nil {
+		return fmt.Errorf("write launcher: %w", err)
+	}
+	if err := replaceFile(filepath.Join(dir, harness.BootFile), boot, 0o444); err != nil {
+		return fmt.Errorf("write launcher: %w", err)
+	}
+	if err := replaceFile(filepath.Join(dir, launchFile), launchScript, 0o444); err != nil {
+		return fmt.Errorf("write launcher: %w", err)
+	}
+	return nil
 }
 
 // replaceFile writes b to path with mode perm, replacing a read-only file.

@@ -60,43 +60,35 @@ def _format_traceback(exc):
     return text
 
 
-def _free_port():
+def free_port():
     import socket
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def launch(nproc, argv):
-    """Start nproc copies of this script on one node with the environment
-    torchrun gives its workers (RANK, LOCAL_RANK, WORLD_SIZE,
-    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), so that
-    torch.distributed.init_process_group() works unchanged. Worker r gets
-    the judge's socket r (descriptor 3 + r, named by FRONTIER_JUDGE_FD);
-    this process closes its copies once the workers exist. The first worker
-    to fail stops the others; SIGTERM is passed on. Does not import torch."""
+def torchrun_env(rank, nproc, port):
+    """This process's environment with what torchrun --standalone gives
+    worker rank of nproc (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT), so that torch.distributed's
+    init_process_group() works unchanged."""
+    env = dict(os.environ)
+    env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
+                "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+    return env
+
+
+def supervise(procs, grace):
+    """Wait for the worker processes procs; returns the exit code of the
+    first to fail (128+N for a signal N), or 0. The first to fail stops the
+    others, and a SIGTERM to this process stops them all and ends it: a
+    worker gets SIGTERM, then SIGKILL after grace seconds. frontier_launch
+    (the log contract) supervises its workers with this too."""
     import subprocess
     import time
 
-    port = str(_free_port())
-    procs = []
-    try:
-        for rank in range(nproc):
-            env = dict(os.environ)
-            env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0",
-                        "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "FRONTIER_JUDGE_FD": str(3 + rank)})
-            procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env, pass_fds=(3 + rank,)))
-    finally:
-        for rank in range(nproc):
-            try:
-                os.close(3 + rank)
-            except OSError:
-                pass
-
-    def stop_all(grace=3.0):
-        # Shorter than the runner's own grace, so the launcher is not killed
-        # while it still waits for a worker.
+    def stop_all():
         for p in procs:
             if p.poll() is None:
                 p.terminate()
@@ -126,6 +118,31 @@ def launch(nproc, argv):
                 code = rc if rc > 0 else 128 - rc
                 stop_all()
     return code
+
+
+def launch(nproc, argv):
+    """Start nproc copies of this script on one node with torchrun's worker
+    environment (torchrun_env). Worker r gets the judge's socket r
+    (descriptor 3 + r, named by FRONTIER_JUDGE_FD); this process closes its
+    copies once the workers exist. Does not import torch."""
+    import subprocess
+
+    port = str(free_port())
+    procs = []
+    try:
+        for rank in range(nproc):
+            env = torchrun_env(rank, nproc, port)
+            env["FRONTIER_JUDGE_FD"] = str(3 + rank)
+            procs.append(subprocess.Popen([sys.executable, "-u", _BOOT] + argv, env=env, pass_fds=(3 + rank,)))
+    finally:
+        for rank in range(nproc):
+            try:
+                os.close(3 + rank)
+            except OSError:
+                pass
+    # A grace shorter than the runner's own, so that the launcher is not
+    # killed while it still waits for a worker.
+    return supervise(procs, grace=3.0)
 
 
 def _data_before_clock(exc, client):
