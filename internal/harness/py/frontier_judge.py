@@ -865,9 +865,10 @@ class Validation:
 
 class Judge:
     """The protocol: it reads every message of the training process and of
-    the scorer, checks that it comes in its order, and hands it to the part
-    that owns it. The parts: the clock, the compile and validation budgets,
-    the validation passes, and the scorer's calls (below)."""
+    the scorer, checks that it comes in its order, and hands it on. The
+    clock, the budgets and the validation passes are parts of their own
+    (above); the setup, the clock-start check, the scorer's calls and the
+    run's last events are the Judge's."""
 
     def __init__(self, cfg):
         self.cfg = cfg
