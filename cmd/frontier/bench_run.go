@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -159,7 +157,7 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	if o.afterStart != nil {
 		o.afterStart()
 	}
-	runCtx, stop := benchSignals(ctx, o.signals, b, g.stderr)
+	runCtx, stop := drainOnSignals(ctx, o.signals, b, benchDrainWords, g.stderr)
 	defer stop()
 	sum, runErr := b.Run(runCtx)
 	if sum == nil {
@@ -304,47 +302,6 @@ func benchSuiteOf(rc bench.Config) (*bench.Suite, error) {
 		return bench.LoadDir(rc.SuiteDir)
 	}
 	return suiteRegistry().Get(rc.Suite)
-}
-
-// benchSignals: the first Ctrl-C (or SIGTERM, or the parent context's
-// end) drains the run after the node in progress; the second cancels the
-// context the run works under, which stops its training processes.
-func benchSignals(ctx context.Context, sigs <-chan os.Signal, b interface{ Drain(string) }, w io.Writer) (context.Context, func()) {
-	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	var unnotify func()
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		sigs, unnotify = ch, func() { signal.Stop(ch) }
-	}
-	done := make(chan struct{})
-	go func() {
-		parent, n := ctx.Done(), 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-parent:
-				parent = nil
-				b.Drain("stopped: the node in progress finished")
-			case <-sigs:
-				if n++; n == 1 {
-					fmt.Fprintln(w, "frontier: stopping after the node in progress; Ctrl-C again aborts it. The run can be resumed.")
-					b.Drain("Ctrl-C: the node in progress finished")
-					continue
-				}
-				fmt.Fprintln(w, "frontier: aborting: stopping the training process; the run can be resumed.")
-				abort()
-			}
-		}
-	}()
-	return runCtx, func() {
-		close(done)
-		if unnotify != nil {
-			unnotify()
-		}
-		abort()
-	}
 }
 
 // printBenchSummary prints how a run ended, its attempts and its scores.

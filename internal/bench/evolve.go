@@ -124,9 +124,8 @@ func (b *Bench) runEngine(ctx context.Context, e *evolve.Engine) (*evolve.Summar
 			timeout = time.After(max(left, 0))
 		}
 		select {
-		case r := <-b.drain:
-			b.Drain(r) // stopReason reads it once the engine returns
-			e.Drain(r)
+		case <-b.drain.Requested():
+			e.Drain(b.drain.Reason())
 		case <-timeout:
 			e.Drain("the bench run's active time is spent")
 		case <-done:

@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -91,8 +92,7 @@ type Bench struct {
 
 	sessionStart time.Time
 	activeBase   int64
-	drain        chan string
-	draining     string
+	drain        *search.Drain
 }
 
 // New records a new bench run: its settings (resolved) and one attempt
@@ -169,7 +169,7 @@ func newBench(env Env, s *Suite, cfg Config, run *store.BenchRun, model evolve.M
 			model.Client = budget.Wrap(model.Client)
 		}
 	}
-	return &Bench{env: env, suite: s, cfg: cfg, run: run, model: model, budget: budget, hints: hints, drain: make(chan string, 1)}, nil
+	return &Bench{env: env, suite: s, cfg: cfg, run: run, model: model, budget: budget, hints: hints, drain: search.NewDrain()}, nil
 }
 
 // Name is the run's name.
@@ -180,12 +180,7 @@ func (b *Bench) Config() Config { return b.cfg }
 
 // Drain asks the run to stop after the node (or the evolve scaffold's
 // running work) in progress. Safe from any goroutine.
-func (b *Bench) Drain(reason string) {
-	select {
-	case b.drain <- reason:
-	default:
-	}
-}
+func (b *Bench) Drain(reason string) { b.drain.Request(reason) }
 
 // Summary is how a Run call ended.
 type Summary struct {
@@ -264,14 +259,9 @@ func (b *Bench) loop(ctx context.Context) (reason, detail string, err error) {
 
 // stopReason says why the run must stop now, or "".
 func (b *Bench) stopReason(ctx context.Context) (string, string) {
-	select {
-	case r := <-b.drain:
-		b.draining = r
-	default:
-	}
-	switch {
-	case b.draining != "":
-		return StopInterrupted, b.draining
+	switch r := b.drain.Reason(); {
+	case r != "":
+		return StopInterrupted, r
 	case ctx.Err() != nil:
 		return StopInterrupted, "canceled"
 	}

@@ -39,6 +39,7 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 	defer ticker.Stop()
 	lastPersist := time.Now()
 	aborted := false
+	drains := e.sess.drains.Requested()
 	for {
 		if !aborted {
 			e.schedule(ctx)
@@ -50,8 +51,9 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 		select {
 		case r := <-e.work.done:
 			r.settle(ctx, e)
-		case reason := <-e.sess.drains:
-			e.sess.stop(StopInterrupted, reason)
+		case <-drains:
+			drains = nil // read once: the first reason stands
+			e.sess.stop(StopInterrupted, e.sess.drains.Reason())
 		case <-ticker.C:
 			if d := e.cfg.Budget.MaxDuration.D(); d > 0 && e.sess.elapsed() >= d {
 				e.sess.stop(StopDuration, fmt.Sprintf("the run has been active for %s (budget.max_duration = %s)", e.sess.elapsed().Round(time.Second), d))

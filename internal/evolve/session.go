@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/frontier-bench/frontier/internal/search"
 )
 
 // session is how the engine's one Run call stands: whether it is stopping
@@ -12,7 +14,7 @@ import (
 // session's and the sessions' before it).
 type session struct {
 	log      *slog.Logger
-	drains   chan string
+	drains   *search.Drain
 	ran      bool
 	stopping bool
 	reason   string
@@ -24,7 +26,7 @@ type session struct {
 }
 
 func newSession(log *slog.Logger) *session {
-	return &session{log: log, drains: make(chan string, 4)}
+	return &session{log: log, drains: search.NewDrain()}
 }
 
 // begin starts the session of a run that was active for activeMs before.
@@ -37,12 +39,7 @@ func (s *session) begin(activeMs int64) error {
 }
 
 // drain asks the session to stop taking new work; safe from any goroutine.
-func (s *session) drain(reason string) {
-	select {
-	case s.drains <- reason:
-	default:
-	}
-}
+func (s *session) drain(reason string) { s.drains.Request(reason) }
 
 // stop ends the run cleanly: no new work starts; what runs finishes. The
 // first reason given is the one recorded.

@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"suites":                  {},
 	"tracks":                  {},
 
-	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
+	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/bench/benchreport":   {"internal/bench/fsr", "internal/runview"},
 	"internal/bench/benchtest":     {"internal/eval", "internal/store"},
 	"internal/bench/published":     {"internal/bench", "internal/importer"},
