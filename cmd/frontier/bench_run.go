@@ -54,9 +54,8 @@ node, prompt, answer and evaluation is stored as it happens: Ctrl-C once
 finishes the node in progress and stops, twice aborts; a stopped or killed
 run continues with --resume RUN, where only the budgets may change.
 
-Scaffolds: flat (best-of-N), tree, forest, aide, multi-aide, evolve
-(frontier's own search). Hints: none, 1 (pseudocode), 2 (description),
-3 (mini-paper), 1+2, 1+2+3.
+Scaffolds: `+bench.ScaffoldHelp()+`.
+Hints: none, 1 (pseudocode), 2 (description), 3 (mini-paper), 1+2, 1+2+3.
 
 Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
 1 an error, 2 bad input.`,
@@ -222,10 +221,10 @@ func planBench(g *globals, o benchRunOptions, cfg *config.Config) (*newBenchRun,
 	}
 	rc := o.cfg
 	rc.Model, rc.Budget = recs[0], o.budget
-	if rc.Scaffold == bench.Evolve {
-		ev := cfg.Evolve
-		rc.Evolve = &ev
-	}
+	// The evolve scaffold starts from frontier.yaml's evolve settings;
+	// the others drop them.
+	ev := cfg.Evolve
+	rc.Evolve = &ev
 	if err := rc.Resolve(s); err != nil {
 		return nil, usage(err)
 	}
