@@ -54,7 +54,7 @@ node, prompt, answer and evaluation is stored as it happens: Ctrl-C once
 finishes the node in progress and stops, twice aborts; a stopped or killed
 run continues with --resume RUN, where only the budgets may change.
 
-Scaffolds: `+bench.ScaffoldHelp()+`.
+Scaffolds: ` + bench.ScaffoldHelp() + `.
 Hints: none, 1 (pseudocode), 2 (description), 3 (mini-paper), 1+2, 1+2+3.
 
 Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
