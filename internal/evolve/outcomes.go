@@ -88,6 +88,13 @@ func (o *outcomes) bestLoss(ref *store.Child) float64 {
 	return best
 }
 
+// report shows the tally of settled children in the status; ref is the
+// reference, whose loss counts for the best.
+func (o *outcomes) report(st *Status, ref *store.Child) {
+	st.Acceptable, st.LossTooHigh, st.Buggy = o.of(runs.ClassAcceptable), o.of(runs.TooHigh), o.of(runs.Buggy)
+	st.Duplicates, st.NoProposal, st.BestLoss = o.of(runs.ClassDuplicate), o.of(runs.ClassNone), o.bestLoss(ref)
+}
+
 // lastFailure is what the prompt shows as a parent's last error: its own
 // failure if it failed, else the newest failed child of it; clipped to n
 // bytes.

@@ -426,8 +426,12 @@ type ask struct {
 }
 
 // request renders template name into the model's request.
-func (a *ask) request(name string) (llm.Request, error) {
-	return a.p.prompts.request(name, a.model, a.data, a.p.cfg.Prompt)
+func (a *ask) request(name string) (llm.Request, error) { return a.p.request(name, a.model, a.data) }
+
+// request renders template name with d into model's request, under the
+// run's prompt settings.
+func (p *prompter) request(name, model string, d *promptData) (llm.Request, error) {
+	return p.prompts.request(name, model, d, p.cfg.Prompt)
 }
 
 // assemble reads what w's prompts show. A mutation needs its base program

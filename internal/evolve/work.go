@@ -36,6 +36,15 @@ type workers struct {
 	done     chan settler
 }
 
+// results is where the workers report, one settler each.
+func (ws *workers) results() <-chan settler { return ws.done }
+
+// program reads a program by its hash, through the texts the prompts
+// read too.
+func (ws *workers) program(ctx context.Context, h string) ([]byte, error) {
+	return ws.texts.program(ctx, h)
+}
+
 // settler is a worker's report: what the coordinator does with it.
 type settler interface {
 	settle(ctx context.Context, e *Engine)
@@ -132,7 +141,7 @@ func (e *Engine) startProposal(ctx context.Context, j *job) {
 		e.sess.fail(fmt.Errorf("child %d has no parent to propose from", c.ID))
 		return
 	}
-	w.reference = snapshot(e.pop.reference)
+	w.reference = snapshot(e.pop.reference())
 	w.record = e.recordText()
 	w.refuted = refutedText(e.claims.list(), maxRefuted)
 	w.lastError = e.seen.lastFailure(e.pop.member(w.parent.ID), e.cfg.Prompt.MaxErrorChars)
