@@ -218,13 +218,7 @@ func (p *prompts) request(name, model string, d *promptData, cfg PromptConfig) (
 	if err != nil {
 		return llm.Request{}, err
 	}
-	req := llm.Request{Model: model, System: sys, Messages: []llm.Message{{Role: llm.RoleUser, Content: user}},
-		MaxOutputTokens: cfg.MaxOutputTokens}
-	if cfg.Temperature != nil {
-		t := *cfg.Temperature
-		req.Temperature = &t
-	}
-	return req, nil
+	return search.Prompt(model, sys, user, cfg.MaxOutputTokens, cfg.Temperature), nil
 }
 
 // promptData is what templates see.
