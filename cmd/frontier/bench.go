@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -238,13 +236,9 @@ func newBenchCheckCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// A folder, its suite.yaml, or a suite by name (as track check
-			// takes a track's).
-			load := bench.LoadDir
-			if _, err := os.Stat(args[0]); err != nil && !strings.ContainsRune(args[0], filepath.Separator) {
-				load = suiteRegistry().Get
-			}
-			s, err := load(args[0])
+			// A folder, its suite.yaml, or a suite by name, found as
+			// track check finds a track.
+			s, err := suiteRegistry().Find(args[0])
 			if err != nil {
 				return usage(err)
 			}

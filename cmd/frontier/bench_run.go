@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -56,9 +54,8 @@ node, prompt, answer and evaluation is stored as it happens: Ctrl-C once
 finishes the node in progress and stops, twice aborts; a stopped or killed
 run continues with --resume RUN, where only the budgets may change.
 
-Scaffolds: flat (best-of-N), tree, forest, aide, multi-aide, evolve
-(frontier's own search). Hints: none, 1 (pseudocode), 2 (description),
-3 (mini-paper), 1+2, 1+2+3.
+Scaffolds: ` + bench.ScaffoldHelp() + `.
+Hints: none, 1 (pseudocode), 2 (description), 3 (mini-paper), 1+2, 1+2+3.
 
 Exit codes: 0 done or stopped on a budget, 130 interrupted (resumable),
 1 an error, 2 bad input.`,
@@ -159,7 +156,7 @@ func runBench(ctx context.Context, g *globals, o benchRunOptions) error {
 	if o.afterStart != nil {
 		o.afterStart()
 	}
-	runCtx, stop := benchSignals(ctx, o.signals, b, g.stderr)
+	runCtx, stop := drainOnSignals(ctx, o.signals, b, benchDrainWords, g.stderr)
 	defer stop()
 	sum, runErr := b.Run(runCtx)
 	if sum == nil {
@@ -224,10 +221,10 @@ func planBench(g *globals, o benchRunOptions, cfg *config.Config) (*newBenchRun,
 	}
 	rc := o.cfg
 	rc.Model, rc.Budget = recs[0], o.budget
-	if rc.Scaffold == bench.Evolve {
-		ev := cfg.Evolve
-		rc.Evolve = &ev
-	}
+	// The evolve scaffold starts from frontier.yaml's evolve settings;
+	// the others drop them.
+	ev := cfg.Evolve
+	rc.Evolve = &ev
 	if err := rc.Resolve(s); err != nil {
 		return nil, usage(err)
 	}
@@ -304,47 +301,6 @@ func benchSuiteOf(rc bench.Config) (*bench.Suite, error) {
 		return bench.LoadDir(rc.SuiteDir)
 	}
 	return suiteRegistry().Get(rc.Suite)
-}
-
-// benchSignals: the first Ctrl-C (or SIGTERM, or the parent context's
-// end) drains the run after the node in progress; the second cancels the
-// context the run works under, which stops its training processes.
-func benchSignals(ctx context.Context, sigs <-chan os.Signal, b interface{ Drain(string) }, w io.Writer) (context.Context, func()) {
-	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	var unnotify func()
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		sigs, unnotify = ch, func() { signal.Stop(ch) }
-	}
-	done := make(chan struct{})
-	go func() {
-		parent, n := ctx.Done(), 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-parent:
-				parent = nil
-				b.Drain("stopped: the node in progress finished")
-			case <-sigs:
-				if n++; n == 1 {
-					fmt.Fprintln(w, "frontier: stopping after the node in progress; Ctrl-C again aborts it. The run can be resumed.")
-					b.Drain("Ctrl-C: the node in progress finished")
-					continue
-				}
-				fmt.Fprintln(w, "frontier: aborting: stopping the training process; the run can be resumed.")
-				abort()
-			}
-		}
-	}()
-	return runCtx, func() {
-		close(done)
-		if unnotify != nil {
-			unnotify()
-		}
-		abort()
-	}
 }
 
 // printBenchSummary prints how a run ended, its attempts and its scores.

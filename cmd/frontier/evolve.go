@@ -277,7 +277,7 @@ func evolveRun(ctx context.Context, g *globals, o evolveOptions, cfg *config.Con
 	}
 	logger.Info("evolve: run", "id", e.RunID(), "name", e.RunName(), "track", spec.Name, "resumed", resumed)
 
-	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, lineStart(g.stderr, lw))
+	runCtx, stopSignals := drainOnSignals(ctx, o.signals, e, evolveDrainWords, lineStart(g.stderr, lw))
 	defer stopSignals()
 	runCtx, unwatch := claim.watch(runCtx)
 	defer unwatch()

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -32,34 +30,12 @@ func registry(cfg *config.Config) *track.Registry {
 	return track.NewRegistry(tracks.FS, cfg.TracksDirs...)
 }
 
-// lookupTrack finds the track a command line names (see findTrack); an
-// error is the user's to fix.
+// lookupTrack finds the track a command line names (see
+// catalog.Registry.Find); an error is the user's to fix.
 func lookupTrack(cfg *config.Config, arg string) (*track.Spec, error) {
-	s, err := findTrack(registry(cfg), arg)
+	s, err := registry(cfg).Find(arg)
 	if err != nil {
 		return nil, usage(err)
-	}
-	return s, nil
-}
-
-// findTrack finds the track arg names, the same way for every command
-// that takes one: a path to a track folder or to its track.yaml; a name
-// that is a folder here holding a track.yaml (the folder wins over a
-// track of the same name: what is here is what was meant); else the name
-// of a built-in or configured track.
-func findTrack(reg *track.Registry, arg string) (*track.Spec, error) {
-	if strings.ContainsRune(arg, filepath.Separator) || strings.HasSuffix(arg, ".yaml") {
-		return reg.Get(arg) // a path: the folder, or the folder of the track.yaml
-	}
-	if _, err := os.Stat(filepath.Join(arg, track.SpecFile)); err == nil {
-		return track.LoadDir(arg)
-	}
-	s, err := reg.Get(arg)
-	if err != nil {
-		if fi, serr := os.Stat(arg); serr == nil && fi.IsDir() {
-			return nil, fmt.Errorf("%w\nthe folder %s here is not a track folder: it has no %s", err, arg, track.SpecFile)
-		}
-		return nil, err
 	}
 	return s, nil
 }
@@ -222,7 +198,7 @@ type trackShowOptions struct {
 }
 
 func runTrackShow(w io.Writer, reg *track.Registry, name string, o trackShowOptions) error {
-	s, err := findTrack(reg, name)
+	s, err := reg.Find(name)
 	if err != nil {
 		return usage(err)
 	}
@@ -372,12 +348,12 @@ type checkError struct {
 }
 
 // runTrackCheck validates a track: a folder, its track.yaml, or the name
-// of a track the registry knows (see findTrack).
+// of a track the registry knows (see catalog.Registry.Find).
 func runTrackCheck(ctx context.Context, w io.Writer, reg *track.Registry, arg string, asJSON bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s, err := findTrack(reg, arg)
+	s, err := reg.Find(arg)
 	if asJSON {
 		out := trackCheck{Valid: err == nil, Errors: checkErrors(err)}
 		if s != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,13 +11,6 @@ import (
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 )
-
-// Evolve is the scaffold that runs frontier's own evolutionary search
-// (internal/evolve) from the task's start program.
-const Evolve = "evolve"
-
-// Scaffolds lists every scaffold a run may use.
-func Scaffolds() []string { return append(slices.Clone(scaffold.Names), Evolve) }
 
 // Orders of a run's attempts.
 const (
@@ -115,21 +107,10 @@ func (c *Config) Resolve(s *Suite) error {
 	if c.Scaffold == "" {
 		c.Scaffold = scaffold.Flat
 	}
-	switch c.Scaffold {
-	case Evolve:
-		c.Policy = nil
-		if c.Evolve == nil {
-			d := evolve.Config{}
-			c.Evolve = &d
-		}
-	default:
-		p, err := scaffold.PolicyFor(c.Scaffold)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--scaffold: %w (or %s)", err, Evolve))
-		} else {
-			c.Policy = &p
-		}
-		c.Evolve = nil
+	if k, err := kindOf(c.Scaffold); err != nil {
+		errs = append(errs, fmt.Errorf("--scaffold: %w", err))
+	} else if err := k.settle(c); err != nil {
+		errs = append(errs, fmt.Errorf("--scaffold: %w", err))
 	}
 	h, err := ParseHints(c.Hints)
 	if err != nil {

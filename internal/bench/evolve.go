@@ -42,7 +42,8 @@ func (b *Bench) evolveName(a *store.BenchAttempt) string {
 	return fmt.Sprintf("%s-a%d", b.run.Name, a.ID)
 }
 
-func (b *Bench) runEvolve(ctx context.Context, a *store.BenchAttempt, spec *track.Spec, start []byte, hints []Hint) (*result, error) {
+func (evolveSearch) search(ctx context.Context, b *Bench, at attemptStart) (*result, error) {
+	a, spec, start, hints := at.a, at.spec, at.start, at.hints
 	st := b.env.Store
 	if b.env.WorkDir == "" {
 		return nil, errors.New("the evolve scaffold needs a work folder (Env.WorkDir)")
@@ -124,9 +125,8 @@ func (b *Bench) runEngine(ctx context.Context, e *evolve.Engine) (*evolve.Summar
 			timeout = time.After(max(left, 0))
 		}
 		select {
-		case r := <-b.drain:
-			b.Drain(r) // stopReason reads it once the engine returns
-			e.Drain(r)
+		case <-b.drain.Requested():
+			e.Drain(b.drain.Reason())
 		case <-timeout:
 			e.Drain("the bench run's active time is spent")
 		case <-done:
@@ -149,24 +149,10 @@ func (b *Bench) evolveResult(ctx context.Context, runID int64, res *result) (*re
 		if c.Origin == runs.OriginReference || c.Origin.IsCopy() {
 			continue
 		}
-		res.nodes++
-		switch runs.ClassOf(c.Verdict) {
-		case runs.ClassAcceptable:
-			res.acceptable++
-			if c.TrainTimeMs > 0 {
-				res.timed++
-				if res.bestMs == 0 || c.TrainTimeMs < res.bestMs {
-					res.bestMs, res.bestHash = c.TrainTimeMs, c.ProgramHash
-				}
-			}
-		case runs.Buggy:
-			res.buggy++
-		}
-		if c.EvaluationID != 0 {
-			res.evaluations = append(res.evaluations, c.EvaluationID)
+		if res.tally(c.Verdict, c.TrainTimeMs, c.EvaluationID) {
+			res.bestMs, res.bestHash = c.TrainTimeMs, c.ProgramHash
 		}
 	}
-	res.fastestMs = res.bestMs
 	usd, tokens, _, err := st.RunSpend(ctx, runID)
 	if err != nil {
 		return nil, err

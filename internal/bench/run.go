@@ -16,6 +16,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -91,8 +92,7 @@ type Bench struct {
 
 	sessionStart time.Time
 	activeBase   int64
-	drain        chan string
-	draining     string
+	drain        *search.Drain
 }
 
 // New records a new bench run: its settings (resolved) and one attempt
@@ -169,7 +169,7 @@ func newBench(env Env, s *Suite, cfg Config, run *store.BenchRun, model evolve.M
 			model.Client = budget.Wrap(model.Client)
 		}
 	}
-	return &Bench{env: env, suite: s, cfg: cfg, run: run, model: model, budget: budget, hints: hints, drain: make(chan string, 1)}, nil
+	return &Bench{env: env, suite: s, cfg: cfg, run: run, model: model, budget: budget, hints: hints, drain: search.NewDrain()}, nil
 }
 
 // Name is the run's name.
@@ -180,12 +180,7 @@ func (b *Bench) Config() Config { return b.cfg }
 
 // Drain asks the run to stop after the node (or the evolve scaffold's
 // running work) in progress. Safe from any goroutine.
-func (b *Bench) Drain(reason string) {
-	select {
-	case b.drain <- reason:
-	default:
-	}
-}
+func (b *Bench) Drain(reason string) { b.drain.Request(reason) }
 
 // Summary is how a Run call ended.
 type Summary struct {
@@ -264,14 +259,9 @@ func (b *Bench) loop(ctx context.Context) (reason, detail string, err error) {
 
 // stopReason says why the run must stop now, or "".
 func (b *Bench) stopReason(ctx context.Context) (string, string) {
-	select {
-	case r := <-b.drain:
-		b.draining = r
-	default:
-	}
-	switch {
-	case b.draining != "":
-		return StopInterrupted, b.draining
+	switch r := b.drain.Reason(); {
+	case r != "":
+		return StopInterrupted, r
 	case ctx.Err() != nil:
 		return StopInterrupted, "canceled"
 	}
@@ -349,12 +339,11 @@ func (b *Bench) attempt(ctx context.Context, a *store.BenchAttempt, all []*store
 		return "", err
 	}
 	b.progress("task %s seed %d: %s from %s (%s), goal %s", a.Task, a.Seed, b.cfg.Scaffold, task.Start, seconds(rootMs), seconds(a.GoalMs))
-	var res *result
-	if b.cfg.Scaffold == Evolve {
-		res, err = b.runEvolve(ctx, a, spec, start, hints)
-	} else {
-		res, err = b.runSearch(ctx, a, spec, start, rootMs, hints)
+	k, err := kindOf(b.cfg.Scaffold)
+	if err != nil {
+		return "", err
 	}
+	res, err := k.search(ctx, b, attemptStart{a: a, spec: spec, start: start, rootMs: rootMs, hints: hints})
 	if err != nil || res.stopped != "" {
 		if res != nil {
 			return res.stopped, err
@@ -476,74 +465,27 @@ type result struct {
 	evaluations []int64
 }
 
-func (b *Bench) runSearch(ctx context.Context, a *store.BenchAttempt, spec *track.Spec, start []byte, rootMs float64, hints []Hint) (*result, error) {
-	// While the search runs, the acceptable nodes so far: when the first
-	// few are all far slower than the start, it says so at once.
-	var slow struct {
-		timed   int
-		fastest float64
-		warned  bool
-	}
-	var sh []scaffold.Hint
-	for _, h := range hints {
-		sh = append(sh, scaffold.Hint{Level: h.Level, Name: h.Name, Text: h.Text})
-	}
-	m := scaffold.Model{Name: b.model.Name, Proposer: b.model.Proposer}
-	if b.model.Kind == propose.KindLLM {
-		m.Client = b.model.Client
-	}
-	s := &scaffold.Search{
-		Store: b.env.Store, Evaluator: b.env.Evaluator, Model: m, Policy: *b.cfg.Policy, Budget: b.cfg.Nodes,
-		Track: spec, Hardware: b.suite.Hardware, ProgramName: programName(spec), Hints: sh, Seed: b.cfg.Seed ^ uint64(a.ID)*0x9e3779b97f4a7c15,
-		EvalSeed: a.Seed, ApplyFixes: b.cfg.ApplyFixes, Prompt: b.cfg.Prompt, Redact: b.env.Redact, Log: b.env.Log,
-		Stop: func() string { r, d := b.stopReason(ctx); return joinReason(r, d) },
-		OnNode: func(n *store.BenchNode) {
-			b.progress("  node %d (%s): %s", n.Seq, n.Kind, nodeText(n))
-			if n.Verdict != runs.Acceptable || !(n.TrainTimeMs > 0) || n.Seq == 0 {
-				return
+// tally counts one node of a search: its class, its time when it is
+// acceptable and timed, and its evaluation. It says whether the node is
+// the fastest acceptable one so far.
+func (r *result) tally(v runs.Verdict, trainMs float64, evaluation int64) (fastest bool) {
+	r.nodes++
+	switch runs.ClassOf(v) {
+	case runs.ClassAcceptable:
+		r.acceptable++
+		if trainMs > 0 {
+			r.timed++
+			if r.fastestMs == 0 || trainMs < r.fastestMs {
+				r.fastestMs, fastest = trainMs, true
 			}
-			slow.timed++
-			if slow.fastest == 0 || n.TrainTimeMs < slow.fastest {
-				slow.fastest = n.TrainTimeMs
-			}
-			if slow.timed == slowAfter && !slow.warned {
-				if note := slowNote(b.suite.Name, b.startTimes(ctx, a), rootMs, slow.fastest, slow.timed, b.env.loadAvg()); note != "" {
-					slow.warned = true
-					b.progress("  warning: %s", note)
-					b.env.Log.Warn("bench: " + note)
-				}
-			}
-		},
-	}
-	out, err := s.Run(ctx, a.ID, start, rootMs)
-	if err != nil {
-		return nil, err
-	}
-	res := &result{stopped: out.Stopped}
-	for _, n := range out.Nodes[1:] {
-		res.nodes++
-		switch runs.ClassOf(n.Verdict) {
-		case runs.ClassAcceptable:
-			res.acceptable++
-			if n.TrainTimeMs > 0 {
-				res.timed++
-				if res.fastestMs == 0 || n.TrainTimeMs < res.fastestMs {
-					res.fastestMs = n.TrainTimeMs
-				}
-			}
-		case runs.Buggy:
-			res.buggy++
 		}
-		res.costUSD += n.CostUSD
-		res.tokens += n.InputTokens + n.OutputTokens
-		if n.EvaluationID != 0 {
-			res.evaluations = append(res.evaluations, n.EvaluationID)
-		}
+	case runs.Buggy:
+		r.buggy++
 	}
-	if out.Best != nil && out.Best.Seq != 0 {
-		res.bestMs, res.bestNode, res.bestHash = out.Best.TrainTimeMs, out.Best.ID, out.Best.ProgramHash
+	if evaluation != 0 {
+		r.evaluations = append(r.evaluations, evaluation)
 	}
-	return res, nil
+	return fastest
 }
 
 // startTimes are the times attempt a is scored with, as they stand (for a

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path"
@@ -14,8 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
@@ -124,20 +121,9 @@ type FieldError = yamlfile.Error
 // errors: every unknown key and every invalid value is reported with its
 // line and column.
 func Parse(file string, b []byte) (*Suite, error) {
-	// Size, nesting and aliases first: listing suites reads every one.
-	if err := yamlfile.Check(file, b); err != nil {
-		return nil, err
-	}
 	s := &Suite{}
-	if err := yamlfile.Join(yamlfile.Inspect(file, b, s)); err != nil {
+	if err := yamlfile.Decode(file, b, s, "the suite is empty: it needs at least name, track, records and tasks"); err != nil {
 		return nil, err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
-	if err := dec.Decode(s); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the suite is empty: it needs at least name, track, records and tasks", file)
-		}
-		return nil, yamlfile.DecodeError(file, b, err)
 	}
 	s.applyDefaults()
 	if errs := s.validate(); len(errs) > 0 {

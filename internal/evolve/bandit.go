@@ -75,6 +75,9 @@ func (e *ensemble) save() []byte {
 	return b
 }
 
+// modelNames lists the ensemble's models, in their configured order.
+func (e *ensemble) modelNames() []string { return e.names }
+
 func (e *ensemble) has(name string) bool { return slices.Contains(e.names, name) }
 
 // choose picks a model name.

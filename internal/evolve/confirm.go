@@ -421,7 +421,7 @@ func (e *Engine) recordText() string {
 	if base.Origin == runs.OriginReference {
 		s = fmt.Sprintf("the reference (#%d) is still the record: %s (single timing)", base.ID, fmtMs(rec.SingleMs))
 	} else {
-		sp, basis := rec.VsReference(store.Claims(e.claims.list()), e.pop.reference.ID)
+		sp, basis := rec.VsReference(store.Claims(e.claims.list()), e.pop.reference().ID)
 		s = fmt.Sprintf("#%d trains to the target in %s (one timing in the search), %s vs the reference (%s; evidence: %s)",
 			base.ID, fmtMs(rec.SingleMs), runs.FormatSpeedup(sp), basis, rec.Claim.Evidence())
 	}

@@ -208,7 +208,7 @@ func measuredEngine(t *testing.T) (*Engine, *store.Child) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := e.pop.reference
+	ref := e.pop.reference()
 	ref.State, ref.Verdict, ref.TrainTimeMs, ref.ValLoss = runs.Done, runs.Acceptable, 1000, 3.9
 	return e, ref
 }

@@ -17,10 +17,13 @@
 // claimBook (claims.go: candidate records and their series), outcomes
 // (what the children came to), session (stopping and why), spend (the
 // model budget), workers (work.go: proposals and evaluations in
-// goroutines) with the prompter (prompt.go: what a prompt shows, next to
-// its templates), and the journal (every write to the store). transitions.go
-// and confirm.go say what the coordinator does with a worker's result;
-// resume.go rebuilds every part from what the journal wrote.
+// goroutines; proposal.go: a proposal from its prompt to its program, the
+// prompter next to its templates), and the journal (every write to the
+// store). A part shows its books through its methods (report fills its
+// share of the status); the coordinator reads no part's fields.
+// transitions.go and confirm.go say what the coordinator does with a
+// worker's result; resume.go rebuilds every part from what the journal
+// wrote.
 //
 // docs/evolve.md describes the algorithm, the configuration and the
 // guarantees.

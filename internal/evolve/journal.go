@@ -57,6 +57,9 @@ type journal struct {
 	snapshot func()
 }
 
+// records makes run, a run read back to resume, the one it writes.
+func (j *journal) records(run *store.Run) { j.run = run }
+
 // begin records a new run with its reference program as the first member
 // (iteration 0, in its fast check, with the attempt that holds the
 // program). An empty name becomes run-<id>.

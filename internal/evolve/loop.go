@@ -39,6 +39,7 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 	defer ticker.Stop()
 	lastPersist := time.Now()
 	aborted := false
+	drains := e.sess.drainRequested()
 	for {
 		if !aborted {
 			e.schedule(ctx)
@@ -48,10 +49,11 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 			break
 		}
 		select {
-		case r := <-e.work.done:
+		case r := <-e.work.results():
 			r.settle(ctx, e)
-		case reason := <-e.sess.drains:
-			e.sess.stop(StopInterrupted, reason)
+		case <-drains:
+			drains = nil // read once: the first reason stands
+			e.sess.drained()
 		case <-ticker.C:
 			if d := e.cfg.Budget.MaxDuration.D(); d > 0 && e.sess.elapsed() >= d {
 				e.sess.stop(StopDuration, fmt.Sprintf("the run has been active for %s (budget.max_duration = %s)", e.sess.elapsed().Round(time.Second), d))
@@ -81,7 +83,7 @@ func (e *Engine) Run(ctx context.Context) (*Summary, error) {
 
 // finish records how the session ended.
 func (e *Engine) finish(ctx context.Context) (*Summary, error) {
-	if e.sess.reason == "" {
+	if !e.sess.hasReason() {
 		// Nothing stopped the run on the way, but a model budget spent by
 		// the last calls leaves children queued: that, not the iteration
 		// budget, is why it ends, and a resume needs a larger budget.
@@ -92,7 +94,7 @@ func (e *Engine) finish(ctx context.Context) (*Summary, error) {
 	reason, detail := e.sess.end(StopIterations,
 		fmt.Sprintf("all %d iterations are done (budget.max_iterations = %d)", e.run.Iterations, e.cfg.Budget.MaxIterations))
 	e.run.State = store.RunStopped
-	if e.sess.fatal != nil {
+	if e.sess.err() != nil {
 		e.run.State = store.RunFailed
 	}
 	e.run.StopReason, e.run.StopDetail, e.run.FinishedAt = reason, detail, time.Now()
@@ -100,8 +102,8 @@ func (e *Engine) finish(ctx context.Context) (*Summary, error) {
 	e.publish()
 	e.log.Info("evolve: run stopped", "run", e.run.Name, "reason", reason, "detail", detail)
 	sum := &Summary{RunID: e.run.ID, RunName: e.run.Name, StopReason: reason, StopDetail: detail, Status: e.Status()}
-	if e.sess.fatal != nil {
-		return sum, e.sess.fatal
+	if err := e.sess.err(); err != nil {
+		return sum, err
 	}
 	return sum, err
 }

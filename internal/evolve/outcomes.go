@@ -21,10 +21,14 @@ type outcomes struct {
 	lastFail    map[int64]*store.Child // parent id -> its newest buggy child
 	lastAttempt map[int64]*store.Attempt
 	lastChecked map[int64]*store.Attempt
+	// answers holds, by model call, the answer of a proposal whose edit
+	// did not apply, until its fix starts: the fix prompt shows it back.
+	// A fix that starts after a restart finds none and reads the store.
+	answers map[int64]string
 }
 
 func newOutcomes() *outcomes {
-	return &outcomes{lastFail: map[int64]*store.Child{}, lastAttempt: map[int64]*store.Attempt{}, lastChecked: map[int64]*store.Attempt{}}
+	return &outcomes{lastFail: map[int64]*store.Child{}, lastAttempt: map[int64]*store.Attempt{}, lastChecked: map[int64]*store.Attempt{}, answers: map[int64]string{}}
 }
 
 // restore reads the attempts back, in the order they were made.
@@ -65,6 +69,16 @@ func (o *outcomes) fastChecked(a *store.Attempt, evaluationID int64, verdict run
 	}
 }
 
+// answered keeps the answer of model call id for the fix that follows it.
+func (o *outcomes) answered(id int64, answer string) { o.answers[id] = answer }
+
+// answer hands over the kept answer of model call id, once.
+func (o *outcomes) answer(id int64) (string, bool) {
+	a, ok := o.answers[id]
+	delete(o.answers, id)
+	return a, ok
+}
+
 // last is child id's newest attempt, or nil.
 func (o *outcomes) last(id int64) *store.Attempt { return o.lastAttempt[id] }
 
@@ -86,6 +100,13 @@ func (o *outcomes) bestLoss(ref *store.Child) float64 {
 		best = ref.ValLoss
 	}
 	return best
+}
+
+// report shows the tally of settled children in the status; ref is the
+// reference, whose loss counts for the best.
+func (o *outcomes) report(st *Status, ref *store.Child) {
+	st.Acceptable, st.LossTooHigh, st.Buggy = o.of(runs.ClassAcceptable), o.of(runs.TooHigh), o.of(runs.Buggy)
+	st.Duplicates, st.NoProposal, st.BestLoss = o.of(runs.ClassDuplicate), o.of(runs.ClassNone), o.bestLoss(ref)
 }
 
 // lastFailure is what the prompt shows as a parent's last error: its own

@@ -25,8 +25,8 @@ type population struct {
 	archiveSize int
 
 	members map[int64]*store.Child
-	// reference is the track's reference program, the run's first member.
-	reference *store.Child
+	// ref is the track's reference program, the run's first member.
+	ref *store.Child
 	// onIsland lists, per island, the settled members that hold a program
 	// (originals and copies), in the order they settled; norms holds their
 	// normalized hashes, and valid those of them with a valid verdict,
@@ -74,7 +74,7 @@ func newPopulation(objective string, islands, archiveSize int) *population {
 func (p *population) add(c *store.Child) {
 	p.members[c.ID] = c
 	if c.Origin == runs.OriginReference {
-		p.reference = c
+		p.ref = c
 	}
 }
 
@@ -87,10 +87,13 @@ func (p *population) elite() []int64 { return p.archive }
 // member returns the member with id, or nil.
 func (p *population) member(id int64) *store.Child { return p.members[id] }
 
+// reference is the track's reference program, nil before it is added.
+func (p *population) reference() *store.Child { return p.ref }
+
 // referenceDone reports whether the reference has its final verdict (the
 // run samples no iteration before).
 func (p *population) referenceDone() bool {
-	return p.reference == nil || p.reference.State == runs.Done
+	return p.ref == nil || p.ref.State == runs.Done
 }
 
 // isProgram reports whether member id is a settled original that holds a
@@ -165,7 +168,7 @@ func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n 
 // record is the run's record as a member (standingOf), given the run's
 // claims.
 func (p *population) record(claims []*store.Confirmation) (*store.Child, runs.Record) {
-	return store.Standing(claims, p.members, p.reference)
+	return store.Standing(claims, p.members, p.ref)
 }
 
 // claim registers a candidate program of member id under its normalized

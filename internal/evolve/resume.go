@@ -81,7 +81,8 @@ func Resume(ctx context.Context, opts Options, run *store.Run, ov Overrides) (*E
 	if err != nil {
 		return nil, err
 	}
-	e.run, e.j.run = run, run
+	e.run = run
+	e.j.records(run)
 	e.cfg.Seed = run.Seed
 	if cfgJSON, err := json.Marshal(e.cfg); err == nil {
 		run.Config = cfgJSON
@@ -156,7 +157,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	for _, c := range rec.kids {
 		e.pop.add(c)
 	}
-	if err := e.pop.restoreIndex(ctx, rec, e.work.texts.program); err != nil {
+	if err := e.pop.restoreIndex(ctx, rec, e.work.program); err != nil {
 		return err
 	}
 	for _, c := range rec.kids {
@@ -164,7 +165,7 @@ func (e *Engine) restore(ctx context.Context) error {
 			e.admit(c)
 		}
 	}
-	ref := e.pop.reference
+	ref := e.pop.reference()
 	if ref == nil {
 		return errors.New("the run has no reference program")
 	}
@@ -185,7 +186,7 @@ func (e *Engine) restore(ctx context.Context) error {
 		return err
 	}
 	e.log.Info("evolve: resuming", "run", e.run.Name, "iterations", e.run.Iterations, "completed", e.sched.completedIterations(),
-		"members", len(rec.kids), "requeued", requeued, "spent_usd", e.spend.usd)
+		"members", len(rec.kids), "requeued", requeued, "spent_usd", e.spend.spentUSD())
 	return nil
 }
 
@@ -216,7 +217,7 @@ func (e *Engine) restoreClaims(ctx context.Context) error {
 		}
 	}
 	e.openNext(ctx)
-	return e.sess.fatal
+	return e.sess.err()
 }
 
 // interruptAndClean marks the evaluations of a program still running since

@@ -73,7 +73,7 @@ func (s *sampler) useBudget(b *llm.Budget) {
 func (s *sampler) model(name string) *Model { return s.models[name] }
 
 // names lists the ensemble's models.
-func (s *sampler) names() []string { return s.ens.names }
+func (s *sampler) names() []string { return s.ens.modelNames() }
 
 // credit tells the bandit how a settled child of model did against its
 // parent.

@@ -133,6 +133,15 @@ func (s *scheduler) mayPropose() bool {
 // evaluation.
 func (s *scheduler) queued() int { return len(s.proposals) + len(s.fast) + len(s.full) }
 
+// report shows the scheduler's counters and what runs in the status.
+func (s *scheduler) report(st *Status) {
+	st.IterationsDone, st.SlotsBusy, st.Slots, st.ProposalsInFlight = s.completed, s.evaluating, s.slots, s.proposing
+	st.Queued, st.Evaluations, st.SeriesRuns = s.queued(), s.fullStarted, s.seriesRuns
+	for _, r := range s.running {
+		st.Running = append(st.Running, r)
+	}
+}
+
 // evaluations counts what budget.max_evaluations counts.
 func (s *scheduler) evaluations() int { return s.fullStarted + s.seriesRuns }
 
@@ -361,9 +370,9 @@ func (s *scheduler) restore(rec *recorded, pop *population, last func(id int64) 
 // the open ones have no proposals left to make.
 func (e *Engine) schedule(ctx context.Context) {
 	s := e.sched
-	for !e.sess.stopping {
+	for !e.sess.stopped() {
 		progress := false
-		for s.slotFree() && !e.sess.stopping {
+		for s.slotFree() && !e.sess.stopped() {
 			if j := pop(&s.fast); j != nil {
 				e.startEval(ctx, j)
 				progress = true
@@ -387,7 +396,7 @@ func (e *Engine) schedule(ctx context.Context) {
 			e.startEval(ctx, pop(&s.full))
 			progress = true
 		}
-		for s.mayPropose() && !e.sess.stopping {
+		for s.mayPropose() && !e.sess.stopped() {
 			if reason, detail := e.spend.limit(); reason != "" {
 				e.sess.stop(reason, detail)
 				break
@@ -410,13 +419,13 @@ func (e *Engine) schedule(ctx context.Context) {
 // canSample reports whether a new iteration may be sampled now (see
 // scheduler.canSample), once the reference has its verdict.
 func (e *Engine) canSample() bool {
-	return !e.sess.stopping && e.pop.referenceDone() && e.sched.canSample(e.run.Iterations, e.cfg.Budget.MaxIterations)
+	return !e.sess.stopped() && e.pop.referenceDone() && e.sched.canSample(e.run.Iterations, e.cfg.Budget.MaxIterations)
 }
 
 // idle reports whether nothing can start: the run is over once nothing is
 // in flight either.
 func (e *Engine) idle() bool {
-	return e.sess.stopping || e.sched.idle(e.claims.queued(), e.canSample())
+	return e.sess.stopped() || e.sched.idle(e.claims.queued(), e.canSample())
 }
 
 // sampleIteration samples a new iteration (sampler.iteration), records it

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // session's and the sessions' before it).
 type session struct {
 	log      *slog.Logger
-	drains   chan string
+	drains   *search.Drain
 	ran      bool
 	stopping bool
 	reason   string
@@ -27,7 +28,7 @@ type session struct {
 }
 
 func newSession(log *slog.Logger) *session {
-	return &session{log: log, drains: make(chan string, 4)}
+	return &session{log: log, drains: search.NewDrain()}
 }
 
 // begin starts the session of a run that was active for activeMs before.
@@ -40,11 +41,26 @@ func (s *session) begin(activeMs int64) error {
 }
 
 // drain asks the session to stop taking new work; safe from any goroutine.
-func (s *session) drain(reason string) {
-	select {
-	case s.drains <- reason:
-	default:
-	}
+func (s *session) drain(reason string) { s.drains.Request(reason) }
+
+// drainRequested is closed once a drain is requested; drained then
+// stops the session for the drain's reason.
+func (s *session) drainRequested() <-chan struct{} { return s.drains.Requested() }
+
+func (s *session) drained() { s.stop(StopInterrupted, s.drains.Reason()) }
+
+// stopped says whether the session is stopping: no new work starts.
+func (s *session) stopped() bool { return s.stopping }
+
+// hasReason says whether something gave the session a reason to stop.
+func (s *session) hasReason() bool { return s.reason != "" }
+
+// err is the error that stopped the session, nil when none did.
+func (s *session) err() error { return s.fatal }
+
+// report shows how the session stands in the status.
+func (s *session) report(st *Status) {
+	st.Elapsed, st.Draining, st.StopReason = s.elapsed(), s.stopping, s.reason
 }
 
 // stop ends the run cleanly: no new work starts; what runs finishes. The

@@ -20,6 +20,12 @@ type spend struct {
 	failStreak int
 }
 
+// report shows what the run spent in the status.
+func (s *spend) report(st *Status) { st.USD, st.Tokens = s.usd, s.tokens }
+
+// spentUSD is what the run spent on models, in dollars.
+func (s *spend) spentUSD() float64 { return s.usd }
+
 // use makes b the run's budget.
 func (s *spend) use(b *llm.Budget) { s.budget = b }
 

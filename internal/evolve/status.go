@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
@@ -27,16 +26,15 @@ func (e *Engine) logChild(c *store.Child) {
 
 // publish updates the status snapshot and calls OnStatus.
 func (e *Engine) publish() {
-	sc, seen, ref := e.sched, e.seen, e.pop.reference
+	ref := e.pop.reference()
 	s := Status{
 		RunID: e.run.ID, RunName: e.run.Name, Iteration: e.run.Iterations, MaxIterations: max(0, e.cfg.Budget.MaxIterations),
-		IterationsDone: sc.completedIterations(), SlotsBusy: sc.evaluating, Slots: sc.slots, ProposalsInFlight: sc.proposing,
-		Queued: sc.queued(), Evaluations: sc.fullStarted, SeriesRuns: sc.seriesRuns,
-		Acceptable: seen.of(runs.ClassAcceptable), LossTooHigh: seen.of(runs.TooHigh),
-		Buggy: seen.of(runs.Buggy), Duplicates: seen.of(runs.ClassDuplicate),
-		NoProposal: seen.of(runs.ClassNone), BestLoss: seen.bestLoss(ref),
-		USD: e.spend.usd, Tokens: e.spend.tokens, Elapsed: e.sess.elapsed(), Draining: e.sess.stopping, StopReason: e.sess.reason,
 	}
+	// Each part shows its own books.
+	e.sched.report(&s)
+	e.seen.report(&s, ref)
+	e.spend.report(&s)
+	e.sess.report(&s)
 	if ref != nil && ref.Verdict.Valid() {
 		s.ReferenceTimeMs, s.ReferenceLoss = ref.TrainTimeMs, ref.ValLoss
 	}
@@ -57,9 +55,6 @@ func (e *Engine) publish() {
 	if cl, since := e.claims.current(); cl != nil {
 		s.Confirming = fmt.Sprintf("#%d vs #%d, %d pairs", cl.ChildID, cl.BaselineID, cl.Pairs)
 		s.Running = append(s.Running, RunningEval{ChildID: cl.ChildID, Kind: "confirm", Since: since})
-	}
-	for _, r := range sc.running {
-		s.Running = append(s.Running, r)
 	}
 	slices.SortFunc(s.Running, func(a, b RunningEval) int { return a.Since.Compare(b.Since) })
 	e.statusMu.Lock()

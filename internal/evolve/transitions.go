@@ -88,6 +88,9 @@ func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
 			attempt.Error = pe.Feedback()
 			c.State, c.Error = runs.Fix, clip(pe.Feedback(), e.cfg.Prompt.MaxErrorChars)
 			e.persistChild(ctx, c, attempt)
+			if n := len(r.calls); n > 0 {
+				e.seen.answered(callID, r.calls[n-1].Answer)
+			}
 			e.sched.fix(c, kindFixApply)
 			return
 		case pe != nil && pe.Feedback() != "":

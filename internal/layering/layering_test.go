@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"internal/bounded":        {},
 	"internal/edit/pysrc":     {},
 	"internal/harness":        {},
+	"internal/catalog":        {},
 	"internal/hostload":       {},
 	"internal/layering":       {},
 	"internal/pyenv":          {},
@@ -39,7 +40,7 @@ var allowed = map[string][]string{
 	"suites":                  {},
 	"tracks":                  {},
 
-	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
+	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/catalog", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/bench/benchreport":   {"internal/bench/fsr", "internal/runview"},
 	"internal/bench/benchtest":     {"internal/eval", "internal/store"},
 	"internal/bench/published":     {"internal/bench", "internal/importer"},
@@ -70,7 +71,7 @@ var allowed = map[string][]string{
 	"internal/slurm":               {"internal/eval", "internal/runner"},
 	"internal/store":               {"internal/runs"},
 	"internal/store/storetest":     {"internal/runs", "internal/store", "internal/testdeps"},
-	"internal/track":               {"internal/yamlfile"},
+	"internal/track":               {"internal/catalog", "internal/yamlfile"},
 	"internal/yamlfile":            {"internal/bounded"},
 	"internal/verify":              {"internal/edit", "internal/edit/pysrc", "internal/eval", "internal/track"},
 }

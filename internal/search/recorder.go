@@ -108,3 +108,16 @@ type StoreError struct{ Err error }
 
 func (e *StoreError) Error() string { return "record a model call: " + e.Err.Error() }
 func (e *StoreError) Unwrap() error { return e.Err }
+
+// Prompt is the request a search sends for one rendered prompt: the
+// system text, one user message, and the run's output limit and
+// temperature (nil: the model's own).
+func Prompt(model, system, user string, maxOutputTokens int, temperature *float64) llm.Request {
+	req := llm.Request{Model: model, System: system, Messages: []llm.Message{{Role: llm.RoleUser, Content: user}},
+		MaxOutputTokens: maxOutputTokens}
+	if temperature != nil {
+		t := *temperature
+		req.Temperature = &t
+	}
+	return req
+}

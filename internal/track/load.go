@@ -1,18 +1,13 @@
 package track
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
@@ -26,23 +21,9 @@ type FieldError = yamlfile.Error
 // Parse decodes and validates a spec. file names the source in errors.
 // Unknown keys, wrong types and invalid values are errors with line:column.
 func Parse(file string, b []byte) (*Spec, error) {
-	// Size, nesting and aliases first: every command that lists tracks
-	// reads every spec.
-	if err := yamlfile.Check(file, b); err != nil {
-		return nil, err
-	}
 	s := &Spec{}
-	// Every unknown key (and fraction in a whole number), first to last,
-	// before the decoder would stop at the first one.
-	if err := yamlfile.Join(yamlfile.Inspect(file, b, s)); err != nil {
+	if err := yamlfile.Decode(file, b, s, "the track spec is empty: it needs at least name, reference, data and target_val_loss"); err != nil {
 		return nil, err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.Strict(), yaml.DisallowUnknownField())
-	if err := dec.Decode(s); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the track spec is empty: it needs at least name, reference, data and target_val_loss", file)
-		}
-		return nil, yamlfile.DecodeError(file, b, err)
 	}
 	s.applyDefaults()
 	if errs := s.validate(); len(errs) > 0 {

@@ -4,27 +4,31 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
+	"github.com/frontier-bench/frontier/internal/catalog"
 	"github.com/frontier-bench/frontier/internal/yamlfile"
 )
 
 // Registry finds tracks: built-in ones in an fs.FS (one folder per track,
 // each with track.yaml) and user ones in folders on disk.
-type Registry struct {
-	builtin fs.FS
-	dirs    []string
+type Registry = catalog.Registry[*Spec]
+
+// kind is how the catalog names and loads tracks.
+var kind = &catalog.Kind[*Spec]{
+	Noun: "track", File: SpecFile, ListCommand: "frontier track list",
+	LoadDir: LoadDir, LoadFS: loadFS,
+	Name:     func(s *Spec) string { return s.Name },
+	Location: (*Spec).Location,
 }
 
 // NewRegistry returns a registry over the built-in tracks and the user's
 // track folders. Each folder in dirs is either a track folder itself (it has
 // track.yaml) or holds track folders.
 func NewRegistry(builtin fs.FS, dirs ...string) *Registry {
-	return &Registry{builtin: builtin, dirs: dirs}
+	return catalog.New(kind, builtin, dirs...)
 }
 
 // MaxFileBytes bounds a file of a track that frontier reads (the
@@ -125,100 +129,4 @@ func (s *Spec) checkFiles() error {
 		return fmt.Errorf("track %s: the reference program %s is empty", s.Name, s.Reference)
 	}
 	return nil
-}
-
-// List returns every track that loads, sorted by name, and an error for each
-// that does not (a broken user track does not hide the others).
-func (r *Registry) List() ([]*Spec, error) {
-	var specs []*Spec
-	var errs []error
-	byName := map[string]*Spec{}
-	add := func(s *Spec) {
-		if prev, ok := byName[s.Name]; ok {
-			errs = append(errs, fmt.Errorf("track %q in %s has the same name as the one in %s: rename one of them", s.Name, s.Location(), prev.Location()))
-			return
-		}
-		byName[s.Name] = s
-		specs = append(specs, s)
-	}
-	if r.builtin != nil {
-		entries, err := fs.ReadDir(r.builtin, ".")
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read built-in tracks: %w", err))
-		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			s, err := loadFS(r.builtin, e.Name())
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			add(s)
-		}
-	}
-	for _, dir := range r.dirs {
-		for _, td := range trackDirs(dir, &errs) {
-			s, err := LoadDir(td)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			add(s)
-		}
-	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-	return specs, errors.Join(errs...)
-}
-
-// trackDirs returns dir itself when it is a track folder, else its
-// subfolders that are.
-func trackDirs(dir string, errs *[]error) []string {
-	if _, err := os.Stat(filepath.Join(dir, SpecFile)); err == nil {
-		return []string{dir}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			*errs = append(*errs, fmt.Errorf("read tracks folder: %w", err))
-		}
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), SpecFile)); err == nil {
-				out = append(out, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	return out
-}
-
-// Get returns the track called name, or the track in folder name when name
-// is a path to a track folder or its track.yaml.
-func (r *Registry) Get(name string) (*Spec, error) {
-	if strings.ContainsRune(name, filepath.Separator) || strings.HasSuffix(name, ".yaml") {
-		dir := name
-		if strings.HasSuffix(name, ".yaml") {
-			dir = filepath.Dir(name)
-		}
-		return LoadDir(dir)
-	}
-	specs, err := r.List()
-	for _, s := range specs {
-		if s.Name == name {
-			return s, nil
-		}
-	}
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-	}
-	msg := fmt.Errorf("no track named %q; known tracks: %s (see `frontier track list`)", name, strings.Join(names, ", "))
-	if err != nil {
-		return nil, errors.Join(msg, err)
-	}
-	return nil, msg
 }

@@ -9,6 +9,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"slices"
@@ -303,4 +304,26 @@ func known(t reflect.Type, path string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the keys %s: %s)", where, strings.Join(names, ", "))
+}
+
+// Decode reads src (file's) into v strictly, reporting every problem a
+// person must fix with its line and column: the size, nesting and
+// aliases first (listing tracks or suites reads every file), then every
+// unknown key first to last, then the decoder's first error. empty says
+// what a file with nothing in it lacks.
+func Decode(file string, src []byte, v any, empty string) error {
+	if err := Check(file, src); err != nil {
+		return err
+	}
+	if err := Join(Inspect(file, src, v)); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src), yaml.Strict(), yaml.DisallowUnknownField())
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %s", file, empty)
+		}
+		return DecodeError(file, src, err)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/track"
 )
 
@@ -151,14 +152,7 @@ func (p prompts) request(name, model string, d *promptData, s PromptSettings) (l
 	if err := t.ExecuteTemplate(&user, "user", d); err != nil {
 		return llm.Request{}, fmt.Errorf("bench prompt %s: %w", name, err)
 	}
-	req := llm.Request{Model: model, System: strings.TrimSpace(sys.String()),
-		Messages:        []llm.Message{{Role: llm.RoleUser, Content: strings.TrimSpace(user.String()) + "\n"}},
-		MaxOutputTokens: s.MaxOutputTokens}
-	if s.Temperature != nil {
-		t := *s.Temperature
-		req.Temperature = &t
-	}
-	return req, nil
+	return search.Prompt(model, strings.TrimSpace(sys.String()), strings.TrimSpace(user.String())+"\n", s.MaxOutputTokens, s.Temperature), nil
 }
 
 // PromptSettings are sent with every request.

@@ -3,13 +3,17 @@ package evolve
 import (
 	"context"
 	"embed"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -20,6 +24,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
+	"github.com/frontier-bench/frontier/internal/search"
 	"github.com/frontier-bench/frontier/internal/store"
 	"github.com/frontier-bench/frontier/internal/track"
 )
@@ -213,13 +218,7 @@ func (p *prompts) request(name, model string, d *promptData, cfg PromptConfig) (
 	if err != nil {
 		return llm.Request{}, err
 	}
-	req := llm.Request{Model: model, System: sys, Messages: []llm.Message{{Role: llm.RoleUser, Content: user}},
-		MaxOutputTokens: cfg.MaxOutputTokens}
-	if cfg.Temperature != nil {
-		t := *cfg.Temperature
-		req.Temperature = &t
-	}
-	return req, nil
+	return search.Prompt(model, sys, user, cfg.MaxOutputTokens, cfg.Temperature), nil
 }
 
 // promptData is what templates see.
@@ -292,6 +291,200 @@ func objectiveText(objective string) string {
 	return "among acceptable programs the search ranks by step_avg_ms x val_loss, lower is better: " +
 		"a faster step or a lower loss raises a program, while cutting the number of steps changes neither " +
 		"(it shortens the training time, which is what a record is). " + record
+}
+
+// A proposal, from its prompt to its program, in one place: the worker
+// (startPropose) has the prompter assemble what the prompt shows (from
+// the snapshot the coordinator handed it and the programs and diffs texts
+// reads once each), asks the model through a recorder, and keeps the
+// program before it reports back. The templates the prompts render are
+// above; the excerpts and the formatting helpers below.
+
+// proposalWork is what a proposal worker gets: copies of everything it
+// reads, so that it never touches the coordinator's state.
+type proposalWork struct {
+	child     store.Child
+	kind      string
+	model     *Model
+	iteration int
+	parent    *store.Child
+	top       []store.Child
+	diverse   []store.Child
+	// parents are the parents of the top and diverse programs, whose
+	// changes the prompt shows against them.
+	parents   map[int64]store.Child
+	reference *store.Child
+	record    string
+	refuted   []string
+	lastError string
+	// baseHash is the program the edit applies to: the parent for a first
+	// proposal, the child's current candidate for a fix (when it has one).
+	baseHash string
+	fixError string
+	// previousAnswer is the answer whose edit did not apply, for a fix
+	// of it.
+	previousAnswer string
+	// fallback is the template a meta-prompted child falls back to when
+	// its model gives no idea.
+	fallback string
+}
+
+type proposalResult struct {
+	work     *proposalWork
+	prop     *propose.Proposal
+	hash     string
+	norm     string
+	editJSON string
+	idea     string
+	// ideaFallback says why a meta-prompted child fell back to a
+	// templated prompt: its model's answers were not ideas.
+	ideaFallback string
+	calls        []*store.LLMCall
+	err          error
+	storeErr     error
+}
+
+// Purposes of model calls.
+const (
+	PurposeTemplate  = "template"
+	PurposeIdea      = "idea"
+	PurposeImplement = "implement"
+	PurposeFix       = "fix"
+)
+
+// startPropose runs w in a worker.
+func (ws *workers) startPropose(ctx context.Context, w *proposalWork) {
+	go func() {
+		var r *proposalResult
+		defer func() {
+			// A proposer's bug fails the child, not the run.
+			if p := recover(); p != nil {
+				ws.log.Error("evolve: proposer panicked", "child", w.child.ID, "panic", p, "stack", string(debug.Stack()))
+				r = &proposalResult{work: w, err: fmt.Errorf("the proposer panicked: %v", p)}
+			}
+			ws.done <- r
+		}()
+		a, err := ws.prompter.assemble(ctx, w)
+		if err != nil {
+			r = &proposalResult{work: w, storeErr: err}
+			return
+		}
+		r = ws.propose(ctx, w, a)
+	}()
+}
+
+// propose asks w's model (or proposer) for a program, as a says, and
+// stores the program.
+func (ws *workers) propose(ctx context.Context, w *proposalWork, a *ask) (r *proposalResult) {
+	r = &proposalResult{work: w}
+	defer func() {
+		var se *search.StoreError
+		if errors.As(r.err, &se) {
+			r.storeErr, r.err = se.Err, nil
+		}
+	}()
+	req := propose.Request{Parent: propose.Program{Name: ws.name, Source: a.base}, Seed: w.child.Seed + uint64(w.child.FixAttempts),
+		Target: ws.spec.TargetValLoss}
+	if p := w.parent; p != nil && p.Verdict == runs.Acceptable && w.baseHash == p.ProgramHash {
+		req.Parent.ValLoss = p.ValLoss // the loss the edit's base was measured at
+	}
+	m := w.model
+	if m.Kind == propose.KindMutate {
+		r.prop, r.err = m.Proposer.Propose(ctx, req)
+		return ws.keep(ctx, r)
+	}
+	name, purpose := a.name, a.purpose
+	if a.meta {
+		ideaReq, err := a.request(promptIdea)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		rec := ws.recorder(m.Client, w.child, PurposeIdea)
+		r.idea, r.err = propose.NewLLM(rec).Idea(ctx, ideaReq)
+		r.calls = append(r.calls, rec.Calls...)
+		if pe := propose.AsError(r.err); pe != nil && pe.Kind == propose.FailNotIdea {
+			// Asked twice for an idea, the model gave code or nothing:
+			// ask for a change directly, with a templated prompt.
+			r.ideaFallback, r.err = pe.Error(), nil
+			w.child.Stage, w.child.Template = runs.StageTemplate, w.fallback
+			name = w.fallback
+		} else if r.err != nil {
+			return r
+		} else {
+			a.data.Idea = clip(r.idea, 8000)
+			name, purpose = promptImplement, PurposeImplement
+		}
+	}
+	prompt, err := a.request(name)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	req.Prompt = prompt
+	rec := ws.recorder(m.Client, w.child, purpose)
+	if m.Kind == propose.KindLLM {
+		r.prop, r.err = propose.NewLLM(rec).Propose(ctx, req)
+	} else {
+		// Replay: its answers were recorded before; record them here too.
+		r.prop, r.err = m.Proposer.Propose(ctx, req)
+		var resp *llm.Response
+		if r.prop != nil {
+			resp = r.prop.Response
+		} else if pe := propose.AsError(r.err); pe != nil {
+			resp = pe.Response
+		}
+		if resp != nil {
+			if err := rec.Replayed(ctx, prompt, resp); err != nil {
+				r.storeErr = rec.Err
+				return r
+			}
+		}
+	}
+	r.calls = append(r.calls, rec.Calls...)
+	return ws.keep(ctx, r)
+}
+
+// keep stores the proposed program (before the coordinator acts on it).
+func (ws *workers) keep(ctx context.Context, r *proposalResult) *proposalResult {
+	if r.err != nil || r.prop == nil {
+		return r
+	}
+	child := r.prop.Result.Child
+	r.norm = edit.NormalizedHash(child)
+	h, err := ws.texts.keep(ctx, child, r.norm)
+	if err != nil {
+		r.storeErr = err
+		return r
+	}
+	r.hash = h
+	doc := map[string]any{"description": r.prop.Description, "matches": r.prop.Result.Matches}
+	if ed := r.prop.Edit; ed != nil {
+		doc["blocks"], doc["rewrite"] = len(ed.Blocks), ed.IsRewrite()
+	}
+	b, _ := json.Marshal(doc)
+	r.editJSON = string(b)
+	return r
+}
+
+// recorder records the calls of child for purpose.
+func (ws *workers) recorder(c llm.Client, child store.Child, purpose string) *search.Recorder {
+	return &search.Recorder{Inner: c, Log: childCalls{ws.j, child.ID}, Redact: ws.redact, Purpose: purpose}
+}
+
+// childCalls records the model calls of one child of the run.
+type childCalls struct {
+	j     *journal
+	child int64
+}
+
+func (c childCalls) CallStarted(ctx context.Context, call *store.LLMCall) error {
+	call.ChildID = c.child
+	return c.j.callStarted(ctx, call)
+}
+
+func (c childCalls) CallFinished(ctx context.Context, call *store.LLMCall) error {
+	return c.j.callFinished(ctx, call)
 }
 
 // prompter assembles what a proposal's prompts show: from the snapshot
@@ -399,12 +592,6 @@ func (t *texts) remember(h string, src []byte) {
 	t.order = append(t.order, h)
 }
 
-// answer is the recorded (redacted) answer of model call id.
-func (t *texts) answer(ctx context.Context, id int64) (string, error) {
-	_, answer, err := t.st.LLMCallText(ctx, id)
-	return answer, err
-}
-
 // diff returns the diff from parent's program to c's, of the program
 // called name, clipped to n bytes; computed once per pair: the children
 // of an iteration share their inspirations.
@@ -453,8 +640,12 @@ type ask struct {
 }
 
 // request renders template name into the model's request.
-func (a *ask) request(name string) (llm.Request, error) {
-	return a.p.prompts.request(name, a.model, a.data, a.p.cfg.Prompt)
+func (a *ask) request(name string) (llm.Request, error) { return a.p.request(name, a.model, a.data) }
+
+// request renders template name with d into model's request, under the
+// run's prompt settings.
+func (p *prompter) request(name, model string, d *promptData) (llm.Request, error) {
+	return p.prompts.request(name, model, d, p.cfg.Prompt)
 }
 
 // assemble reads what w's prompts show. A mutation needs its base program
@@ -477,11 +668,7 @@ func (p *prompter) assemble(ctx context.Context, w *proposalWork) (*ask, error) 
 		a.name, a.purpose = promptFixRun, PurposeFix
 	case w.kind == kindFixApply:
 		a.name, a.purpose = promptFixApply, PurposeFix
-		if w.previousCall != 0 {
-			if answer, err := p.texts.answer(ctx, w.previousCall); err == nil {
-				a.data.PreviousAnswer = clip(answer, 4*p.cfg.Prompt.MaxDiffChars)
-			}
-		}
+		a.data.PreviousAnswer = clip(w.previousAnswer, 4*p.cfg.Prompt.MaxDiffChars)
 	case w.child.Stage == runs.StageMeta && m.ideas():
 		a.meta = true
 	}
@@ -558,6 +745,116 @@ func (p *prompter) fixContext(ctx context.Context, w *proposalWork, base []byte,
 		d.ExcerptNote = excerptSummary(base, d.Excerpts)
 	}
 	return nil
+}
+
+// What a fix prompt shows of the program. A fix needs the lines the error
+// points at and the lines the change touched, copied exactly (SEARCH must
+// match them), not the whole program every time: the issue's fix prompts
+// re-sent 10.8k characters each, and fix calls were 55% of a run's calls.
+// A short program is still shown whole.
+
+// wholeProgramChars is the size under which a fix prompt shows the whole
+// program: excerpts would save little and lose the overview.
+const wholeProgramChars = 4000
+
+// excerptContext is how many lines around each anchor an excerpt keeps.
+const excerptContext = 12
+
+// excerptView is one window of the program, shown in its own code block.
+type excerptView struct {
+	From, To int // 1-based, inclusive
+	Text     string
+}
+
+var (
+	// nearestLineRe finds the program lines an edit error quotes
+	// ("  123 | code").
+	nearestLineRe = regexp.MustCompile(`(?m)^\s*(\d+) \| `)
+	// hunkRe finds the new side of a unified diff's hunks.
+	hunkRe = regexp.MustCompile(`(?m)^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
+)
+
+// errorAnchors are the lines of the program named name that an error text
+// points at: a traceback's `File "name", line N` and an edit error's
+// quoted lines.
+func errorAnchors(text, name string) []int {
+	var out []int
+	re := regexp.MustCompile(`File "[^"]*` + regexp.QuoteMeta(name) + `", line (\d+)`)
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			out = append(out, n)
+		}
+	}
+	for _, m := range nearestLineRe.FindAllStringSubmatch(text, -1) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// diffAnchors are the lines of the new program a unified diff changed.
+func diffAnchors(diff string) []int {
+	var out []int
+	for _, m := range hunkRe.FindAllStringSubmatch(diff, -1) {
+		start, _ := strconv.Atoi(m[1])
+		n := 1
+		if m[2] != "" {
+			n, _ = strconv.Atoi(m[2])
+		}
+		for i := 0; i < max(n, 1); i++ {
+			out = append(out, start+i)
+		}
+	}
+	return out
+}
+
+// excerpts cuts src into the windows around anchors (context lines each
+// side, overlapping windows merged). It returns nil, meaning "show the
+// whole program", when the program is short, when there is nothing to
+// anchor on, or when the windows would hold most of it anyway.
+func excerpts(src []byte, anchors []int, context int) []excerptView {
+	if len(src) <= wholeProgramChars || len(anchors) == 0 {
+		return nil
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	anchors = slices.Clone(anchors)
+	slices.Sort(anchors)
+	var out []excerptView
+	shown := 0
+	for _, a := range anchors {
+		if a < 1 || a > len(lines) {
+			continue
+		}
+		from, to := max(1, a-context), min(len(lines), a+context)
+		if n := len(out); n > 0 && from <= out[n-1].To+1 {
+			out[n-1].To = max(out[n-1].To, to)
+			continue
+		}
+		out = append(out, excerptView{From: from, To: to})
+	}
+	for i := range out {
+		out[i].Text = strings.Join(lines[out[i].From-1:out[i].To], "")
+		shown += len(out[i].Text)
+	}
+	if len(out) == 0 || shown > len(src)*3/4 {
+		return nil
+	}
+	return out
+}
+
+// excerptSummary says in a line what part of the program the excerpts
+// show.
+func excerptSummary(src []byte, ex []excerptView) string {
+	n := strings.Count(string(src), "\n")
+	var parts []string
+	for _, x := range ex {
+		parts = append(parts, fmt.Sprintf("%d-%d", x.From, x.To))
+	}
+	return fmt.Sprintf("lines %s of %d; the rest is unchanged", strings.Join(parts, ", "), n)
 }
 
 // view describes a program in one line of metrics. Times are single
