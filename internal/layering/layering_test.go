@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/edit":                {"internal/edit/pysrc"},
 	"internal/eval":                {"internal/data", "internal/harness", "internal/hostload", "internal/importer", "internal/runner", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/eval/executortest":   {"internal/eval", "internal/eval/evaltest", "internal/track", "internal/verify", "internal/verify/redteam"},
-	"internal/eval/evaltest":       {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/testdeps", "internal/verify"},
+	"internal/eval/evaltest":       {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/store", "internal/testdeps", "internal/verify"},
 	"internal/evolve":              {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track"},
 	"internal/importer":            {"internal/edit", "internal/track"},
 	"internal/llm":                 {"internal/bounded", "internal/yamlfile"},
