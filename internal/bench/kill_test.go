@@ -50,7 +50,8 @@ func runHelper(db string) int {
 		return 1
 	}
 	// Evaluations take a little while, so that kills land inside them too.
-	fx.ev = &benchtest.Evaluator{Store: st, Before: func(int64) { time.Sleep(40 * time.Millisecond) }}
+	fx.ev = benchtest.NewEvaluator(st)
+	fx.ev.Before = func(int64) { time.Sleep(40 * time.Millisecond) }
 	fx.env = Env{Store: st, Evaluator: fx.ev, Tracks: fakeTracks(), WorkDir: filepath.Dir(db)}
 	m, _ := coder(&benchtest.Coder{Speedup: 0.9, BreakEvery: 3, MissEvery: 4})
 	var b *Bench

@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 
 	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/bench/benchreport":   {"internal/bench/fsr", "internal/runview"},
-	"internal/bench/benchtest":     {"internal/eval", "internal/store"},
+	"internal/bench/benchtest":     {"internal/eval", "internal/eval/evaltest"},
 	"internal/bench/published":     {"internal/bench", "internal/importer"},
 	"internal/bench/scaffold":      {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/store", "internal/track"},
 	"internal/config":              {"internal/evolve", "internal/llm", "internal/slurm", "internal/store", "internal/track", "internal/yamlfile"},
