@@ -18,6 +18,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 // helperEnv names the database a helper process runs a bench run in.
@@ -146,11 +147,7 @@ check:
 	}
 	t.Logf("killed %d times", kills)
 	ctx := context.Background()
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.SQLite(t, db)
 	run, err := st.BenchRun(ctx, "killed")
 	if err != nil {
 		t.Fatal(err)
