@@ -1,6 +1,7 @@
 package evaltest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -146,5 +147,19 @@ func TestScriptedRecords(t *testing.T) {
 	}
 	if len(s.Requests()) != 5 || s.FastChecks() != 1 || s.FullRuns() != 4 || before.Load() != 4 {
 		t.Errorf("%d requests kept, %d fast checks, %d full runs, Before called %d times", len(s.Requests()), s.FastChecks(), s.FullRuns(), before.Load())
+	}
+}
+
+// BenchmarkScripted times one full run of a 100 KB program without a
+// store: what the scripted evaluator adds to a benchmark of a search.
+func BenchmarkScripted(b *testing.B) {
+	spec := &track.Spec{Name: "t", TargetValLoss: 4}
+	src := bytes.Repeat([]byte("# a line of a large training program, padded out to a hundred bytes or so .............\n"), 1150)
+	s := &evaltest.Scripted{}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := s.Evaluate(ctx, eval.Request{Track: spec, Program: src}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
