@@ -283,11 +283,7 @@ func TestBenchCommands(t *testing.T) {
 		t.Errorf("--resume of a missing run: exit %d: %s", code, stderr)
 	}
 	// With a database, a missing run is named as such, still before Python.
-	st, err := store.Open(context.Background(), filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	storetest.SQLite(t, filepath.Join(home, "frontier.db")).Close()
 	if code, _, stderr := runCLI(t, "--config", cfg, "bench", "run", "--resume", "nope"); code != exitUsage ||
 		!strings.Contains(stderr, `bench run "nope"`) || strings.Contains(stderr, "Python") {
 		t.Errorf("--resume of a missing run with a database: exit %d: %s", code, stderr)
@@ -308,11 +304,7 @@ func TestBenchCommands(t *testing.T) {
 // to look.
 func TestBenchUnknownRun(t *testing.T) {
 	home := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	storetest.SQLite(t, filepath.Join(home, "frontier.db")).Close()
 	code, _, stderr := runCLI(t, "--home", home, "bench", "report", "nope", "--json")
 	if code != exitUsage || !strings.Contains(stderr, "frontier bench runs") {
 		t.Errorf("bench report nope: exit %d: %s", code, stderr)

@@ -88,7 +88,7 @@ func TestEvolveResumeHeld(t *testing.T) {
 	evaltest.Python(t) // the command finds Python before it opens the run
 	ctx := context.Background()
 	home := t.TempDir()
-	st, _ := quickRun(t, home, "held", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
+	st, _ := quickRun(t, home, "held", hashEvaluator(), []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
 		evolve.Config{Islands: 1, BranchingFactor: 2, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	defer st.Close()
 	before, _ := st.Run(ctx, "held")

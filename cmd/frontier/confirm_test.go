@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
@@ -20,17 +21,11 @@ import (
 
 // wasteEvaluator times programs by their busywork, instantly: the search's
 // view, which runs confirm then checks with real runs.
-type wasteEvaluator struct{}
-
-func (wasteEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	if req.FastOnly {
-		return &eval.Result{Verdict: eval.FastOK}, nil
+func wasteEvaluator() *evaltest.Scripted {
+	return &evaltest.Scripted{
+		Rules: []evaltest.Rule{{Source: evaltest.Contains("WASTE = 0"), Outcome: evaltest.Outcome{ValLoss: 4.04, TrainTimeMs: 400}}},
+		Else:  func(eval.Request, string) evaltest.Outcome { return evaltest.Outcome{ValLoss: 4.04, TrainTimeMs: 1000} },
 	}
-	ms := 1000.0
-	if strings.Contains(string(req.Program), "WASTE = 0") {
-		ms = 400
-	}
-	return &eval.Result{Verdict: eval.Acceptable, Metrics: eval.Metrics{ValLoss: 4.04, TrainTimeMs: ms, StepAvgMs: ms / 60, Score: ms / 60 * 4.04}}, nil
 }
 
 // A run's record is re-timed against its reference with real runs, in
@@ -46,7 +41,7 @@ func TestRunsConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := quickRun(t, home, "c", wasteEvaluator{}, []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}},
+	st, _ := quickRun(t, home, "c", wasteEvaluator(), []evolve.Model{{Name: "replay", Kind: propose.KindReplay, Proposer: replay}},
 		evolve.Config{Islands: 1, BranchingFactor: 1, Seed: 1, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	before, _ := st.Evaluations(ctx, store.Filter{Limit: 100})
 	st.Close()

@@ -17,7 +17,7 @@ import (
 // PostgreSQL), checked row for row, and refuses a database with data.
 func TestDBCommands(t *testing.T) {
 	home := t.TempDir()
-	st, _ := quickRun(t, home, "moved", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
+	st, _ := quickRun(t, home, "moved", hashEvaluator(), []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
 		evolve.Config{Islands: 2, BranchingFactor: 2, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 2}})
 	st.Close()
 

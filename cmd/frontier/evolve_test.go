@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runview"
@@ -26,20 +27,17 @@ import (
 // quickTracks is the engine's test track folder (a bigram on the tiny data).
 const quickTracks = "../../internal/evolve/testdata"
 
-// hashEvaluator judges programs by their hash, instantly.
-type hashEvaluator struct{}
-
-func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	h := store.Hash(req.Program)
-	if req.FastOnly {
-		return &eval.Result{Verdict: eval.FastOK}, nil
-	}
-	ms := 1000 + float64(h[0])*10
-	res := &eval.Result{Verdict: eval.Acceptable, Metrics: eval.Metrics{ValLoss: 4, TrainTimeMs: ms, StepAvgMs: ms / 60, Score: ms / 60 * 4}}
-	if h[1] < '4' {
-		res.Verdict, res.Metrics.ValLoss = eval.LossTooHigh, 4.5
-	}
-	return res, nil
+// hashEvaluator judges programs by their hash, instantly: every fast check
+// passes; a full run takes 1 to 3.5 s, at loss 4, and one program in about
+// four is loss_too_high at 4.5.
+func hashEvaluator() *evaltest.Scripted {
+	return &evaltest.Scripted{Else: func(req eval.Request, h string) evaltest.Outcome {
+		o := evaltest.Outcome{Verdict: eval.Acceptable, ValLoss: 4, TrainTimeMs: 1000 + float64(h[0])*10}
+		if h[1] < '4' {
+			o.Verdict, o.ValLoss = eval.LossTooHigh, 4.5
+		}
+		return o
+	}}
 }
 
 // quickRun runs a search named name on the quick track in a database
@@ -47,10 +45,7 @@ func (hashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evolve.Model, cfg evolve.Config) (store.Store, *evolve.Summary) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	spec, err := track.NewRegistry(tracks.FS, quickTracks).Get("quick")
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +64,7 @@ func quickRun(t *testing.T, home, name string, ev evolve.Evaluator, models []evo
 func TestRunsCommands(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	st, sum := quickRun(t, home, "cli-runs", hashEvaluator{}, []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
+	st, sum := quickRun(t, home, "cli-runs", hashEvaluator(), []evolve.Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}},
 		evolve.Config{Islands: 2, BranchingFactor: 3, Seed: 4, Budget: evolve.BudgetConfig{MaxIterations: 3}})
 	run, _ := st.Run(ctx, "cli-runs")
 	s, err := runview.Summarize(ctx, st, run)

@@ -18,6 +18,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/report"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 func reportData() *report.Data {
@@ -94,11 +95,7 @@ func TestReportUsage(t *testing.T) {
 func TestReportFromStore(t *testing.T) {
 	home := t.TempDir()
 	db := filepath.Join(home, "frontier.db")
-	st, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	storetest.SQLite(t, db).Close()
 
 	var gotRun string
 	load := func(ctx context.Context, st store.Store, run string) (*report.Data, error) {
@@ -124,7 +121,7 @@ func TestReportFromStore(t *testing.T) {
 		t.Error(err)
 	}
 
-	err = runReport(context.Background(), g, reportOptions{run: "missing"}, load)
+	err := runReport(context.Background(), g, reportOptions{run: "missing"}, load)
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "run missing") {
 		t.Errorf("missing run: %v", err)
 	}
@@ -173,10 +170,7 @@ func TestReportDocExample(t *testing.T) {
 func confirmedRun(t *testing.T, home string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(home, "frontier.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.SQLite(t, filepath.Join(home, "frontier.db"))
 	cfg, _ := json.Marshal(evolve.Defaults())
 	run := &store.Run{Name: "db-run", Track: "tiny", TrackHash: "h", TargetValLoss: 4, Config: cfg,
 		Models: json.RawMessage(`[{"name":"mutate","kind":"mutate","weight":1}]`)}
@@ -185,7 +179,7 @@ func confirmedRun(t *testing.T, home string) {
 	}
 	refHash, _ := st.PutProgram(ctx, []byte("x = 1\n"), "")
 	childHash, _ := st.PutProgram(ctx, []byte("x = 2\n"), "")
-	err = st.RunInTx(ctx, func(tx store.RunTx) error {
+	err := st.RunInTx(ctx, func(tx store.RunTx) error {
 		ref := &store.Child{RunID: run.ID, Origin: runs.OriginReference, Stage: runs.StageReference, State: runs.Done,
 			ProgramHash: refHash, Verdict: "acceptable", ValLoss: 3.99, TrainTimeMs: 20_000}
 		if err := tx.InsertChild(ref); err != nil {

@@ -1,20 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 // A member of a run, from the terminal: its lineage, prompts and answers,
@@ -28,7 +27,7 @@ func TestRunsChildAndDiff(t *testing.T) {
 		return llmtest.Reply{Text: fmt.Sprintf("Less busywork.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = %d\n>>>>>>> REPLACE\n", k%4),
 			Usage: llm.Usage{InputTokens: 900, OutputTokens: 30}, CostUSD: 0.002}
 	}}
-	st, _ := quickRun(t, home, "kid", hashEvaluator{}, []evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: model}},
+	st, _ := quickRun(t, home, "kid", hashEvaluator(), []evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: model}},
 		evolve.Config{Islands: 1, BranchingFactor: 2, Seed: 3, Budget: evolve.BudgetConfig{MaxIterations: 1}})
 	st.Close()
 
@@ -67,43 +66,17 @@ func TestRunsChildAndDiff(t *testing.T) {
 	}
 }
 
-// condEvaluator stores each full evaluation, as the evaluator does, with
-// the conditions it ran under.
-type condEvaluator struct{ db string }
-
-func (c condEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	res, _ := hashEvaluator{}.Evaluate(ctx, req)
-	if req.FastOnly {
-		return res, nil
-	}
-	st, err := store.Open(ctx, c.db)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	h, err := st.PutProgram(ctx, req.Program, "")
-	if err != nil {
-		return nil, err
-	}
-	e := &store.Evaluation{ProgramHash: h, Track: "quick", TrackHash: "th", Seed: req.Seed}
-	if err := st.CreateEvaluation(ctx, e); err != nil {
-		return nil, err
-	}
-	e.Verdict, e.ValLoss, e.TrainTimeMs = string(res.Verdict), res.Metrics.ValLoss, res.Metrics.TrainTimeMs
-	e.Conditions = &store.Conditions{LoadAvg: []float64{3.25, 2, 1}, LoadAvgEnd: []float64{3.5, 2, 1},
-		CPU: &store.CPUUse{WallMs: 4000, OwnMs: 7000, OwnSource: "procs", OthersMs: 1000, CPUs: 2}}
-	if err := st.FinishEvaluation(ctx, e, nil); err != nil {
-		return nil, err
-	}
-	res.EvaluationID = e.ID
-	return res, nil
-}
-
 // A member's evaluations show the load behind their time, in the text and
 // the JSON.
 func TestRunsChildConditions(t *testing.T) {
 	home := t.TempDir()
-	st, _ := quickRun(t, home, "load", condEvaluator{db: filepath.Join(home, "frontier.db")},
+	// Each evaluation is stored, as the evaluator does, with the
+	// conditions it ran under.
+	ev := hashEvaluator()
+	ev.Store = storetest.SQLite(t, filepath.Join(home, "frontier.db"))
+	ev.Conditions = &store.Conditions{LoadAvg: []float64{3.25, 2, 1}, LoadAvgEnd: []float64{3.5, 2, 1},
+		CPU: &store.CPUUse{WallMs: 4000, OwnMs: 7000, OwnSource: "procs", OthersMs: 1000, CPUs: 2}}
+	st, _ := quickRun(t, home, "load", ev,
 		[]evolve.Model{{Name: "fake", Kind: propose.KindLLM, Client: &llmtest.Fake{Respond: func(req llm.Request) llmtest.Reply {
 			return llmtest.Reply{Text: "Less busywork.\n\n<<<<<<< SEARCH\nWASTE = 4\n=======\nWASTE = 1\n>>>>>>> REPLACE\n"}
 		}}}},

@@ -18,6 +18,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/bench/fsr"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 // helperEnv names the database a helper process runs a bench run in.
@@ -50,7 +51,8 @@ func runHelper(db string) int {
 		return 1
 	}
 	// Evaluations take a little while, so that kills land inside them too.
-	fx.ev = &benchtest.Evaluator{Store: st, Before: func(int64) { time.Sleep(40 * time.Millisecond) }}
+	fx.ev = benchtest.NewEvaluator(st)
+	fx.ev.Before = func(int64) { time.Sleep(40 * time.Millisecond) }
 	fx.env = Env{Store: st, Evaluator: fx.ev, Tracks: fakeTracks(), WorkDir: filepath.Dir(db)}
 	m, _ := coder(&benchtest.Coder{Speedup: 0.9, BreakEvery: 3, MissEvery: 4})
 	var b *Bench
@@ -145,11 +147,7 @@ check:
 	}
 	t.Logf("killed %d times", kills)
 	ctx := context.Background()
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.SQLite(t, db)
 	run, err := st.BenchRun(ctx, "killed")
 	if err != nil {
 		t.Fatal(err)

@@ -9,23 +9,21 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/bench/benchtest"
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/store"
 )
 
-// scaled is an evaluator whose train times are benchtest's times a
-// factor: a machine that is slower (or luckier) than when the records
-// were timed. factor gets the request.
-type scaled struct {
-	inner  *benchtest.Evaluator
-	factor func(req eval.Request) float64
-}
-
-func (s *scaled) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	res, err := s.inner.Evaluate(ctx, req)
-	if err == nil && res.Metrics.TrainTimeMs > 0 {
-		res.Metrics.TrainTimeMs *= s.factor(req)
+// scaled is benchtest's evaluator with its train times a factor: a
+// machine that is slower (or luckier) than when the records were timed.
+// factor gets the request.
+func scaled(st store.Store, factor func(req eval.Request) float64) *evaltest.Scripted {
+	ev := benchtest.NewEvaluator(st)
+	ev.Else = func(req eval.Request, hash string) evaltest.Outcome {
+		o := benchtest.Outcome(req, hash)
+		o.TrainTimeMs *= factor(req)
+		return o
 	}
-	return res, err
+	return ev
 }
 
 // --retime K re-times each attempt's best node K times in alternation with
@@ -40,12 +38,13 @@ func TestRetime(t *testing.T) {
 	fx := newFixture(t, "")
 	// Single timings of the search (seeds below 1000) are lucky: half the
 	// true time. The re-timing's seeds are 1000 and up.
-	fx.env.Evaluator = &scaled{inner: fx.ev, factor: func(req eval.Request) float64 {
+	ev := scaled(fx.st, func(req eval.Request) float64 {
 		if req.Seed < 1000 {
 			return 0.5
 		}
 		return 1
-	}}
+	})
+	fx.env.Evaluator = ev
 	m, _ := coder(&benchtest.Coder{Speedup: 0.8})
 	cfg := Config{Scaffold: "flat", Model: modelRecord(m), Nodes: 2, Tasks: []string{"r0-r1"}, Retime: 4}
 	b, err := New(ctx, fx.env, fx.suite, cfg, "retimed", m, nil)
@@ -91,7 +90,7 @@ func TestRetime(t *testing.T) {
 	// Each pair ran once, in ABBA order, both programs with the pair's
 	// seed: the pairs finished before the stop were not run again.
 	var order []string
-	for _, r := range fx.ev.Requests() {
+	for _, r := range ev.Requests() {
 		if r.Seed >= 1000 {
 			who := "B"
 			if strings.Contains(string(r.Program), "TIME = 1000\n") { // the start; the best node is a change of its TIME
@@ -128,7 +127,7 @@ func TestTimeNotes(t *testing.T) {
 	}
 	// The machine is now twice as slow and loaded.
 	load = []float64{14, 12, 9}
-	fx.env.Evaluator = &scaled{inner: fx.ev, factor: func(eval.Request) float64 { return 2 }}
+	fx.env.Evaluator = scaled(fx.st, func(eval.Request) float64 { return 2 })
 	m := mutate()
 	var warned []string
 	fx.env.Progress = func(line string) {
@@ -144,7 +143,7 @@ func TestTimeNotes(t *testing.T) {
 	}
 	// Another suite name: no calibration, published times.
 	fx2 := newFixture(t, "")
-	fx2.env.Evaluator = &scaled{inner: fx2.ev, factor: func(eval.Request) float64 { return 2 }}
+	fx2.env.Evaluator = scaled(fx2.st, func(eval.Request) float64 { return 2 })
 	fx2.env.Progress = fx.env.Progress
 	warned = nil
 	sum = runNew(t, fx2.env, fx2.suite, Config{Model: modelRecord(m), Nodes: 4, Tasks: []string{"r0-r1"}}, "slow", m)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/bench/benchtest"
 	"github.com/frontier-bench/frontier/internal/bench/fsr"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/evolve"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
@@ -22,7 +23,7 @@ import (
 // benchtest's evaluator.
 type fixture struct {
 	st    store.Store
-	ev    *benchtest.Evaluator
+	ev    *evaltest.Scripted
 	env   Env
 	suite *Suite
 }
@@ -34,7 +35,7 @@ func newFixture(t testing.TB, dbPath string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &benchtest.Evaluator{Store: st}
+	ev := benchtest.NewEvaluator(st)
 	env := Env{Store: st, Evaluator: ev, Tracks: fakeTracks(), WorkDir: t.TempDir()}
 	return &fixture{st: st, ev: ev, env: env, suite: s}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/runview/runviewtest"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 // world is a store written by a search and read by a dashboard.
@@ -34,12 +35,9 @@ func newWorld(t testing.TB, token string, children int) *world {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "frontier.db")
-	w, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	w := storetest.SQLite(t, path)
 	wd := &world{w: w}
+	var err error
 	if wd.fix, err = runviewtest.Seed(ctx, w, runviewtest.Options{Name: "search" + runviewtest.Hostile, Children: children, Running: true, Hostile: true, Calls: children <= 100}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 	"github.com/frontier-bench/frontier/internal/testdeps"
 	"github.com/frontier-bench/frontier/internal/track"
 	"github.com/frontier-bench/frontier/tracks"
@@ -76,11 +77,7 @@ func newEvaluator(t *testing.T) (*Evaluator, store.Store) {
 	if shared.err != nil {
 		testdeps.Missing(t, "torch", "no Python with PyTorch: %v", shared.err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.SQLite(t, "")
 	return &Evaluator{
 		Executor: NewNode(&Local{Runner: runner.NewLocal(nil), Python: shared.python.Path}),
 		Store:    st,

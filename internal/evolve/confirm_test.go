@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
@@ -21,25 +22,36 @@ import (
 // seriesFake is a fakeEvaluator that also runs series. A program's true
 // time is trueMs of its hash; a single timing of a child is its true time
 // times luck (a loaded machine that happened to be fast), while a series
-// measures the true time with 1% noise per seed.
+// measures the true time with 1% noise per seed. The series are its own:
+// the scripted evaluator times single runs only.
 type seriesFake struct {
-	fakeEvaluator
+	*evaltest.Scripted
 	trueMs func(h string) float64
 	luck   float64
 	// luckFn, when set, replaces luck per program.
 	luckFn func(h string) float64
+	// full is how long each full run takes.
+	full   time.Duration
 	ref    string // the reference's hash: its single timing is true
 	series atomic.Int64
 	// prior records, per series, how many runs it was given as finished.
 	prior []int
 }
 
-func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	res, err := f.fakeEvaluator.Evaluate(ctx, req)
-	if err != nil || req.FastOnly || res.Verdict != eval.Acceptable {
-		return res, err
+func newSeriesFake(trueMs func(h string) float64, luck float64) *seriesFake {
+	f := &seriesFake{trueMs: trueMs, luck: luck}
+	f.Scripted = &evaltest.Scripted{Else: f.outcome}
+	return f
+}
+
+// outcome is hashOutcome with an acceptable program's time its true time,
+// times its luck.
+func (f *seriesFake) outcome(req eval.Request, h string) evaltest.Outcome {
+	o := hashOutcome(req, h)
+	o.FullDelay = f.full
+	if req.FastOnly || o.ValLoss > req.Track.TargetValLoss {
+		return o
 	}
-	h := store.Hash(req.Program)
 	ms := f.trueMs(h)
 	if h != f.ref && f.luck > 0 {
 		ms *= f.luck
@@ -47,8 +59,8 @@ func (f *seriesFake) Evaluate(ctx context.Context, req eval.Request) (*eval.Resu
 	if f.luckFn != nil {
 		ms *= f.luckFn(h)
 	}
-	res.Metrics.TrainTimeMs, res.Metrics.StepAvgMs = ms, ms/60
-	return res, nil
+	o.TrainTimeMs = ms
+	return o
 }
 
 // EvaluateRepeats runs n "runs" of each program, as the real evaluator's
@@ -94,7 +106,7 @@ func (f *seriesFake) EvaluateRepeats(ctx context.Context, rr eval.RepeatRequest)
 func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *runview.Summary) {
 	t.Helper()
 	st := openStore(t, "")
-	f.st = st
+	f.Store = st
 	opts := fakeOptions(t, st)
 	opts.Evaluator = f
 	src, err := opts.Track.ReferenceSource()
@@ -119,7 +131,7 @@ func confirmRun(t *testing.T, f *seriesFake, cfg Config) (*Engine, *runview.Summ
 // the reference's, the claim is rejected and stored, and the record stays
 // the reference wherever it is read.
 func TestCandidateRecordRejected(t *testing.T) {
-	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	f := newSeriesFake(func(string) float64 { return 1000 }, 0.775)
 	cfg := smallConfig()
 	cfg.Confirm.Pairs = 5
 	e, s := confirmRun(t, f, cfg)
@@ -169,7 +181,7 @@ func TestCandidateRecordRejected(t *testing.T) {
 // record; once the run has measured its noise, a later candidate far beyond
 // it is confirmed on its single timing, without another series.
 func TestCandidateRecordConfirmed(t *testing.T) {
-	f := &seriesFake{trueMs: func(h string) float64 { return 1000 + float64(h[2])*4 }}
+	f := newSeriesFake(func(h string) float64 { return 1000 + float64(h[2])*4 }, 0)
 	cfg := smallConfig()
 	cfg.Budget.MaxIterations = 8
 	cfg.Confirm.Pairs = 5
@@ -258,7 +270,7 @@ func TestClaimSkippedOnBudget(t *testing.T) {
 		// 20 runs of 100 ms: more than what is left of 2 s.
 		{BudgetConfig{MaxIterations: 2, MaxDuration: llm.Duration(2 * time.Second)}, 10, 100 * time.Millisecond, "max_duration"},
 	} {
-		f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.7}
+		f := newSeriesFake(func(string) float64 { return 1000 }, 0.7)
 		f.full = c.full
 		cfg := smallConfig()
 		cfg.Budget, cfg.Confirm.Pairs = c.budget, c.pairs
@@ -282,7 +294,7 @@ func TestClaimSkippedOnBudget(t *testing.T) {
 // never tested, and the record stayed the reference.
 func TestRefutedCandidateOpensNext(t *testing.T) {
 	var first atomic.Value
-	f := &seriesFake{}
+	f := newSeriesFake(nil, 0)
 	f.trueMs = func(h string) float64 {
 		if h == f.ref {
 			return 1000
@@ -345,9 +357,9 @@ func TestCandidateAgainstSingleTiming(t *testing.T) {
 // single timing did not hold up, with its series' figures, so that it
 // does not build on noise.
 func TestRefutedClaimInPrompts(t *testing.T) {
-	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	f := newSeriesFake(func(string) float64 { return 1000 }, 0.775)
 	st := openStore(t, "")
-	f.st = st
+	f.Store = st
 	opts := fakeOptions(t, st, Model{Name: "fake", Kind: propose.KindLLM, Client: fakeModel(0)})
 	opts.Evaluator = f
 	src, err := opts.Track.ReferenceSource()
@@ -411,12 +423,12 @@ func TestRefutedClaimInPrompts(t *testing.T) {
 // finished: they are not run again. A pair cut in the middle runs again
 // whole, so that its two runs are taken together.
 func TestSeriesResumesWithFinishedPairs(t *testing.T) {
-	f := &seriesFake{trueMs: func(string) float64 { return 1000 }, luck: 0.775}
+	f := newSeriesFake(func(string) float64 { return 1000 }, 0.775)
 	cfg := smallConfig()
 	cfg.Confirm.Pairs = 5
 	e, s := confirmRun(t, f, cfg)
 	ctx := context.Background()
-	st := f.st
+	st := f.Store.(store.Store)
 	var cl *store.Confirmation
 	for _, c := range s.Claims {
 		if c.State == runs.ClaimRejected && c.Method == runs.MethodSeries {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
@@ -20,22 +21,6 @@ import (
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/store"
 )
-
-// crashLineEvaluator fails the fast check of a program with a "# CRASH" line
-// and passes every other one.
-type crashLineEvaluator struct{ fakeEvaluator }
-
-func (c *crashLineEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	res, err := c.fakeEvaluator.Evaluate(ctx, req)
-	if err == nil && req.FastOnly {
-		if strings.Contains(string(req.Program), "# CRASH") {
-			res.Verdict, res.Reason = eval.Error, "fast check: NameError: name 'crash' is not defined"
-		} else {
-			res.Verdict, res.Reason = eval.FastOK, "fast check passed"
-		}
-	}
-	return res, err
-}
 
 var crashLineRe = regexp.MustCompile(`(?m)^# CRASH \d+$`)
 
@@ -65,7 +50,14 @@ func revertingModel() *llmtest.Fake {
 func TestOutcomeByAttempts(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	opts := fakeOptions(t, st, Model{Name: "fake", Kind: propose.KindLLM, Client: revertingModel()})
-	opts.Evaluator = &crashLineEvaluator{fakeEvaluator{st: st}}
+	// A program with a "# CRASH" line fails its fast check; every other
+	// one passes it.
+	opts.Evaluator = &evaltest.Scripted{Store: st, Rules: []evaltest.Rule{{Source: evaltest.Contains("# CRASH"),
+		Outcome: evaltest.Outcome{Crash: "NameError: name 'crash' is not defined", Reason: "fast check: NameError: name 'crash' is not defined"}}},
+		Else: func(req eval.Request, hash string) evaltest.Outcome {
+			req.FastOnly = false // hashOutcome without its failing fast checks
+			return hashOutcome(req, hash)
+		}}
 	cfg := smallConfig()
 	cfg.Budget.MaxIterations = 1
 	cfg.Islands = 1
@@ -157,7 +149,7 @@ func TestLeftFolders(t *testing.T) {
 		t.Errorf("a recorded folder: %v", got)
 	}
 	st := openStore(t, "")
-	e, err := New(context.Background(), Options{Store: st, Track: quickTrack(t), Evaluator: &fakeEvaluator{st: st},
+	e, err := New(context.Background(), Options{Store: st, Track: quickTrack(t), Evaluator: fakeEvaluator(st),
 		Models: []Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}, RunsDir: dir}, smallConfig(), "")
 	if err != nil {
 		t.Fatal(err)

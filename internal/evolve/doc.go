@@ -7,9 +7,12 @@
 // before it is acted on, so that a run killed at any moment resumes where
 // it stood.
 //
-// New starts a run, Resume continues one; Engine.Run runs it until a
-// budget, a drain or a cancellation. What a run holds is read back by
-// internal/runview, never by the engine.
+// New starts a run, Resume continues one; Engine.Run (loop.go) runs it
+// until a budget, a drain or a cancellation, publishing a Status snapshot
+// (status.go) as it goes. The CLI's evolve command and the benchmark's
+// evolve scaffold (internal/bench) both drive it. Confirm (series.go) runs
+// one confirmation series from outside a search (frontier runs confirm).
+// What a run holds is read back by internal/runview, never by the engine.
 //
 // The Engine is a coordinator over parts that each own their state, one
 // file each: population (members, islands, archive), sampler (sample.go:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/eval"
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/llm"
 	"github.com/frontier-bench/frontier/internal/llm/llmtest"
 	"github.com/frontier-bench/frontier/internal/propose"
@@ -25,7 +26,7 @@ func fakeOptions(t *testing.T, st store.Store, models ...Model) Options {
 	if len(models) == 0 {
 		models = []Model{{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()}}
 	}
-	return Options{Store: st, Track: quickTrack(t), Evaluator: &fakeEvaluator{st: st}, Models: models, Log: testLog(t)}
+	return Options{Store: st, Track: quickTrack(t), Evaluator: fakeEvaluator(st), Models: models, Log: testLog(t)}
 }
 
 func smallConfig() Config {
@@ -80,7 +81,7 @@ func TestBudgetEvaluations(t *testing.T) {
 func TestBudgetDuration(t *testing.T) {
 	st := openStore(t, "")
 	opts := fakeOptions(t, st)
-	opts.Evaluator = &fakeEvaluator{st: st, fast: 50 * time.Millisecond, full: 400 * time.Millisecond}
+	opts.Evaluator = &evaltest.Scripted{Store: st, Else: delayed(50*time.Millisecond, 400*time.Millisecond)}
 	cfg := smallConfig()
 	cfg.Budget = BudgetConfig{MaxIterations: 1000, MaxDuration: llm.Duration(1500 * time.Millisecond)}
 	start := time.Now()
@@ -154,17 +155,13 @@ func TestLLMFailuresStop(t *testing.T) {
 	}
 }
 
-// badReference fails every program's fast check.
-type badReference struct{}
-
-func (badReference) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	return &eval.Result{Verdict: eval.Error, Reason: "fast check: SyntaxError: invalid syntax", Traceback: "SyntaxError"}, nil
-}
-
 func TestReferenceFails(t *testing.T) {
 	st := openStore(t, "")
 	opts := fakeOptions(t, st)
-	opts.Evaluator = badReference{}
+	// Every program's fast check fails.
+	opts.Evaluator = &evaltest.Scripted{Else: func(eval.Request, string) evaltest.Outcome {
+		return evaltest.Outcome{Crash: "SyntaxError: invalid syntax", Reason: "fast check: SyntaxError: invalid syntax", Traceback: "SyntaxError"}
+	}}
 	e, err := New(context.Background(), opts, smallConfig(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -190,26 +187,6 @@ func mustRun(t *testing.T, st store.Store, id int64) *store.Run {
 	return r
 }
 
-// gatedEvaluator blocks full evaluations until released, to catch the
-// engine with work in flight.
-type gatedEvaluator struct {
-	fakeEvaluator
-	started atomic.Int64
-	release chan struct{}
-}
-
-func (g *gatedEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	if !req.FastOnly {
-		g.started.Add(1)
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("evaluation canceled: %w", ctx.Err())
-		}
-	}
-	return g.fakeEvaluator.Evaluate(ctx, req)
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -224,7 +201,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // Drain: no new work starts, running evaluations finish and are recorded.
 func TestDrain(t *testing.T) {
 	st := openStore(t, "")
-	ev := &gatedEvaluator{fakeEvaluator: fakeEvaluator{st: st}, release: make(chan struct{})}
+	release := make(chan struct{})
+	ev := gated(st, release)
 	opts := fakeOptions(t, st)
 	opts.Evaluator = ev
 	e, err := New(context.Background(), opts, smallConfig(), "")
@@ -239,14 +217,14 @@ func TestDrain(t *testing.T) {
 		}
 		done <- sum
 	}()
-	ev.release <- struct{}{} // the reference
-	waitFor(t, "two full evaluations in flight", func() bool { return ev.started.Load() == 3 })
+	release <- struct{}{} // the reference
+	waitFor(t, "two full evaluations in flight", func() bool { return ev.FullRuns() == 3 })
 	e.Drain("test")
 	time.Sleep(100 * time.Millisecond)
-	close(ev.release)
+	close(release)
 	sum := <-done
-	if sum.StopReason != StopInterrupted || ev.started.Load() != 3 {
-		t.Fatalf("stop %s, %d full evaluations started", sum.StopReason, ev.started.Load())
+	if sum.StopReason != StopInterrupted || ev.FullRuns() != 3 {
+		t.Fatalf("stop %s, %d full evaluations started", sum.StopReason, ev.FullRuns())
 	}
 	kids, _ := st.Children(context.Background(), e.RunID())
 	doneKids := 0
@@ -264,7 +242,8 @@ func TestDrain(t *testing.T) {
 // evaluated again and the run completes with the same totals.
 func TestAbortAndResume(t *testing.T) {
 	st := openStore(t, "")
-	ev := &gatedEvaluator{fakeEvaluator: fakeEvaluator{st: st}, release: make(chan struct{})}
+	release := make(chan struct{})
+	ev := gated(st, release)
 	opts := fakeOptions(t, st)
 	opts.Evaluator = ev
 	cfg := smallConfig()
@@ -278,8 +257,8 @@ func TestAbortAndResume(t *testing.T) {
 		sum, _ := e.Run(ctx)
 		done <- sum
 	}()
-	ev.release <- struct{}{}
-	waitFor(t, "full evaluations in flight", func() bool { return ev.started.Load() == 3 })
+	release <- struct{}{}
+	waitFor(t, "full evaluations in flight", func() bool { return ev.FullRuns() == 3 })
 	cancel()
 	sum := <-done
 	if sum.StopReason != StopAborted {
@@ -306,7 +285,7 @@ func TestAbortAndResume(t *testing.T) {
 	}
 
 	run := mustRun(t, st, e.RunID())
-	opts.Evaluator = &fakeEvaluator{st: st}
+	opts.Evaluator = fakeEvaluator(st)
 	e2, err := Resume(context.Background(), opts, run, Overrides{})
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +352,8 @@ func TestResumeRaisesBudget(t *testing.T) {
 // A run whose model is gone from the config resumes with the others.
 func TestResumeWithoutAModel(t *testing.T) {
 	st := openStore(t, "")
-	ev := &gatedEvaluator{fakeEvaluator: fakeEvaluator{st: st}, release: make(chan struct{})}
+	release := make(chan struct{})
+	ev := gated(st, release)
 	a := Model{Name: "a", Kind: propose.KindLLM, Client: fakeModel(0)}
 	b := Model{Name: "b", Kind: propose.KindLLM, Client: fakeModel(0)}
 	opts := fakeOptions(t, st, a, b)
@@ -384,8 +364,8 @@ func TestResumeWithoutAModel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		ev.release <- struct{}{}
-		waitFor(t, "evaluations", func() bool { return ev.started.Load() >= 2 })
+		release <- struct{}{}
+		waitFor(t, "evaluations", func() bool { return ev.FullRuns() >= 2 })
 		cancel()
 	}()
 	if _, err := e.Run(ctx); err != nil {
@@ -450,16 +430,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-// crashEvaluator fails the fast check of programs that contain CRASH.
-type crashEvaluator struct{ fakeEvaluator }
-
-func (c *crashEvaluator) Evaluate(ctx context.Context, req eval.Request) (*eval.Result, error) {
-	if req.FastOnly && strings.Contains(string(req.Program), "CRASH") {
-		return &eval.Result{Verdict: eval.Error, Reason: "fast check: RuntimeError: CRASH", Traceback: "RuntimeError: CRASH"}, nil
-	}
-	return c.fakeEvaluator.Evaluate(ctx, req)
-}
-
 // A child whose fix cannot be obtained keeps the verdict of its failed
 // fast check; one whose answers never apply is apply_failed.
 func TestFixLoopEnds(t *testing.T) {
@@ -477,7 +447,9 @@ func TestFixLoopEnds(t *testing.T) {
 	})
 	st := openStore(t, "")
 	opts := fakeOptions(t, st, Model{Name: "m", Kind: propose.KindLLM, Client: model})
-	opts.Evaluator = &crashEvaluator{fakeEvaluator{st: st}}
+	// The fast check of a program that contains CRASH fails.
+	opts.Evaluator = &evaltest.Scripted{Store: st, Else: hashOutcome, Rules: []evaltest.Rule{{Source: evaltest.Contains("CRASH"),
+		Outcome: evaltest.Outcome{Crash: "RuntimeError: CRASH", Reason: "fast check: RuntimeError: CRASH", Traceback: "RuntimeError: CRASH"}}}}
 	cfg := Config{Islands: 1, BranchingFactor: 2, Seed: 1, FastFixes: ptr(2), Budget: BudgetConfig{MaxIterations: 1}}
 	e, sum := runEngine(t, opts, cfg)
 	if sum.StopReason != StopIterations {

@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/eval/evaltest"
 	"github.com/frontier-bench/frontier/internal/propose"
 	"github.com/frontier-bench/frontier/internal/runs"
 	"github.com/frontier-bench/frontier/internal/store"
@@ -58,7 +60,14 @@ func runHelper(kind string) int {
 	killAfter, _ := strconv.ParseInt(os.Getenv("EVOLVE_KILL_AFTER"), 10, 64)
 	opts := Options{
 		Store: st, Track: spec, Log: log,
-		Evaluator: &fakeEvaluator{st: st, fast: 30 * time.Millisecond, full: 150 * time.Millisecond, killAfter: killAfter},
+		Evaluator: &evaltest.Scripted{Store: st, Else: delayed(30*time.Millisecond, 150*time.Millisecond), After: func(n int64) {
+			// The process dies right after recording its killAfter-th
+			// evaluation, before returning it.
+			if n == killAfter {
+				syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}},
 		Models: []Model{
 			{Name: "mutate", Kind: propose.KindMutate, Proposer: propose.NewMutate()},
 			{Name: "fake", Kind: propose.KindLLM, Client: fakeModel(30 * time.Millisecond)},

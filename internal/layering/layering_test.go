@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 
 	"internal/bench":               {"internal/bench/fsr", "internal/bench/scaffold", "internal/catalog", "internal/eval", "internal/evolve", "internal/hostload", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/bench/benchreport":   {"internal/bench/fsr", "internal/runview"},
-	"internal/bench/benchtest":     {"internal/eval", "internal/store"},
+	"internal/bench/benchtest":     {"internal/eval", "internal/eval/evaltest"},
 	"internal/bench/published":     {"internal/bench", "internal/importer"},
 	"internal/bench/scaffold":      {"internal/edit", "internal/eval", "internal/llm", "internal/propose", "internal/runs", "internal/search", "internal/store", "internal/track"},
 	"internal/config":              {"internal/evolve", "internal/llm", "internal/slurm", "internal/store", "internal/track", "internal/yamlfile"},
@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	"internal/edit":                {"internal/edit/pysrc"},
 	"internal/eval":                {"internal/data", "internal/harness", "internal/hostload", "internal/importer", "internal/runner", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/eval/executortest":   {"internal/eval", "internal/eval/evaltest", "internal/track", "internal/verify", "internal/verify/redteam"},
-	"internal/eval/evaltest":       {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/testdeps", "internal/verify"},
+	"internal/eval/evaltest":       {"internal/eval", "internal/pyenv", "internal/runner", "internal/sandbox", "internal/store", "internal/testdeps", "internal/verify"},
 	"internal/evolve":              {"internal/edit", "internal/eval", "internal/harness", "internal/llm", "internal/llm/provider", "internal/propose", "internal/runs", "internal/search", "internal/stats", "internal/store", "internal/track"},
 	"internal/importer":            {"internal/edit", "internal/track"},
 	"internal/llm":                 {"internal/bounded", "internal/yamlfile"},

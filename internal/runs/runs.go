@@ -1,10 +1,15 @@
-// Package runs is the vocabulary of an evolution run's records, shared by
-// the engine that writes them (evolve), the store that keeps them, and
-// everything that reads them (the CLI's runs commands, the report, the
-// dashboard): where a member came from (Origin, Stage), where it stands
-// (State), what became of it (Verdict, Class), and the aggregates computed
-// over members (Tally, with the record). Each word and each aggregate is
-// defined here once.
+// Package runs is the vocabulary of a search's records, shared by those
+// that write them (the evaluator, the evolution engine, the benchmark),
+// the store that keeps them, and everything that reads them (the read
+// model runview, the CLI's runs commands, the report, the dashboard):
+// where a member came from (Origin, Stage), where it stands (State), what
+// became of it (Verdict, which eval.Verdict is, and its Class); how
+// members rank under an objective (Outcome, Ranks, Improves) and the
+// aggregates over them (Tally); a claim that a program is faster, how it
+// was tested and the record it makes (Claim, Method, ClaimState, Standing,
+// Record); and the machine's state while a timing was taken (Conditions).
+// Each word and each aggregate is defined here once; the package imports
+// nothing of the module.
 package runs
 
 // State is where a member of a run stands.

@@ -10,6 +10,7 @@ import (
 	"github.com/frontier-bench/frontier/internal/runview"
 	"github.com/frontier-bench/frontier/internal/runview/runviewtest"
 	"github.com/frontier-bench/frontier/internal/store"
+	"github.com/frontier-bench/frontier/internal/store/storetest"
 )
 
 // TestLive follows a run while it is written: each poll reports what was
@@ -18,11 +19,7 @@ import (
 func TestLive(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
-	w, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := storetest.SQLite(t, path)
 	f, err := runviewtest.Seed(ctx, w, runviewtest.Options{Name: "live", Children: 30, Running: true})
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +87,7 @@ func TestLive(t *testing.T) {
 func BenchmarkSummary10k(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "f.db")
-	w, err := store.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
+	w := storetest.SQLite(b, path)
 	f, err := runviewtest.Seed(ctx, w, runviewtest.Options{Name: "big", Children: 10_000, Running: true})
 	if err != nil {
 		b.Fatal(err)

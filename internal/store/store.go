@@ -1,17 +1,30 @@
 // Package store keeps what frontier records: programs and prompts (by
-// content, in chunks that runs share), evaluations and their telemetry, the
-// records of evolution runs and their model calls, and the reproduction
-// benchmark's runs.
+// content, in chunks that programs and prompts share), evaluations with
+// their telemetry and the conditions they ran under, the records of
+// evolution runs (members, iterations, attempts, events, the claims that
+// a program is faster and their series) and their model calls, and the
+// reproduction benchmark's runs, attempts, nodes and calibrations.
 //
 // Store is the contract; Open returns an implementation for a location: a
 // SQLite file on this machine (modernc.org/sqlite, no cgo), the default, or
 // a PostgreSQL database that several machines share (pgx). Both are one
 // code path over database/sql; what differs between the two SQL dialects
 // stays in this package. internal/store/storetest checks that each keeps
-// the contract; each consumer declares the few methods it uses.
+// the contract, and is the fixture other packages' tests open stores
+// through; each consumer declares the few methods it uses. OpenReader
+// opens one for reading only (a watcher beside a running search), Migrate
+// and Inspect upgrade and describe a schema, and Copy moves every row to
+// another store.
 //
 // Every write happens before the caller acts on it, so a process killed at
-// any moment loses nothing that was reported as done.
+// any moment loses nothing that was reported as done. A process that
+// writes records who it is (Owner): an evaluation a dead process left
+// running is found by the next (InterruptOrphans), and a run is claimed
+// by the process that runs it and kept with a lease (KeepRun), so that
+// two processes never write one run. A SQLite store holds disk space back
+// (ReserveBytes) so that a verdict is stored even when a program filled
+// the disk. Standing and Claims derive a run's record, as a member, from
+// its stored claims, once for the engine and the readers.
 package store
 
 import (

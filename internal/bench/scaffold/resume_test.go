@@ -44,17 +44,18 @@ func TestResume(t *testing.T) {
 
 	// Cut 1: the context ends while evaluation 3 runs.
 	cctx, cancel := context.WithCancel(ctx)
-	ev := &benchtest.Evaluator{Store: st, Before: func(n int64) {
+	ev := benchtest.NewEvaluator(st)
+	ev.Before = func(n int64) {
 		if n == 3 {
 			cancel()
 		}
-	}}
+	}
 	if _, err := newSearch(st, ev).Run(cctx, attempt, start, 1000); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cut 1: %v, want the context's error", err)
 	}
 	// Cut 2: the next evaluation finishes but its node is not recorded.
 	fs := &failingStore{Store: st}
-	ev2 := &benchtest.Evaluator{Store: st}
+	ev2 := benchtest.NewEvaluator(st)
 	if _, err := newSearch(fs, ev2).Run(ctx, attempt, start, 1000); !errors.Is(err, errCut) {
 		t.Fatalf("cut 2: %v, want the store's failure", err)
 	}
@@ -64,7 +65,7 @@ func TestResume(t *testing.T) {
 		t.Fatalf("after cut 2 the last node is %s, want evaluating", last.State)
 	}
 	// The resume adopts that evaluation and finishes the search.
-	ev3 := &benchtest.Evaluator{Store: st}
+	ev3 := benchtest.NewEvaluator(st)
 	out, err := newSearch(st, ev3).Run(ctx, attempt, start, 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func coderClient(c *benchtest.Coder) *llmtest.Fake {
 func TestSearchAIDE(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t, "")
-	ev := &benchtest.Evaluator{Store: st}
+	ev := benchtest.NewEvaluator(st)
 	coder := &benchtest.Coder{BreakEvery: 3, MissEvery: 5}
 	client := coderClient(coder)
 	s := &Search{Store: st, Evaluator: ev, Model: Model{Name: "fake-coder", Client: client}, Policy: pol(t, AIDE),
@@ -136,7 +136,7 @@ func TestSearchAIDE(t *testing.T) {
 func TestSearchFlatMutate(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t, "")
-	ev := &benchtest.Evaluator{Store: st}
+	ev := benchtest.NewEvaluator(st)
 	start := []byte("import frontier_harness as fh\nlr = 0.001\nTIME = 500\n")
 	s := &Search{Store: st, Evaluator: ev, Model: Model{Name: "mutate", Proposer: propose.NewMutate()}, Policy: pol(t, Flat),
 		Budget: 6, Track: fakeTrack(t), ProgramName: "train.py", Seed: 1}
@@ -172,7 +172,7 @@ func TestSearchDebugsLossMiss(t *testing.T) {
 	st := storetest.SQLite(t, "")
 	coder := &benchtest.Coder{}
 	client := coderClient(coder)
-	s := &Search{Store: st, Evaluator: &benchtest.Evaluator{Store: st}, Model: Model{Name: "fake-coder", Client: client},
+	s := &Search{Store: st, Evaluator: benchtest.NewEvaluator(st), Model: Model{Name: "fake-coder", Client: client},
 		Policy: pol(t, AIDE), Budget: 10, Track: fakeTrack(t), ProgramName: "train.py", Seed: 5}
 	// The start program misses the target (3.2 > 3.1), and so does every
 	// change the fake model makes to it.
@@ -223,7 +223,7 @@ hardware: {device: cuda, gpus: 8}
 	ctx := context.Background()
 	st := storetest.SQLite(t, "")
 	client := coderClient(&benchtest.Coder{})
-	s := &Search{Store: st, Evaluator: &benchtest.Evaluator{Store: st}, Model: Model{Name: "fake-coder", Client: client},
+	s := &Search{Store: st, Evaluator: benchtest.NewEvaluator(st), Model: Model{Name: "fake-coder", Client: client},
 		Policy: pol(t, Flat), Budget: 2, Track: spec, Hardware: "one node of 8 x H100 GPUs", ProgramName: "train_gpt.py", Seed: 5}
 	if _, err := s.Run(ctx, newAttempt(t, st), benchtest.Program("start", 1000, 3.2), 1000); err != nil {
 		t.Fatal(err)

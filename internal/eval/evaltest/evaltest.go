@@ -1,8 +1,11 @@
-// Package evaltest builds real evaluators for the tests of the packages
-// above eval: the harness, a runner and each track's data on the local
-// disk, put together as the CLI puts them together (cmd/frontier/app.go),
-// with the interpreter found once per test binary. The evaluator's own
-// tests cannot use it (it imports eval) and keep their constructor.
+// Package evaltest gives the tests of the packages above eval their
+// evaluators: a real one (New), the harness, a runner and each track's
+// data on the local disk put together as the CLI puts them together
+// (cmd/frontier/app.go), with the interpreter found once per test binary;
+// and a scripted one (Scripted) that runs nothing and gives each program
+// the outcome the test wrote for it, recording it as the real one does.
+// The evaluator's own tests cannot use it (it imports eval) and keep
+// their constructor.
 package evaltest
 
 import (

@@ -1,14 +1,18 @@
 // Package runnertest is the contract test suite for runner.Runner
-// implementations: the local runner and the sandboxing wrappers around it
-// run it, so that the evaluator's executors can rely on the same behaviour
-// from each: exit statuses, the exact environment, capped output, time
-// limits, cancels, tracebacks, and what a job needs from its runner beyond
-// a command (descriptors it inherits, resource limits, output lines as
-// they come, the streams written to files).
+// implementations, so that the evaluator's executors can rely on the same
+// behaviour from each: the local runner and a runner.Func wrapper run it
+// (internal/runner), and so does each mode of the sandbox that wraps the
+// local runner (internal/sandbox). Run checks exit statuses, the exact
+// environment, capped output, time limits, cancels, a missing program or
+// folder, and Python tracebacks; it ends with RunJobFeatures, what a job
+// needs from its runner beyond a command (descriptors it inherits, memory
+// and process limits, output lines as they come, the streams written to
+// files), which a runner that cannot confine nor limit may call case by
+// case.
 //
-// The jobs are small /bin/sh scripts (and a Python one when python3 is
-// installed) written to a temporary folder, which must be visible to the
-// processes the runner starts.
+// The jobs are small /bin/sh scripts written to a temporary folder, which
+// must be visible to the processes the runner starts; the traceback and
+// memory-limit cases run python3 and skip where there is none.
 package runnertest
 
 import (
