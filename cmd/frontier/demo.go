@@ -39,7 +39,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (25 to 30 minutes on 2 busy cores, two timings)",
+		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (25 to 40 minutes on 2 busy cores, three timings)",
 		Long: `Demo runs a short evolutionary search on the built-in tiny track, then
 tests the fastest acceptable program it found against the reference in an
 interleaved series (both programs, --pairs runs each, in alternation, with
@@ -50,7 +50,7 @@ It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
 minutes, so a slower or busier machine does the same work, only later: about
-25 to 30 minutes on a busy 2-core machine (two timings; not measured quiet) (--duration caps the
+25 to 40 minutes on a busy 2-core machine (three timings; not measured quiet) (--duration caps the
 search's time as well).
 
 At the end it says whether the speedup was confirmed, with its evidence (n,
@@ -75,7 +75,7 @@ program faster than the reference.`,
 }
 
 // demoConfig is the search the demo runs: small enough to end, with its
-// confirmation series, in 25 to 30 minutes on two busy cores (two timings), large
+// confirmation series, in 25 to 40 minutes on two busy cores (three timings), large
 // enough to show islands, migration, the archive and, with a model,
 // meta-prompting and the fix loop. The engine's own confirmation is off:
 // the demo confirms its fastest program once, after the search, so that
@@ -129,7 +129,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if o.track == "" {
 		o.track = "tiny"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; 25 to 30 minutes on 2 busy cores (two timings).\n",
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; 25 to 40 minutes on 2 busy cores (three timings).\n",
 		o.track, proposer, o.evaluations, o.pairs)
 	name := "demo-" + time.Now().Format("20060102-150405")
 	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON}, cfg, env)
