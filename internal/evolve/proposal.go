@@ -384,7 +384,7 @@ func (ws *workers) propose(ctx context.Context, w *proposalWork, a *ask) (r *pro
 		}
 	}()
 	req := propose.Request{Parent: propose.Program{Name: ws.name, Source: a.base}, Seed: w.child.Seed + uint64(w.child.FixAttempts),
-		Target: ws.spec.TargetValLoss}
+		Target: ws.spec.TargetValLoss, Attempt: w.child.Slot + 1}
 	if p := w.parent; p != nil && p.Verdict == runs.Acceptable && w.baseHash == p.ProgramHash {
 		req.Parent.ValLoss = p.ValLoss // the loss the edit's base was measured at
 	}

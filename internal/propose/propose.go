@@ -54,6 +54,9 @@ type Request struct {
 	// Target is the track's target validation loss (0: not given). With
 	// the parent's ValLoss it says how much loss the parent has to spare.
 	Target float64
+	// Attempt is the child's 1-based place among the children proposed at
+	// once from this parent (0: not known).
+	Attempt int
 }
 
 // Kind names a proposer.
