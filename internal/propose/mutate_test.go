@@ -296,10 +296,10 @@ func TestMutateSpendsTheMargin(t *testing.T) {
 		lo, hi       float64 // the range of cuts expected
 		min, max     int     // how many of 40 proposals shorten the run
 	}{
-		{"0.15 nats", 3.13, 3.28, 0, 0.20, 0.40, 10, 30},
-		{"a fifth of it", 3.25, 3.28, 0, 0.04, 0.08, 10, 30},
-		{"first attempt", 3.13, 3.28, 1, 0.20, 0.40, 40, 40},
-		{"third attempt", 3.13, 3.28, 3, 0.20, 0.40, 6, 22},
+		{"0.15 nats", 3.13, 3.28, 0, 0.15, 0.30, 10, 30},
+		{"a fifth of it", 3.25, 3.28, 0, 0.03, 0.06, 10, 30},
+		{"first attempt", 3.13, 3.28, 1, 0.15, 0.30, 40, 40},
+		{"third attempt", 3.13, 3.28, 3, 0.15, 0.30, 6, 22},
 		{"no loss", 0, 3.28, 1, 0, 0, 0, 0},
 		{"over the target", 3.30, 3.28, 1, 0, 0, 0, 0},
 		{"no target", 3.18, 0, 1, 0, 0, 0, 0},
