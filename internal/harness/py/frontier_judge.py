@@ -863,12 +863,177 @@ class Validation:
 # The judge
 
 
+class Scoring:
+    """The scorer: a fresh process of the program that imports the state
+    exported at fh.finish() and answers the final validation's calls again,
+    and the twins of its rows (ScorerPlan). It gets the state once the final
+    pass is over and every training process is gone; what its answers show
+    beside the training process's is the probe event (end)."""
+
+    def __init__(self, cfg, conns, scorers, validation, setup_budget, checks, tel, failed):
+        self.conns, self.scorers = conns, scorers
+        self.validation = validation
+        self.setup_budget = setup_budget
+        self.checks = checks
+        self.tel = tel
+        self.failed = failed  # whether the judge has failed the run
+        ver = cfg.get("verify") or {}
+        self.max_noise = float(ver.get("max_noise") or 1e-3)
+        self.allow_noise = bool(ver.get("allow_nondeterministic"))
+        self.cuda = (cfg.get("device") or "cpu") == "cuda"
+        self.probe_cfg = cfg.get("probe") or {}
+        self.result = None  # what the scorer's answers showed (ScorerResult)
+        self.scored = False  # the scorer answered every call and agreed
+        self.calls = []  # (seconds, tokens) of the scorer's calls
+        self.start = None
+
+    def on_train_begin(self, c, msg, fds, t):
+        f_bool(msg, "score")
+        setup = t - c.hello
+        if c.rank == 0:
+            self.checks["scorer_setup_ms"] = setup * 1000.0
+        self.setup_budget.check(setup, " in the scorer")
+        c.state = "state"
+        self.send_state()
+
+    def send_state(self):
+        """Each scorer process gets its rank's state, once the final pass is
+        over and every training process is gone (its sockets closed, which
+        frontier does only after the process group is dead)."""
+        if not self.validation.handed_off or any(x.open for x in self.conns) or self.failed():
+            return
+        for c in self.scorers:
+            if c.state != "state" or c.calls is not None:
+                continue
+            src = self.conns[c.rank] if c.rank < len(self.conns) else None
+            if src is None or src.export is None:
+                raise Fault("harness", "no exported state for scorer process %d" % c.rank)
+            c.calls = []
+            # A description of its own, read-only, from the start.
+            fd = os.open("/proc/self/fd/%d" % src.export, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                c.send({"op": "state"}, [fd])
+            finally:
+                os.close(fd)
+
+    def on_steps(self, c, msg, fds, t):
+        f_int(msg, "planned", 0, MAX_INT)
+
+    def on_serving(self, c, msg, fds, t):
+        c.state = "serving"
+        plans = self.validation.plans
+        plan = plans.get(c.rank)
+        c.calls = list(plan.calls) if plan is not None else []
+        if self.result is None:
+            self.result = ScorerResult()
+            self.start = t
+        # Every scorer process answers as many calls (collectives).
+        most = max(len(plans[r].calls) if r in plans else 0 for r in range(len(self.scorers)))
+        while len(c.calls) < most and c.calls:
+            c.calls.append(("noise", c.calls[0][1]))
+        self.next(c)
+
+    def next(self, c):
+        if not c.calls:
+            c.state = "done"
+            if all(x.state == "done" or not x.open for x in self.scorers):
+                self.end()
+            return
+        kind, twins = c.calls.pop(0)
+        rows = np.stack([tw.tokens for tw in twins])
+        c.ask((kind, twins, rows), rows)
+
+    def answer(self, c, call, x, dt):
+        check_logits(x, "the scorer's answer")
+        self.calls.append((dt, call[2].size))
+        self.checks["scorer_calls"] += 1
+        self.validation.plans[c.rank].answered((call[0], call[1]), x, self.result)
+        self.next(c)
+
+    def end(self):
+        """Judge what the two processes' answers showed."""
+        res = self.result or ScorerResult()
+        elapsed = now() - (self.start or now())
+        self.checks["scorer_ms"] = elapsed * 1000.0
+        self.checks["noise"] = max(self.checks["noise"] or 0.0, res.noise)
+        what = "the scorer's answers"
+        if res.noise > self.max_noise and not self.allow_noise:
+            raise Fault("nondeterministic_eval", nondeterministic(what, res.noise, 0, 0, self.max_noise))
+        tol = max(4.0 * res.noise, MIN_TOLERANCE)
+        if self.cuda:
+            # A fresh process may pick other kernels: on a GPU the two
+            # processes may differ by the track's noise limit.
+            tol = max(tol, self.max_noise)
+        worst = res.worst
+        drift = max([w["size"] for w in worst.values() if w is not None] or [0.0])
+        self.checks["drift"] = max(self.checks["drift"] or 0.0, drift)
+        w = worst["whole"]
+        if w is not None and w["size"] > tol:
+            # The same rows in the same batch: only what the process did
+            # or saw before can make the answers differ.
+            raise Fault("stateful_eval",
+                        "window %d of the scored slice got log-probabilities that differ by %.3g at position %d "
+                        "(tolerance %.3g) between the training process and the scorer, a fresh process of the "
+                        "program that imported the state exported at fh.finish() and answered the same batch: "
+                        "logits_fn's answers depend on more than that state and its input (training during the "
+                        "validation, state kept across calls, what it was asked before)"
+                        % (w["w"], w["size"], w["position"], tol))
+        leak = None
+        w = worst["exact"]
+        if w is not None and w["size"] > tol:
+            # The same row in a batch of other rows, while whole batches
+            # agree: the answer depends on the other rows (the next window
+            # is the row's future).
+            leak = dict(w, kind="row")
+        for key in ("future", "document"):
+            w = worst[key]
+            if leak is not None and leak["kind"] == "row":
+                break  # rows that depend on each other move everywhere
+            if w is not None and w["size"] > tol and (leak is None or w["size"] > leak["size"]):
+                leak = dict(w, kind=key)
+        moved = sum(1 for m in res.moves if m > tol)
+        msg = "no leak found"
+        fault = ""
+        if leak is not None:
+            fault = "leak"
+            if leak["kind"] == "row":
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the row "
+                       "came in a batch of other rows: rows must be independent (consecutive validation windows are "
+                       "consecutive text, so a model that looks across rows sees the future), and answers must not "
+                       "depend on what else the process was asked"
+                       % (leak["position"], leak["w"], leak["size"], tol))
+            elif leak["kind"] == "future":
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
+                       "tokens from position %d on were replaced: the model sees future tokens (or, far from the "
+                       "change, remembers or depends on what else it was asked)"
+                       % (leak["position"], leak["w"], leak["size"], tol, leak["perturbed"]))
+            else:
+                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
+                       "text before its BOS at position %d was replaced: the model sees across a document boundary"
+                       % (leak["position"], leak["w"], leak["size"], tol, leak["boundary"]))
+        elif res.moves and moved == 0:
+            fault = "insensitive"
+            msg = "no change of the input changed any log-probability: the model's output does not depend on its input"
+        self.scored = True
+        self.tel.write("probe", {
+            "ok": fault == "", "fault": fault, "sequences": res.rows, "perturbations": len(res.moves),
+            "noise_floor": res.noise, "noise_limit": self.max_noise, "tolerance": tol,
+            "sensitive": moved / len(res.moves) if res.moves else 0.0,
+            "leak": None if leak is None else {
+                "kind": leak["kind"], "row": leak["w"], "perturbed": leak["perturbed"], "position": leak["position"],
+                "size": leak["size"]},
+            "message": msg, "doc_isolated": bool(self.probe_cfg.get("doc_isolated")), "row_check": res.rows,
+            "calls": self.checks["scorer_calls"], "scorer": True, "ms": elapsed * 1000.0})
+        for c in self.scorers:
+            c.send({"op": "done"})
+
+
 class Judge:
     """The protocol: it reads every message of the training process and of
     the scorer, checks that it comes in its order, and hands it on. The
-    clock, the budgets and the validation passes are parts of their own
-    (above); the setup, the clock-start check, the scorer's calls and the
-    run's last events are the Judge's."""
+    clock, the budgets, the validation passes and the scorer are parts of
+    their own (above); the setup, the clock-start check and the run's last
+    events are the Judge's."""
 
     def __init__(self, cfg):
         self.cfg = cfg
@@ -883,10 +1048,7 @@ class Judge:
         self.text = ValData(cfg)  # the validation text
         self.max_steps = cfg.get("max_steps") or 0
         self.fast_steps = cfg.get("fast_steps") or 0
-        self.probe_cfg = cfg.get("probe") or {}
         ver = cfg.get("verify") or {}
-        self.max_noise = float(ver.get("max_noise") or 1e-3)
-        self.allow_noise = bool(ver.get("allow_nondeterministic"))
         self.min_initial = float(ver.get("min_initial_loss") or 0.0)
         self.export_max = int(cfg.get("export_max_bytes") or 0)
         self.cuda = (cfg.get("device") or "cpu") == "cuda"
@@ -895,10 +1057,6 @@ class Judge:
                         for r, fd in enumerate(cfg.get("scorer_fds") or [])]
 
         self.failure = None
-        self.scoring = None  # what the scorer's answers showed (ScorerResult)
-        self.scored = False  # the scorer answered every call and agreed
-        self.scorer_calls = []  # (seconds, tokens) of the scorer's calls
-        self.scorer_start = None
         self.checks = {"validations": 0, "designated_validations": 0, "program_validations": 0,
                        "calls": 0, "extra_calls": 0, "extra_ms": 0.0, "noise": None, "drift": None,
                        "charged_ms": 0.0, "excluded_ms": 0.0, "validation_ms": 0.0, "validation_budget_ms": None,
@@ -910,6 +1068,8 @@ class Judge:
         self.budget = Budget(ver, self.B * self.T)
         self.validation = Validation(cfg, self.text, self.conns, self.scorers, self.clock, self.budget,
                                      self.checks, self.tel)
+        self.scorer = Scoring(cfg, self.conns, self.scorers, self.validation, self.setup_budget, self.checks,
+                              self.tel, lambda: self.failure is not None)
         self.sections = None
         self.planned = None
         self.reported_error = False
@@ -1010,9 +1170,8 @@ class Judge:
         if op not in ("finish", "logits") and fds:
             close_all(fds)
             raise Fault("protocol", "%s attached descriptors to %r: the harness client never does" % (c.name(), op))
-        handler = getattr(self, "on_" + op if c.role == "program" or op in ("hello", "facts", "logits", "error",
-                                                                             "warning") else "on_scorer_" + op)
-        handler(c, msg, fds, t)
+        part = self.scorer if c.role == "scorer" and op in ("train_begin", "steps", "serving") else self
+        getattr(part, "on_" + op)(c, msg, fds, t)
 
     # -- setup --------------------------------------------------------------
 
@@ -1200,7 +1359,7 @@ class Judge:
             self.validation.stop()  # the process died during a validation: the runner says how
         c.waiting = None
         if c.role == "program" and not any(x.open for x in self.conns):
-            self.send_state()
+            self.scorer.send_state()
         if c.role == "scorer" and self.validation.handed_off and c.state != "done" and self.failure is None \
                 and not self.reported_error:
             self.reported_error = True
@@ -1256,7 +1415,7 @@ class Judge:
         c.waiting = None
         self.checks["logits_via"] = "cuda-ipc" if ipc else "host-memory"
         if c.role == "scorer":
-            self.scorer_answer(c, call, x, dt)
+            self.scorer.answer(c, call, x, dt)
             return
         if call[0] == "initial":
             self.initial_result(c, rows, call[2], x, dt)
@@ -1278,155 +1437,13 @@ class Judge:
                         "learn from the batch it is given" % (loss, self.V, math.log(self.V), self.min_initial))
         self.go(c)
 
-    # -- the scorer ------------------------------------------------------------
-
-    def on_scorer_train_begin(self, c, msg, fds, t):
-        f_bool(msg, "score")
-        setup = t - c.hello
-        if c.rank == 0:
-            self.checks["scorer_setup_ms"] = setup * 1000.0
-        self.setup_budget.check(setup, " in the scorer")
-        c.state = "state"
-        self.send_state()
-
-    def send_state(self):
-        """Each scorer process gets its rank's state, once the final pass is
-        over and every training process is gone (its sockets closed, which
-        frontier does only after the process group is dead)."""
-        if not self.validation.handed_off or any(x.open for x in self.conns) or self.failure is not None:
-            return
-        for c in self.scorers:
-            if c.state != "state" or c.calls is not None:
-                continue
-            src = self.conns[c.rank] if c.rank < len(self.conns) else None
-            if src is None or src.export is None:
-                raise Fault("harness", "no exported state for scorer process %d" % c.rank)
-            c.calls = []
-            # A description of its own, read-only, from the start.
-            fd = os.open("/proc/self/fd/%d" % src.export, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                c.send({"op": "state"}, [fd])
-            finally:
-                os.close(fd)
-
-    def on_scorer_steps(self, c, msg, fds, t):
-        f_int(msg, "planned", 0, MAX_INT)
-
-    def on_scorer_serving(self, c, msg, fds, t):
-        c.state = "serving"
-        plans = self.validation.plans
-        plan = plans.get(c.rank)
-        c.calls = list(plan.calls) if plan is not None else []
-        if self.scoring is None:
-            self.scoring = ScorerResult()
-            self.scorer_start = t
-        # Every scorer process answers as many calls (collectives).
-        most = max(len(plans[r].calls) if r in plans else 0 for r in range(len(self.scorers)))
-        while len(c.calls) < most and c.calls:
-            c.calls.append(("noise", c.calls[0][1]))
-        self.scorer_next(c)
-
-    def scorer_next(self, c):
-        if not c.calls:
-            c.state = "done"
-            if all(x.state == "done" or not x.open for x in self.scorers):
-                self.end_scoring()
-            return
-        kind, twins = c.calls.pop(0)
-        rows = np.stack([tw.tokens for tw in twins])
-        c.ask((kind, twins, rows), rows)
-
-    def scorer_answer(self, c, call, x, dt):
-        check_logits(x, "the scorer's answer")
-        self.scorer_calls.append((dt, call[2].size))
-        self.checks["scorer_calls"] += 1
-        self.validation.plans[c.rank].answered((call[0], call[1]), x, self.scoring)
-        self.scorer_next(c)
-
-    def end_scoring(self):
-        """Judge what the two processes' answers showed."""
-        res = self.scoring or ScorerResult()
-        elapsed = now() - (self.scorer_start or now())
-        self.checks["scorer_ms"] = elapsed * 1000.0
-        self.checks["noise"] = max(self.checks["noise"] or 0.0, res.noise)
-        what = "the scorer's answers"
-        if res.noise > self.max_noise and not self.allow_noise:
-            raise Fault("nondeterministic_eval", nondeterministic(what, res.noise, 0, 0, self.max_noise))
-        tol = max(4.0 * res.noise, MIN_TOLERANCE)
-        if self.cuda:
-            # A fresh process may pick other kernels: on a GPU the two
-            # processes may differ by the track's noise limit.
-            tol = max(tol, self.max_noise)
-        worst = res.worst
-        drift = max([w["size"] for w in worst.values() if w is not None] or [0.0])
-        self.checks["drift"] = max(self.checks["drift"] or 0.0, drift)
-        w = worst["whole"]
-        if w is not None and w["size"] > tol:
-            # The same rows in the same batch: only what the process did
-            # or saw before can make the answers differ.
-            raise Fault("stateful_eval",
-                        "window %d of the scored slice got log-probabilities that differ by %.3g at position %d "
-                        "(tolerance %.3g) between the training process and the scorer, a fresh process of the "
-                        "program that imported the state exported at fh.finish() and answered the same batch: "
-                        "logits_fn's answers depend on more than that state and its input (training during the "
-                        "validation, state kept across calls, what it was asked before)"
-                        % (w["w"], w["size"], w["position"], tol))
-        leak = None
-        w = worst["exact"]
-        if w is not None and w["size"] > tol:
-            # The same row in a batch of other rows, while whole batches
-            # agree: the answer depends on the other rows (the next window
-            # is the row's future).
-            leak = dict(w, kind="row")
-        for key in ("future", "document"):
-            w = worst[key]
-            if leak is not None and leak["kind"] == "row":
-                break  # rows that depend on each other move everywhere
-            if w is not None and w["size"] > tol and (leak is None or w["size"] > leak["size"]):
-                leak = dict(w, kind=key)
-        moved = sum(1 for m in res.moves if m > tol)
-        msg = "no leak found"
-        fault = ""
-        if leak is not None:
-            fault = "leak"
-            if leak["kind"] == "row":
-                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the row "
-                       "came in a batch of other rows: rows must be independent (consecutive validation windows are "
-                       "consecutive text, so a model that looks across rows sees the future), and answers must not "
-                       "depend on what else the process was asked"
-                       % (leak["position"], leak["w"], leak["size"], tol))
-            elif leak["kind"] == "future":
-                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
-                       "tokens from position %d on were replaced: the model sees future tokens (or, far from the "
-                       "change, remembers or depends on what else it was asked)"
-                       % (leak["position"], leak["w"], leak["size"], tol, leak["perturbed"]))
-            else:
-                msg = ("log-probabilities at position %d of window %d changed by %.3g (tolerance %.3g) when the "
-                       "text before its BOS at position %d was replaced: the model sees across a document boundary"
-                       % (leak["position"], leak["w"], leak["size"], tol, leak["boundary"]))
-        elif res.moves and moved == 0:
-            fault = "insensitive"
-            msg = "no change of the input changed any log-probability: the model's output does not depend on its input"
-        self.scored = True
-        self.emit("probe", {
-            "ok": fault == "", "fault": fault, "sequences": res.rows, "perturbations": len(res.moves),
-            "noise_floor": res.noise, "noise_limit": self.max_noise, "tolerance": tol,
-            "sensitive": moved / len(res.moves) if res.moves else 0.0,
-            "leak": None if leak is None else {
-                "kind": leak["kind"], "row": leak["w"], "perturbed": leak["perturbed"], "position": leak["position"],
-                "size": leak["size"]},
-            "message": msg, "doc_isolated": bool(self.probe_cfg.get("doc_isolated")), "row_check": res.rows,
-            "calls": self.checks["scorer_calls"], "scorer": True, "ms": elapsed * 1000.0})
-        for c in self.scorers:
-            c.send({"op": "done"})
-
     # -- the end --------------------------------------------------------------
 
     def charge_and_check_budget(self):
         """The final pass is over and the scorer has answered: charge what
         the designated validations took beyond the scorer's forward pass,
         then check what is left of them against the validation budget."""
-        extra = self.budget.recharge(self.validation.designated(), self.scorer_calls)
+        extra = self.budget.recharge(self.validation.designated(), self.scorer.calls)
         if extra > 0:
             self.clock.charged += extra
             self.checks["charged_ms"] = self.clock.charged * 1000.0
@@ -1450,21 +1467,21 @@ class Judge:
         self.write_sections()
         self.emit("checks", self.checks)
         c0 = self.conns[0] if self.conns else None
-        if final is not None and self.failure is None and c0 is not None and (self.scored or not self.scorers):
+        if final is not None and self.failure is None and c0 is not None and (self.scorer.scored or not self.scorers):
             ms = self.train_ms()
             steps = c0.steps
             tokens = sum(x.tokens for x in self.conns)
             self.emit("final", {"steps": steps, "train_time_ms": ms, "step_avg_ms": ms / steps if steps else 0.0,
                                 "tokens": tokens, "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
                                 "val_loss": final.loss, "val_tokens": final.count,
-                                "pre_train_ms": self.checks["setup_ms"], "probe": self.scored,
+                                "pre_train_ms": self.checks["setup_ms"], "probe": self.scorer.scored,
                                 "planned_steps": self.planned,
                                 "val_ms": (final.end - min(final.start.values())) * 1000.0})
         elif self.failure is None and not self.reported_error and c0 is not None and c0.hello is not None:
             if final is None:
                 self.emit("error", {"kind": "NoFinish", "code": "no_finish", "step": c0.steps, "traceback": "",
                                     "message": "the program ended without calling fh.finish(logits_fn)"})
-            elif self.scorers and not self.scored:
+            elif self.scorers and not self.scorer.scored:
                 self.emit("error", {"kind": "Scorer", "code": "scorer", "step": c0.steps, "traceback": "",
                                     "scorer": True, "message": "the scorer did not answer the final validation: "
                                                                "frontier did not start it, or it never connected"})
