@@ -249,21 +249,29 @@ func openDB(ctx context.Context, path string, mode openMode, owner Owner) (*sqlS
 	// The path is part of a URI: '?', '#' and '%' in it must not be read
 	// as its query.
 	name := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite", "file:"+name+"?"+q.Encode())
+	dsn := "file:" + name + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	var stmts *stmtCache
+	var w *writer
 	if path == ":memory:" {
 		db.SetMaxOpenConns(1) // each connection would be its own database
 	} else {
 		// A connection costs its pragmas and a read of the schema to open,
 		// and its prepared statements to lose: the workers of a run that
-		// write at once keep theirs (database/sql keeps 2 by default).
+		// read at once keep theirs (database/sql keeps 2 by default).
 		db.SetMaxIdleConns(sqliteIdleConns)
 		stmts = newStmtCache(db, sqliteStmts)
+		if mode == modeWrite {
+			if w, err = openWriter(dsn); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("open store %s: %w", path, err)
+			}
+		}
 	}
-	s := &sqlStore{db: sqlDB{DB: db, stmts: stmts}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
+	s := &sqlStore{db: sqlDB{DB: db, stmts: stmts, w: w}, dialect: sqliteDialect, loc: Location{Dialect: SQLite, Path: path}, readOnly: mode != modeWrite,
 		reader: mode == modeReader, owner: owner}
 	if path != ":memory:" {
 		s.reserve = path + "-reserve"
