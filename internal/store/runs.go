@@ -371,6 +371,18 @@ func (t *runTx) FinishIteration(runID int64, iteration int) error {
 	return nil
 }
 
+// nullables returns the member's program hash and end time as stored:
+// NULL for none.
+func (c *Child) nullables() (hash, finished any) {
+	if c.ProgramHash != "" {
+		hash = c.ProgramHash
+	}
+	if !c.FinishedAt.IsZero() {
+		finished = c.FinishedAt.UnixMilli()
+	}
+	return hash, finished
+}
+
 // InsertChild records a new member with every field, in one statement
 // (each statement that writes a member rewrites its row and its indexes),
 // and sets c.ID.
@@ -379,14 +391,7 @@ func (t *runTx) InsertChild(c *Child) error {
 		c.CreatedAt = t.now
 	}
 	c.UpdatedAt = t.now
-	var finished any
-	if !c.FinishedAt.IsZero() {
-		finished = c.FinishedAt.UnixMilli()
-	}
-	var hash any
-	if c.ProgramHash != "" {
-		hash = c.ProgramHash
-	}
+	hash, finished := c.nullables()
 	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO run_children (run_id, iteration, slot, island, parent_id, origin, source_id, model, stage,
 		template, seed, state, program_hash, norm_hash, description, idea, fix_attempts, verdict, reason, error, fast_evaluation_id,
 		evaluation_id, val_loss, train_time_ms, step_avg_ms, score, summary, input_tokens, output_tokens, cost_usd, created_at,
@@ -408,14 +413,7 @@ func (t *runTx) InsertChild(c *Child) error {
 // with another prompt).
 func (t *runTx) UpdateChild(c *Child) error {
 	c.UpdatedAt = t.now
-	var finished any
-	if !c.FinishedAt.IsZero() {
-		finished = c.FinishedAt.UnixMilli()
-	}
-	var hash any
-	if c.ProgramHash != "" {
-		hash = c.ProgramHash
-	}
+	hash, finished := c.nullables()
 	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
 		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
 		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,
