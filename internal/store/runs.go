@@ -371,20 +371,41 @@ func (t *runTx) FinishIteration(runID int64, iteration int) error {
 	return nil
 }
 
-// InsertChild records a new member and sets c.ID.
+// nullables returns the member's program hash and end time as stored:
+// NULL for none.
+func (c *Child) nullables() (hash, finished any) {
+	if c.ProgramHash != "" {
+		hash = c.ProgramHash
+	}
+	if !c.FinishedAt.IsZero() {
+		finished = c.FinishedAt.UnixMilli()
+	}
+	return hash, finished
+}
+
+// InsertChild records a new member with every field, in one statement
+// (each statement that writes a member rewrites its row and its indexes),
+// and sets c.ID.
 func (t *runTx) InsertChild(c *Child) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = t.now
 	}
 	c.UpdatedAt = t.now
+	hash, finished := c.nullables()
 	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO run_children (run_id, iteration, slot, island, parent_id, origin, source_id, model, stage,
-		template, seed, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		template, seed, state, program_hash, norm_hash, description, idea, fix_attempts, verdict, reason, error, fast_evaluation_id,
+		evaluation_id, val_loss, train_time_ms, step_avg_ms, score, summary, input_tokens, output_tokens, cost_usd, created_at,
+		updated_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+		$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33) RETURNING id`,
 		c.RunID, c.Iteration, c.Slot, c.Island, nullID(c.ParentID), c.Origin, nullID(c.SourceID), c.Model, c.Stage,
-		c.Template, int64(c.Seed), c.State, c.CreatedAt.UnixMilli(), c.UpdatedAt.UnixMilli()).Scan(&c.ID)
+		c.Template, int64(c.Seed), c.State, hash, c.NormHash, c.Description, c.Idea, c.FixAttempts, c.Verdict, c.Reason, c.Error,
+		nullID(c.FastEvaluationID), nullID(c.EvaluationID), nullZero(c.ValLoss), nullZero(c.TrainTimeMs), nullZero(c.StepAvgMs),
+		nullZero(c.Score), c.Summary, c.InputTokens, c.OutputTokens, c.CostUSD, c.CreatedAt.UnixMilli(), c.UpdatedAt.UnixMilli(),
+		finished).Scan(&c.ID)
 	if err != nil {
 		return fmt.Errorf("record child: %w", err)
 	}
-	return t.UpdateChild(c)
+	return nil
 }
 
 // UpdateChild writes every mutable field of c (its stage and template
@@ -392,14 +413,7 @@ func (t *runTx) InsertChild(c *Child) error {
 // with another prompt).
 func (t *runTx) UpdateChild(c *Child) error {
 	c.UpdatedAt = t.now
-	var finished any
-	if !c.FinishedAt.IsZero() {
-		finished = c.FinishedAt.UnixMilli()
-	}
-	var hash any
-	if c.ProgramHash != "" {
-		hash = c.ProgramHash
-	}
+	hash, finished := c.nullables()
 	_, err := t.tx.ExecContext(t.ctx, `UPDATE run_children SET island = $1, model = $2, state = $3, program_hash = $4, norm_hash = $5,
 		description = $6, idea = $7, fix_attempts = $8, verdict = $9, reason = $10, error = $11, fast_evaluation_id = $12,
 		evaluation_id = $13, val_loss = $14, train_time_ms = $15, step_avg_ms = $16, score = $17, summary = $18,

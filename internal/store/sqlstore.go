@@ -61,6 +61,8 @@ func (s *sqlStore) ReadOnly() bool   { return s.readOnly }
 type sqlDB struct {
 	*sql.DB
 	stmts *stmtCache
+	// w, when set, runs every transaction (see writer).
+	w *writer
 }
 
 func (d sqlDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
@@ -92,20 +94,51 @@ func (d sqlDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.
 
 // BeginTx starts a transaction whose queries clean their arguments too.
 func (d sqlDB) BeginTx(ctx context.Context) (sqlTx, error) {
+	if d.w != nil {
+		return d.w.begin(ctx)
+	}
 	tx, err := d.DB.BeginTx(ctx, nil)
-	return sqlTx{tx, d.stmts}, err
+	return sqlTx{Tx: tx, stmts: d.stmts}, err
 }
 
 // Close closes the prepared statements, then the database.
 func (d sqlDB) Close() error {
+	var werr error
+	if d.w != nil {
+		werr = d.w.close()
+	}
 	d.stmts.close()
-	return d.DB.Close()
+	return errors.Join(werr, d.DB.Close())
 }
 
 // sqlTx is a transaction of sqlDB.
 type sqlTx struct {
 	*sql.Tx
 	stmts *stmtCache
+	// conn, when set, is the writer's connection, given back when the
+	// transaction ends.
+	conn *sql.Conn
+}
+
+// Commit commits the transaction and gives its connection back.
+func (t sqlTx) Commit() error {
+	err := t.Tx.Commit()
+	t.release()
+	return err
+}
+
+// Rollback rolls the transaction back (nothing once it committed) and
+// gives its connection back.
+func (t sqlTx) Rollback() error {
+	err := t.Tx.Rollback()
+	t.release()
+	return err
+}
+
+func (t sqlTx) release() {
+	if t.conn != nil {
+		t.conn.Close() // ErrConnDone when given back already
+	}
 }
 
 func (t sqlTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {

@@ -18,11 +18,16 @@ import (
 type stmtCache struct {
 	db  *sql.DB
 	max int
+	// deferred: a statement new to the cache is prepared in the
+	// background, and the call that asked for it runs its query as it is
+	// (see newDeferredStmtCache).
+	deferred bool
 
-	mu     sync.Mutex
-	byText map[string]*cachedStmt
-	clock  uint64
-	closed bool
+	mu      sync.Mutex
+	byText  map[string]*cachedStmt
+	pending map[string]bool // deferred: being prepared
+	clock   uint64
+	closed  bool
 }
 
 type cachedStmt struct {
@@ -41,9 +46,20 @@ func newStmtCache(db *sql.DB, max int) *stmtCache {
 	return &stmtCache{db: db, max: max, byText: make(map[string]*cachedStmt, max)}
 }
 
+// newDeferredStmtCache returns a cache of at most max statements of db,
+// whose one connection the caller may hold (in a transaction) when it
+// asks for a statement: preparing it then would wait for the connection
+// for ever.
+func newDeferredStmtCache(db *sql.DB, max int) *stmtCache {
+	c := newStmtCache(db, max)
+	c.deferred, c.pending = true, map[string]bool{}
+	return c
+}
+
 // get returns the statement for q, prepared on first use and held until
 // release; nil when there is no cache or q cannot be prepared (the caller
-// then runs q as it is, which reports the error).
+// then runs q as it is, which reports the error), and, for a deferred
+// cache, while q is being prepared.
 func (c *stmtCache) get(ctx context.Context, q string) *cachedStmt {
 	if c == nil {
 		return nil
@@ -58,6 +74,14 @@ func (c *stmtCache) get(ctx context.Context, q string) *cachedStmt {
 		st.used, st.refs = c.clock, st.refs+1
 		c.mu.Unlock()
 		return st
+	}
+	if c.deferred {
+		if !c.pending[q] {
+			c.pending[q] = true
+			go c.prepareLater(q)
+		}
+		c.mu.Unlock()
+		return nil
 	}
 	c.mu.Unlock()
 
@@ -83,6 +107,26 @@ func (c *stmtCache) get(ctx context.Context, q string) *cachedStmt {
 	st := &cachedStmt{text: q, stmt: stmt, used: c.clock, refs: 1}
 	c.byText[q] = st
 	return st
+}
+
+// prepareLater prepares q for a deferred cache, once the connection is
+// free, and adds it.
+func (c *stmtCache) prepareLater(q string) {
+	stmt, err := c.db.PrepareContext(context.Background(), q)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, q)
+	if err != nil {
+		return
+	}
+	if _, ok := c.byText[q]; ok || c.closed {
+		go stmt.Close()
+		return
+	}
+	if len(c.byText) >= c.max {
+		c.evictOldest()
+	}
+	c.byText[q] = &cachedStmt{text: q, stmt: stmt, used: c.clock}
 }
 
 // evictOldest removes the least recently used statement; c.mu is held.

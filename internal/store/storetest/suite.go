@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -369,11 +370,26 @@ func testMembers(t *testing.T, s store.Store) {
 		got.Seed != 1<<62 || got.Slot != 2 || got.ParentID != ref.ID || got.Template != "combine" || got.Stage != "template" || got.FinishedAt.IsZero() {
 		t.Errorf("child read back as %+v, %v", got, err)
 	}
-	if _, err := s.Child(ctx, kid.ID+100); !errors.Is(err, store.ErrNotFound) {
+	// InsertChild writes every field too (a migrant copies a settled
+	// member).
+	if got == nil {
+		t.FailNow()
+	}
+	cp := *got
+	cp.Origin, cp.SourceID, cp.Island = "migrant", kid.ID, 0
+	must(t, s.RunInTx(ctx, func(tx store.RunTx) error { return tx.InsertChild(&cp) }))
+	back, err := s.Child(ctx, cp.ID)
+	if err == nil && cp.ID != got.ID && back.UpdatedAt.Sub(cp.UpdatedAt).Abs() < time.Millisecond {
+		cp.UpdatedAt = back.UpdatedAt // read back in milliseconds
+	}
+	if err != nil || !reflect.DeepEqual(*back, cp) {
+		t.Errorf("inserted child read back as %+v, %v; want %+v", back, err, cp)
+	}
+	if _, err := s.Child(ctx, cp.ID+100); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a missing child: %v, want ErrNotFound", err)
 	}
 	kids, err := s.Children(ctx, r.ID)
-	if err != nil || len(kids) != 2 || kids[0].ID != ref.ID || kids[1].ID != kid.ID {
+	if err != nil || len(kids) != 3 || kids[0].ID != ref.ID || kids[1].ID != kid.ID || kids[2].ID != cp.ID {
 		t.Errorf("Children: %v, want creation order", err)
 	}
 	atts, err := s.Attempts(ctx, r.ID)
