@@ -42,7 +42,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (25 to 40 minutes on 2 busy cores, three timings)",
+		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (25 to 35 minutes on 2 quiet cores, up to an hour on a busy machine)",
 		Long: `Demo runs a short evolutionary search on the built-in tiny track, then
 tests the fastest acceptable program it found against the reference in an
 interleaved series (both programs, --pairs runs each, in alternation, with
@@ -52,9 +52,9 @@ writes the report.
 It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
-minutes, so a slower or busier machine does the same work, only later: about
-25 to 40 minutes on a busy 2-core machine (three timings; not measured quiet) (--duration caps the
-search's time as well).
+minutes, so a slower or busier machine does the same work, only later: 25 to
+35 minutes on 2 quiet cores, up to an hour on a busy machine (five timings in
+docs/evolve.md; --duration caps the search's time as well).
 
 When the series shows the fastest program's time held up but its loss did
 not, the demo tries once more with the fastest other program whose loss
@@ -82,7 +82,7 @@ program faster than the reference.`,
 }
 
 // demoConfig is the search the demo runs: small enough to end, with its
-// confirmation series, in 25 to 40 minutes on two busy cores (three timings), large
+// confirmation series, in 25 to 35 minutes on two quiet cores, large
 // enough to show islands, migration, the archive and, with a model,
 // meta-prompting and the fix loop. The engine's own confirmation is off:
 // the demo confirms its fastest program once, after the search, so that
@@ -136,7 +136,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if o.track == "" {
 		o.track = "tiny"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; 25 to 40 minutes on 2 busy cores (three timings).\n",
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; 25 to 35 minutes on 2 quiet cores, up to an hour on a busy machine.\n",
 		o.track, proposer, o.evaluations, o.pairs)
 	name := "demo-" + time.Now().Format("20060102-150405")
 	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON}, cfg, env)
