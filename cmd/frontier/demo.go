@@ -53,7 +53,7 @@ It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
 minutes, so a slower or busier machine does the same work, only later: 25 to
-35 minutes on 2 quiet cores, up to an hour on a busy machine (five timings in
+35 minutes on 2 quiet cores, up to an hour on a busy machine (six timings in
 docs/evolve.md; --duration caps the search's time as well).
 
 When the series shows the fastest program's time held up but its loss did
