@@ -14,14 +14,14 @@ func (s *sqlStore) PutProgram(ctx context.Context, src []byte, normHash string) 
 	}
 	err := s.write(ctx, func() error {
 		var one int
-		err := s.db.QueryRowContext(ctx, `SELECT 1 FROM programs WHERE hash = $1`, h).Scan(&one)
+		err := s.db.hot().QueryRowContext(ctx, `SELECT 1 FROM programs WHERE hash = $1`, h).Scan(&one)
 		if err == nil {
 			return nil
 		}
 		if !notFound(err) {
 			return err
 		}
-		p, err := s.prepareHashed(ctx, s.db, src, h, &s.known)
+		p, err := s.prepareHashed(ctx, s.db.hot(), src, h, &s.known)
 		if err != nil {
 			return err
 		}
@@ -46,15 +46,16 @@ func (s *sqlStore) PutProgram(ctx context.Context, src []byte, normHash string) 
 
 // Program returns the source of the program with hash h.
 func (s *sqlStore) Program(ctx context.Context, h string) ([]byte, error) {
+	q := s.db.hot()
 	var one int
-	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM programs WHERE hash = $1`, h).Scan(&one)
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM programs WHERE hash = $1`, h).Scan(&one)
 	if notFound(err) {
 		return nil, fmt.Errorf("program %s: %w", h, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read program %s: %w", h, err)
 	}
-	src, err := s.content(ctx, s.db, h)
+	src, err := s.content(ctx, q, h)
 	if err != nil {
 		return nil, fmt.Errorf("read program %s: %w", h, err)
 	}

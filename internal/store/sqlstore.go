@@ -101,6 +101,21 @@ func (d sqlDB) BeginTx(ctx context.Context) (sqlTx, error) {
 	return sqlTx{Tx: tx, stmts: d.stmts}, err
 }
 
+// hot returns where to run reads whose pages the store has just written
+// or is about to write (a program's rows and chunks): the writer, when
+// it is free, else d. A SQLite connection drops its whole page cache when
+// another one wrote since its last read, so on a pooled connection those
+// reads come from the file; on the writer, from its cache. A writer
+// that a transaction holds, or that another read just took, is not
+// waited for. The caller must be done with the rows of each query before
+// it begins a transaction.
+func (d sqlDB) hot() querier {
+	if d.w == nil || d.w.db.Stats().InUse > 0 {
+		return d
+	}
+	return sqlDB{DB: d.w.db, stmts: d.w.stmts}
+}
+
 // Close closes the prepared statements, then the database.
 func (d sqlDB) Close() error {
 	var werr error
