@@ -87,3 +87,17 @@ func BenchmarkApply10Blocks3000Lines(b *testing.B) { benchApply(b, false, MatchE
 // BenchmarkApply10FuzzyBlocks3000Lines is the same with every block
 // matched only at the fuzzy rung, the slowest path.
 func BenchmarkApply10FuzzyBlocks3000Lines(b *testing.B) { benchApply(b, true, MatchFuzzy) }
+
+// BenchmarkRegions finds the regions of a long program with one region at
+// its top, as a track's programs have: the edit of every child, and the
+// check that it left them alone, look for them.
+func BenchmarkRegions(b *testing.B) {
+	prog, _ := benchProgram(false)
+	src := []byte("# frontier:protected begin harness\nimport torch\n# frontier:protected end harness\n" + prog)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, err := Regions(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

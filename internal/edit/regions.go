@@ -51,23 +51,36 @@ func Regions(src []byte) ([]Region, error) {
 		return nil, nil
 	}
 	var (
-		out   []Region
-		open  *Region
-		seen  = map[string]int{}
-		start = 0
-		num   = 0
+		out  []Region
+		open *Region
+		seen = map[string]int{}
+		// counted is where the lines were counted to: num is 1 plus the
+		// line feeds before it.
+		counted = 0
+		num     = 1
 	)
-	for start < len(src) {
-		num++
-		end := bytes.IndexByte(src[start:], '\n')
+	// Only the lines that hold the marker word can be markers: go from one
+	// to the next, counting the lines in between, rather than look at every
+	// line of a long program.
+	for from := 0; from < len(src); {
+		at := bytes.Index(src[from:], []byte(markerWord))
+		if at < 0 {
+			break
+		}
+		at += from
+		start := bytes.LastIndexByte(src[:at], '\n') + 1
+		num += bytes.Count(src[counted:start], []byte{'\n'})
+		counted = start
+		end := bytes.IndexByte(src[at:], '\n')
 		next := len(src)
 		if end >= 0 {
-			next = start + end + 1
-			end = start + end
+			end += at
+			next = end + 1
 		} else {
 			end = len(src)
 		}
-		if raw := src[start:end]; bytes.Contains(raw, []byte(markerWord)) && isMarkerLine(string(raw)) {
+		from = next
+		if raw := src[start:end]; isMarkerLine(string(raw)) {
 			line := strings.TrimSuffix(string(raw), "\r")
 			m := markerRe.FindStringSubmatch(line)
 			if m == nil {
@@ -95,7 +108,6 @@ func Regions(src []byte) ([]Region, error) {
 				open = nil
 			}
 		}
-		start = next
 	}
 	if open != nil {
 		return nil, fmt.Errorf("line %d: protected region %q has no end marker; add \"# frontier:protected end %s\" after its last line", open.StartLine, open.Name, open.Name)
