@@ -3,6 +3,7 @@ package edit
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"regexp"
 	"sort"
 	"strings"
@@ -50,63 +51,81 @@ func Regions(src []byte) ([]Region, error) {
 	if !bytes.Contains(src, []byte(markerWord)) {
 		return nil, nil
 	}
+	return regionsIn(src, wordLines(src))
+}
+
+// srcLine is a line of a program: src[start:end], without its line feed;
+// next is where the line after it starts; num counts from 1.
+type srcLine struct{ num, start, end, next int }
+
+// wordLines yields the lines of src that hold the marker word, the only
+// ones that can be markers: it goes from one mention to the next,
+// counting the lines in between, rather than look at every line of a long
+// program.
+func wordLines(src []byte) iter.Seq[srcLine] {
+	return func(yield func(srcLine) bool) {
+		// counted is where the lines were counted to: num is 1 plus the
+		// line feeds before it.
+		counted, num := 0, 1
+		for from := 0; from < len(src); {
+			at := bytes.Index(src[from:], []byte(markerWord))
+			if at < 0 {
+				return
+			}
+			at += from
+			l := srcLine{start: bytes.LastIndexByte(src[:at], '\n') + 1, end: len(src), next: len(src)}
+			num += bytes.Count(src[counted:l.start], []byte{'\n'})
+			counted, l.num = l.start, num
+			if end := bytes.IndexByte(src[at:], '\n'); end >= 0 {
+				l.end, l.next = at+end, at+end+1
+			}
+			if !yield(l) {
+				return
+			}
+			from = l.next
+		}
+	}
+}
+
+// regionsIn is Regions over the lines of src that lines yields, in order,
+// which include every line that mentions the marker word.
+func regionsIn(src []byte, lines iter.Seq[srcLine]) ([]Region, error) {
 	var (
 		out  []Region
 		open *Region
 		seen = map[string]int{}
-		// counted is where the lines were counted to: num is 1 plus the
-		// line feeds before it.
-		counted = 0
-		num     = 1
 	)
-	// Only the lines that hold the marker word can be markers: go from one
-	// to the next, counting the lines in between, rather than look at every
-	// line of a long program.
-	for from := 0; from < len(src); {
-		at := bytes.Index(src[from:], []byte(markerWord))
-		if at < 0 {
-			break
+	for l := range lines {
+		raw := src[l.start:l.end]
+		if !isMarkerLine(string(raw)) {
+			continue
 		}
-		at += from
-		start := bytes.LastIndexByte(src[:at], '\n') + 1
-		num += bytes.Count(src[counted:start], []byte{'\n'})
-		counted = start
-		end := bytes.IndexByte(src[at:], '\n')
-		next := len(src)
-		if end >= 0 {
-			end += at
-			next = end + 1
-		} else {
-			end = len(src)
+		num := l.num
+		line := strings.TrimSuffix(string(raw), "\r")
+		m := markerRe.FindStringSubmatch(line)
+		if m == nil {
+			return nil, fmt.Errorf("line %d: malformed protected-region marker %q: write \"# frontier:protected begin NAME\" or \"# frontier:protected end NAME\" (NAME: letters, digits, _ . -)", num, strings.TrimSpace(line))
 		}
-		from = next
-		if raw := src[start:end]; isMarkerLine(string(raw)) {
-			line := strings.TrimSuffix(string(raw), "\r")
-			m := markerRe.FindStringSubmatch(line)
-			if m == nil {
-				return nil, fmt.Errorf("line %d: malformed protected-region marker %q: write \"# frontier:protected begin NAME\" or \"# frontier:protected end NAME\" (NAME: letters, digits, _ . -)", num, strings.TrimSpace(line))
+		verb, name := m[1], m[2]
+		switch {
+		case verb == "begin" && open != nil:
+			return nil, fmt.Errorf("line %d: protected region %q begins inside region %q (begun on line %d); regions do not nest, so end %q first", num, name, open.Name, open.StartLine, open.Name)
+		case verb == "begin":
+			if first, dup := seen[name]; dup {
+				return nil, fmt.Errorf("line %d: protected region %q is defined twice (first on line %d); give each region its own name", num, name, first)
 			}
-			verb, name := m[1], m[2]
-			switch {
-			case verb == "begin" && open != nil:
-				return nil, fmt.Errorf("line %d: protected region %q begins inside region %q (begun on line %d); regions do not nest, so end %q first", num, name, open.Name, open.StartLine, open.Name)
-			case verb == "begin":
-				if first, dup := seen[name]; dup {
-					return nil, fmt.Errorf("line %d: protected region %q is defined twice (first on line %d); give each region its own name", num, name, first)
-				}
-				seen[name] = num
-				open = &Region{Name: name, StartLine: num, Start: start}
-			case open == nil:
-				return nil, fmt.Errorf("line %d: \"# frontier:protected end %s\" has no matching begin marker above it", num, name)
-			case name != open.Name:
-				return nil, fmt.Errorf("line %d: end marker for region %q, but the open region is %q (begun on line %d)", num, name, open.Name, open.StartLine)
-			default:
-				open.EndLine = num
-				open.End = next
-				open.Content = src[open.Start:next]
-				out = append(out, *open)
-				open = nil
-			}
+			seen[name] = num
+			open = &Region{Name: name, StartLine: num, Start: l.start}
+		case open == nil:
+			return nil, fmt.Errorf("line %d: \"# frontier:protected end %s\" has no matching begin marker above it", num, name)
+		case name != open.Name:
+			return nil, fmt.Errorf("line %d: end marker for region %q, but the open region is %q (begun on line %d)", num, name, open.Name, open.StartLine)
+		default:
+			open.EndLine = num
+			open.End = l.next
+			open.Content = src[open.Start:l.next]
+			out = append(out, *open)
+			open = nil
 		}
 	}
 	if open != nil {
