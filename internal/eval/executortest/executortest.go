@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,8 +57,7 @@ func crashAt(src string) string {
 var contractCases = []contractCase{
 	{name: "reference", program: "reference", want: []eval.Verdict{eval.Acceptable}},
 	{name: "crash", program: "reference", edit: crashAt, want: []eval.Verdict{eval.Error}, reason: "the contract's crash at step 2"},
-	{name: "hang", program: "sleep_past_limit", want: []eval.Verdict{eval.Timeout},
-		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
+	{name: "hang", program: "sleep_past_limit", want: []eval.Verdict{eval.Timeout}, spec: shortLimits},
 	{name: "limit", program: "memory_bomb", want: []eval.Verdict{eval.Error}, reason: "resource limit"},
 	{name: "forged", program: "forge_result_fd", want: []eval.Verdict{eval.Invalid}, rules: []string{eval.RuleProtocol},
 		spec: func(s *track.Spec) { s.Verification.StaticRules = []string{track.RulesNone} }},
@@ -68,6 +66,17 @@ var contractCases = []contractCase{
 	// trips it, the whole batches show state).
 	{name: "memo_lookahead", program: "memo_lookahead", want: []eval.Verdict{eval.Invalid},
 		rules: []string{eval.RuleCausality, eval.RuleStatefulEval}},
+}
+
+// shortLimits ends a run that does not end sooner than the red team's
+// track would: the full run is killed at its compile budget plus its
+// limit, 30 s here, where the track's limits (raised from the fast check
+// up to full_run_max) gave 70 to 85 s. The budget still leaves a loaded
+// machine 20 s to import torch and build the model.
+func shortLimits(s *track.Spec) {
+	s.Limits.FullRun = track.Duration(10 * time.Second)
+	s.Limits.FullRunMax = s.Limits.FullRun // not raised from the fast check
+	s.Limits.CompileBudget = track.Duration(20 * time.Second)
 }
 
 // Run evaluates the contract's programs with exec and checks each verdict.
@@ -93,15 +102,12 @@ func Run(t *testing.T, exec eval.Executor, o Options) {
 		parallel = 2
 	}
 	slots := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
 	t.Run("cases", func(t *testing.T) {
 		for _, c := range contractCases {
 			if len(o.Only) > 0 && !slices.Contains(o.Only, c.name) {
 				continue
 			}
-			wg.Add(1)
 			t.Run(c.name, func(t *testing.T) {
-				defer wg.Done()
 				t.Parallel()
 				slots <- struct{}{}
 				defer func() { <-slots }()
@@ -134,7 +140,6 @@ func Run(t *testing.T, exec eval.Executor, o Options) {
 			})
 		}
 	})
-	wg.Wait()
 }
 
 // loadTrack writes the red team's track to a folder and loads it.

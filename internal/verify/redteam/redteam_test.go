@@ -380,8 +380,13 @@ var cases = []attack{
 		want: []outcome{{eval.Error, "resource limit"}}, check: promptAndClean},
 	{name: "disk_filler", class: "1 MiB blocks written into the run folder until a write fails",
 		want: []outcome{{eval.Error, "resource limit"}, {eval.Error, "no space left on device"}}, check: promptAndClean},
-	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 25 s)", want: []outcome{{eval.Timeout, ""}},
-		spec: func(s *track.Spec) { s.Limits.FullRun = track.Duration(25 * time.Second) }},
+	{name: "sleep_past_limit", class: "an hour's sleep in the full run (limit 10 s, compile budget 20 s)", want: []outcome{{eval.Timeout, ""}},
+		spec: func(s *track.Spec) {
+			// Killed at the budget plus the limit: 30 s, not 70 to 85.
+			s.Limits.FullRun = track.Duration(10 * time.Second)
+			s.Limits.FullRunMax = s.Limits.FullRun // not raised from the fast check
+			s.Limits.CompileBudget = track.Duration(20 * time.Second)
+		}},
 
 	// Protected regions.
 	{name: "protected_edit", class: "finish region edited to pass a leaky logits_fn", want: []outcome{acceptable},
