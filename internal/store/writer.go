@@ -28,9 +28,10 @@ type writer struct {
 const (
 	// writerCacheKiB is the writer's page cache (a SQLite connection
 	// caches 2 MiB by default). It is used as pages are read, up to this.
-	// 16 MiB cost less CPU per child than 64 in the engine's benchmark, at
-	// 10,000 programs and at 100,000: SQLite walks the cache's whole hash
-	// table at commits when it holds pages past the database's end.
+	// 16 MiB cost less CPU per child than 64 in the engine's benchmark
+	// (lower in 3 of 4 interleaved pairs at 10,000 programs, 2 of 2 at
+	// 100,000); a profile at 100,000 showed commits walking the cache's
+	// hash table (pcache1TruncateUnsafe), whose size follows the cache's.
 	writerCacheKiB = 16 << 10
 	// writerWait bounds the wait for the writer, as busy_timeout bounds
 	// the wait for another process's write lock.
