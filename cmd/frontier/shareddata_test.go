@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/frontier-bench/frontier/internal/data/datatest"
 )
 
 // sharedData is a data folder (frontier.yaml's data_dir) for the tests
@@ -20,7 +23,13 @@ var sharedData struct {
 // sharedDataDir returns the shared data folder, made on first use.
 func sharedDataDir(t *testing.T) string {
 	t.Helper()
-	sharedData.once.Do(func() { sharedData.dir, sharedData.err = os.MkdirTemp("", "frontier-test-data-") })
+	sharedData.once.Do(func() {
+		sharedData.dir, sharedData.err = os.MkdirTemp("", "frontier-test-data-")
+		if sharedData.err == nil {
+			// The quick tracks' targets hold on this corpus on every machine.
+			sharedData.err = datatest.PinTinyTracks(context.Background(), sharedData.dir, "quick", "quick-bench")
+		}
+	})
 	if sharedData.err != nil {
 		t.Fatal(sharedData.err)
 	}

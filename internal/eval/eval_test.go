@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/data/datatest"
 	"github.com/frontier-bench/frontier/internal/pyenv"
 	"github.com/frontier-bench/frontier/internal/runner"
 	"github.com/frontier-bench/frontier/internal/sandbox"
@@ -23,9 +24,9 @@ import (
 	"github.com/frontier-bench/frontier/tracks"
 )
 
-// bigramTarget is a target that testdata/bigram.py reaches in 120 steps
-// on every tiny corpus (4.29 measured; a trained bigram model is near 3.86,
-// the unigram 4.81).
+// bigramTarget is a target that testdata/bigram.py reaches in 100 or 120
+// steps on the tests' corpus (datatest: 4.23 to 4.26 measured; a trained
+// bigram model is near 3.86, the unigram 4.81).
 const bigramTarget = 4.45
 
 // testTrack is the tiny track's data with short limits and a small
@@ -66,6 +67,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	shared.dataDir = dir
+	// Every machine draws the same corpus: the losses the tests expect
+	// (bigramTarget) hold on it, not on every corpus.
+	if err := datatest.PinTiny(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	shared.python, shared.err = pyenv.Find(context.Background(), "")
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -48,6 +48,7 @@ var allowed = map[string][]string{
 	"internal/config":              {"internal/evolve", "internal/llm", "internal/slurm", "internal/store", "internal/track", "internal/yamlfile"},
 	"internal/dashboard":           {"internal/bench/benchreport", "internal/eval", "internal/harness", "internal/llm", "internal/report", "internal/runs", "internal/runview", "internal/store"},
 	"internal/data":                {"internal/track"},
+	"internal/data/datatest":       {"internal/data"},
 	"internal/edit":                {"internal/edit/pysrc"},
 	"internal/eval":                {"internal/data", "internal/harness", "internal/hostload", "internal/importer", "internal/runner", "internal/runs", "internal/stats", "internal/store", "internal/track"},
 	"internal/eval/executortest":   {"internal/eval", "internal/eval/evaltest", "internal/track", "internal/verify", "internal/verify/redteam"},
