@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds one folder per built-in track.
 //
-//go:embed all:tiny all:nanogpt all:nanogpt-1gpu all:nanogpt-medium
+//go:embed all:tiny all:tiny-1cpu all:nanogpt all:nanogpt-1gpu all:nanogpt-medium
 var FS embed.FS

@@ -29,6 +29,8 @@ type confirmOptions struct {
 	against string
 	asJSON  bool
 	quiet   bool
+	// together runs each pair's two runs at once.
+	together bool
 }
 
 func newRunsConfirmCmd(g *globals) *cobra.Command {
@@ -65,6 +67,7 @@ eval command's codes when a run of the candidate fails.`,
 	f.StringVar(&o.against, "against", "", "record, reference or a member's id (default: the standing record, else the reference)")
 	f.BoolVar(&o.asJSON, "json", false, "print the candidate's result as JSON (schema frontier.eval/v1)")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	f.BoolVar(&o.together, "together", false, "run the two runs of each pair at once, each beside the other (a CPU track on a machine with a core for every thread of both): half the time, and a neighbour's cost falls on both alike")
 	limitFlag(cmd, &o.limit)
 	return cmd
 }
@@ -221,16 +224,24 @@ func runConfirmation(ctx context.Context, g *globals, cfg *config.Config, env *e
 		fmt.Fprintln(g.stderr, "warning: "+w)
 	}
 	if !o.quiet {
-		fmt.Fprintf(g.stderr, "confirming #%d (%s, one timing in the search) against %s (%s): %d runs of each, in alternation\n",
-			cand.ID, secsText(cand.TrainTimeMs), memberName(base, s), secsText(base.TrainTimeMs), pairs)
+		fmt.Fprintf(g.stderr, "confirming #%d (%s, one timing in the search) against %s (%s): %d runs of each, %s\n",
+			cand.ID, secsText(cand.TrainTimeMs), memberName(base, s), secsText(base.TrainTimeMs), pairs, pairingText(o.together))
 		env.eval.Progress = func(line string) { fmt.Fprintln(g.stderr, line) }
 	}
 	cl, res, err := evolve.Confirm(ctx, st, evolve.ConfirmRequest{Run: run, Track: spec, CandidateID: cand.ID, BaselineID: base.ID,
-		Pairs: pairs, Seed: o.seed, Evaluator: env.eval, CandidateName: fmt.Sprintf("%s-%d.py", run.Name, cand.ID)})
+		Pairs: pairs, Seed: o.seed, Evaluator: env.eval, CandidateName: fmt.Sprintf("%s-%d.py", run.Name, cand.ID), Together: o.together})
 	if err != nil {
 		return nil, err
 	}
 	return &confirmOutcome{cl: cl, res: res, cand: cand, base: base, s: s}, nil
+}
+
+// pairingText says how a series ran its pairs.
+func pairingText(together bool) string {
+	if together {
+		return "in alternation, the two runs of each pair at once"
+	}
+	return "in alternation"
 }
 
 // evolveMinPairs is the default length of a series at alpha.
@@ -252,7 +263,8 @@ func memberName(c *store.Child, s *runview.Summary) string {
 // which reads LOSS_TOO_HIGH when every run reached the target but the mean
 // is not significantly under it), then the runs and the tests.
 func writeConfirmation(w io.Writer, cl *store.Confirmation, res *eval.Result, cand, base *store.Child, s *runview.Summary) {
-	fmt.Fprintf(w, "confirmation of #%d against %s, %d runs of each in alternation\n", cand.ID, memberName(base, s), cl.Pairs)
+	fmt.Fprintf(w, "confirmation of #%d against %s, %d runs of each %s\n", cand.ID, memberName(base, s), cl.Pairs,
+		pairingText(res != nil && res.Repeats != nil && res.Repeats.Together))
 	head := "CONFIRMED"
 	if cl.State != runs.ClaimConfirmed {
 		head = "NOT CONFIRMED"

@@ -3,8 +3,10 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/stats"
@@ -29,6 +31,8 @@ type Repeats struct {
 	// baseline, ...), so that a machine that speeds up or slows down
 	// during the series affects both alike.
 	Interleaved bool `json:"interleaved,omitempty"`
+	// Together is true when the two runs of each pair ran at once.
+	Together bool `json:"together,omitempty"`
 	// Record is true when the loss is significantly under the target and
 	// the time significantly under the baseline's: a record claim.
 	Record       bool   `json:"record"`
@@ -80,6 +84,11 @@ type RepeatRequest struct {
 	// was cut off (a resumed series): a run of the same program and seed
 	// is taken from here instead of being run again.
 	Prior []*Result
+	// Together runs the two programs of each pair of an interleaved
+	// series at once instead of one after the other: both see the same
+	// neighbour, the other, so its cost falls on both alike. For a CPU
+	// track on a machine with room for two runs, it halves the series.
+	Together bool
 }
 
 // FinishedPairs reads back, from stored evaluations evs, the runs of an
@@ -174,15 +183,29 @@ func (e *Evaluator) interleaved(ctx context.Context, rr RepeatRequest) (*Result,
 	if rr.BaselineHash == store.Hash(rr.Program) {
 		return nil, fmt.Errorf("the program is the baseline: nothing to compare")
 	}
+	mine, theirs, err := rr.pairs(ctx, e.Evaluate, e.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return e.aggregate(ctx, rr, mine, theirs)
+}
+
+// pairs runs the series of an interleaved request with run, pair by pair:
+// one after the other in ABBA order, or, when rr.Together, the two runs of
+// a pair at once. It returns the program's runs and the baseline's; a
+// program run that measured nothing ends the series.
+func (rr RepeatRequest) pairs(ctx context.Context, run func(context.Context, Request) (*Result, error), progress func(string)) (mine, theirs []*Result, err error) {
 	base := rr.Request
 	base.Program, base.Name, base.Keep = rr.Baseline, "baseline.py", ""
-	var mine, theirs []*Result
 	for i := 0; i < rr.N; i++ {
 		order := []bool{false, true} // false: the baseline
 		if i%2 == 1 {
 			order = []bool{true, false}
 		}
-		for _, program := range order {
+		var reqs [2]Request
+		var got [2]*Result
+		todo := 0
+		for k, program := range order {
 			req := rr.Request
 			if !program {
 				req = base
@@ -191,36 +214,83 @@ func (e *Evaluator) interleaved(ctx context.Context, rr RepeatRequest) (*Result,
 			if i > 0 {
 				req.SkipFast, req.Keep = true, ""
 			}
-			who := "baseline"
-			if program {
-				who = "program"
+			reqs[k] = req
+			if got[k] = rr.prior(store.Hash(req.Program), req.Seed); got[k] == nil {
+				todo++
 			}
-			r := rr.prior(store.Hash(req.Program), req.Seed)
-			if r == nil {
-				if e.Progress != nil {
-					e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d)", i+1, rr.N, who, req.Seed))
-				}
-				var err error
-				if r, err = e.Evaluate(ctx, req); err != nil {
-					return nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
-				}
-			} else if e.Progress != nil {
-				e.Progress(fmt.Sprintf("pair %d of %d: %s (seed %d) finished before the series was cut off", i+1, rr.N, who, req.Seed))
+		}
+		who := func(k int) string {
+			if order[k] {
+				return "program"
 			}
+			return "baseline"
+		}
+		if progress != nil {
+			for k := range order {
+				if got[k] != nil {
+					progress(fmt.Sprintf("pair %d of %d: %s (seed %d) finished before the series was cut off", i+1, rr.N, who(k), reqs[k].Seed))
+				}
+			}
+		}
+		if rr.Together && todo == 2 {
+			if progress != nil {
+				progress(fmt.Sprintf("pair %d of %d: baseline and program at once (seed %d)", i+1, rr.N, reqs[0].Seed))
+			}
+			if err := runBoth(ctx, run, reqs, &got); err != nil {
+				return nil, nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
+			}
+		}
+		for k, program := range order {
+			if got[k] == nil {
+				if progress != nil {
+					progress(fmt.Sprintf("pair %d of %d: %s (seed %d)", i+1, rr.N, who(k), reqs[k].Seed))
+				}
+				if got[k], err = run(ctx, reqs[k]); err != nil {
+					return nil, nil, fmt.Errorf("pair %d of %d: %w", i+1, rr.N, err)
+				}
+			}
+			r := got[k]
 			if !program {
 				if r.Verdict != Acceptable {
-					return nil, fmt.Errorf("the baseline's run with seed %d is %s (%s): an interleaved comparison needs a baseline that works", req.Seed, r.Verdict, r.Reason)
+					return nil, nil, fmt.Errorf("the baseline's run with seed %d is %s (%s): an interleaved comparison needs a baseline that works", reqs[k].Seed, r.Verdict, r.Reason)
 				}
 				theirs = append(theirs, r)
 				continue
 			}
 			mine = append(mine, r)
 			if !ok(r.Verdict) {
-				return e.aggregate(ctx, rr, mine, nil)
+				return mine, theirs, nil
 			}
 		}
 	}
-	return e.aggregate(ctx, rr, mine, theirs)
+	return mine, theirs, nil
+}
+
+// runBoth runs the two requests of a pair at once and puts their results
+// in got. When one fails the other is cancelled: the pair runs again whole
+// on resume (FinishedPairs), so half of it is worth nothing.
+func runBoth(ctx context.Context, run func(context.Context, Request) (*Result, error), reqs [2]Request, got *[2]*Result) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for k := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got[k], errs[k] = run(ctx, reqs[k]); errs[k] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The error that caused the other's cancellation, not its echo.
+	for k := range errs {
+		if errs[k] != nil && !errors.Is(errs[k], context.Canceled) {
+			return errs[k]
+		}
+	}
+	return errors.Join(errs[0], errs[1])
 }
 
 // ok reports whether a run measured something: its loss counts in the
@@ -256,7 +326,7 @@ func sameLossEverySeed(results []*Result) (float64, bool) {
 func (e *Evaluator) aggregate(ctx context.Context, rr RepeatRequest, results, baseline []*Result) (*Result, error) {
 	spec := rr.Track
 	out := *results[0] // telemetry tables of the first run
-	rep := &Repeats{N: rr.N, Interleaved: rr.Baseline != nil}
+	rep := &Repeats{N: rr.N, Interleaved: rr.Baseline != nil, Together: rr.Baseline != nil && rr.Together}
 	var losses, times []float64
 	for _, r := range results {
 		rep.Runs = append(rep.Runs, repeatRun(r))

@@ -3,8 +3,10 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,5 +121,101 @@ func TestFinishedPairs(t *testing.T) {
 	}
 	if out.Repeats == nil || len(out.Repeats.Runs) != 3 || out.Repeats.Baseline == nil || len(out.Repeats.Baseline.Runs) != 3 {
 		t.Fatalf("series from finished runs: %+v", out.Repeats)
+	}
+}
+
+// A series run together starts the two runs of each pair at once and
+// keeps the ABBA bookkeeping; one run alone in order otherwise. A failed
+// run cancels its partner, and a program that measured nothing ends the
+// series without the pair's baseline being lost.
+func TestPairsTogether(t *testing.T) {
+	spec := &track.Spec{Name: "t", TargetValLoss: 3.1}
+	base, prog := []byte("base"), []byte("prog")
+	type call struct {
+		program bool
+		seed    int
+	}
+	fake := func(overlap *int, calls *[]call, failProgramSeed int) func(context.Context, Request) (*Result, error) {
+		var mu sync.Mutex
+		running := 0
+		return func(ctx context.Context, req Request) (*Result, error) {
+			isProg := string(req.Program) == "prog"
+			mu.Lock()
+			running++
+			if running == 2 {
+				*overlap++
+			}
+			*calls = append(*calls, call{isProg, req.Seed})
+			mu.Unlock()
+			// Long enough for a partner started at once to be running too.
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				mu.Lock()
+				running--
+				mu.Unlock()
+				return nil, ctx.Err()
+			}
+			mu.Lock()
+			running--
+			mu.Unlock()
+			v := Acceptable
+			if isProg && req.Seed == failProgramSeed {
+				v = Error
+			}
+			return &Result{Verdict: v, Seed: req.Seed, Program: ProgramInfo{Hash: store.Hash(req.Program)}}, nil
+		}
+	}
+	rr := RepeatRequest{Request: Request{Track: spec, Program: prog, Seed: 1}, N: 3, Baseline: base}
+	for _, together := range []bool{false, true} {
+		rr.Together = together
+		var overlap int
+		var calls []call
+		mine, theirs, err := rr.pairs(context.Background(), fake(&overlap, &calls, -1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mine) != 3 || len(theirs) != 3 || len(calls) != 6 {
+			t.Fatalf("together %v: %d program runs, %d baseline runs, %d calls", together, len(mine), len(theirs), len(calls))
+		}
+		if want := map[bool]int{false: 0, true: 3}[together]; overlap != want {
+			t.Errorf("together %v: %d pairs ran at once, want %d", together, overlap, want)
+		}
+		for i := range 3 {
+			if mine[i].Seed != 1+i || theirs[i].Seed != 1+i {
+				t.Errorf("together %v: pair %d: seeds %d and %d", together, i, mine[i].Seed, theirs[i].Seed)
+			}
+		}
+		if !together && (calls[0] != call{false, 1} || calls[2] != call{true, 2} || calls[3] != call{false, 2}) {
+			t.Errorf("one at a time: calls %v, want ABBA", calls)
+		}
+	}
+
+	// A program run that crashes ends the series after its pair.
+	var overlap int
+	var calls []call
+	mine, theirs, err := rr.pairs(context.Background(), fake(&overlap, &calls, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mine) != 2 || mine[1].Verdict != Error || len(theirs) != 1 || len(calls) != 4 {
+		t.Errorf("crash in pair 2: %d program runs, %d baseline runs, %d calls", len(mine), len(theirs), len(calls))
+	}
+
+	// An error in one run cancels the other and is the pair's error.
+	boom := errors.New("the executor is gone")
+	failing := func(ctx context.Context, req Request) (*Result, error) {
+		if string(req.Program) == "prog" {
+			return nil, boom
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the partner was not cancelled")
+		}
+	}
+	if _, _, err := rr.pairs(context.Background(), failing, nil); !errors.Is(err, boom) || !strings.Contains(err.Error(), "pair 1 of 3") {
+		t.Errorf("failed pair: %v", err)
 	}
 }

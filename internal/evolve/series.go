@@ -25,6 +25,9 @@ type ConfirmRequest struct {
 	Seed          int
 	Evaluator     SeriesEvaluator
 	CandidateName string
+	// Together runs the two programs of each pair at once
+	// (eval.RepeatRequest.Together).
+	Together bool
 }
 
 // ErrNoSeries is returned when the series could not run at all.
@@ -69,7 +72,7 @@ func Confirm(ctx context.Context, st Store, req ConfirmRequest) (*store.Confirma
 	started := time.Now()
 	res, serr := req.Evaluator.EvaluateRepeats(ctx, eval.RepeatRequest{
 		Request: eval.Request{Track: req.Track, Program: candSrc, Name: req.CandidateName, Seed: req.Seed},
-		N:       req.Pairs, Baseline: baseSrc,
+		N:       req.Pairs, Baseline: baseSrc, Together: req.Together,
 	})
 	wctx := context.WithoutCancel(ctx)
 	if serr != nil && ctx.Err() != nil {
