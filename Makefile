@@ -49,7 +49,7 @@ build:
 deps:
 	./scripts/install-deps.sh
 
-# The main job: a short evolutionary search on the tiny track (the mutate
+# The main job: a short evolutionary search on the tiny-1cpu track (the mutate
 # baseline, or the model configured in frontier.yaml), then the report.
 demo: deps build
 	./$(BIN) demo

@@ -38,42 +38,43 @@ type demoOptions struct {
 	pairs       int
 	proposer    string
 	asJSON      bool
-	// slots is how many evaluations run at once (demoSlots); at 2 the
-	// series runs the two programs of each pair at once.
-	slots int
+	// together runs the two programs of each pair of the series at once
+	// (demoTogether).
+	together bool
 }
 
 // demoTrack is the demo's track: the tiny track on one thread, so that
-// two evaluations share two cores.
+// the two runs of a series' pair share two cores.
 const demoTrack = "tiny-1cpu"
 
-// demoSlots is how many evaluations the demo runs at once on a machine of
-// cpus CPUs: two when both fit on their own cores (a CPU track), else one.
-// Two 1-thread runs of the tiny reference at once each measured about 5%
-// more CPU time than one alone, and both ended in the time of one (docs/evolve.md).
-func demoSlots(spec *track.Spec, cpus int) int {
-	if spec.Hardware.Device == "cuda" || cpus < 2*max(1, spec.Hardware.Threads) {
-		return 1
-	}
-	return 2
+// demoTogether reports whether the series runs the two programs of each
+// pair at once on a machine of cpus CPUs: when both fit on their own cores
+// (a CPU track). Two 1-thread runs of the tiny reference at once each
+// measured about 5% more CPU time than one alone, and both ended in the
+// time of one (tracks/tiny-1cpu/README.md). The search keeps one slot: a
+// child timed beside another against a reference timed alone was measured
+// up to a third slower on a loaded machine (docs/evolve.md).
+func demoTogether(spec *track.Spec, cpus int) bool {
+	return spec.Hardware.Device != "cuda" && cpus >= 2*max(1, spec.Hardware.Threads)
 }
 
 func newDemoCmd(g *globals) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A short search on the tiny track, its best program confirmed against the reference, and the report (25 to 35 minutes on 2 quiet cores, up to an hour on a busy machine)",
-		Long: `Demo runs a short evolutionary search on the built-in tiny track, then
-tests the fastest acceptable program it found against the reference in an
-interleaved series (both programs, --pairs runs each, in alternation, with
-Welch's test on the time and a t-test of the loss against the target), and
-writes the report.
+		Short: "A short search on the tiny track (one thread), its best program confirmed against the reference, and the report (about 15 minutes on 2 quiet cores, longer on a busy machine)",
+		Long: `Demo runs a short evolutionary search on the built-in tiny-1cpu track (the
+tiny track on one CPU thread), then tests the fastest acceptable program it
+found against the reference in an interleaved series (both programs, --pairs
+runs each, in alternation, the two runs of each pair at once on a machine
+with 2 or more cores, with Welch's test on the time and a t-test of the loss
+against the target), and writes the report.
 
 It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
-minutes, so a slower or busier machine does the same work, only later: 25 to
-35 minutes on 2 quiet cores, up to an hour on a busy machine (six timings in
+minutes, so a slower or busier machine does the same work, only later: about
+15 minutes on 2 quiet cores, longer on a busy machine (timings in
 docs/evolve.md; --duration caps the search's time as well).
 
 When the series shows the fastest program's time held up but its loss did
@@ -102,14 +103,14 @@ program faster than the reference.`,
 }
 
 // demoConfig is the search the demo runs: small enough to end, with its
-// confirmation series, in 25 to 35 minutes on two quiet cores, large
+// confirmation series, in about 15 minutes on two quiet cores, large
 // enough to show islands, migration, the archive and, with a model,
 // meta-prompting and the fix loop. The engine's own confirmation is off:
 // the demo confirms its fastest program once, after the search, so that
 // the series always fits.
 func demoConfig(o demoOptions) evolve.Config {
 	return evolve.Config{
-		Islands: 2, BranchingFactor: 3, ArchiveSize: 8, Slots: max(1, o.slots), LLMConcurrency: 3,
+		Islands: 2, BranchingFactor: 3, ArchiveSize: 8, Slots: 1, LLMConcurrency: 3,
 		Migration:     evolve.MigrationConfig{Interval: 1, Count: 1},
 		MetaPrompting: evolve.MetaConfig{StartIteration: ptrTo(2)},
 		FastFixes:     ptrTo(2),
@@ -140,7 +141,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	o.slots = demoSlots(spec, runtime.NumCPU())
+	o.together = demoTogether(spec, runtime.NumCPU())
 	ev := demoConfig(o)
 	if o.proposer == "auto" {
 		ev.Proposer = evolve.ProposerMutate
@@ -161,8 +162,8 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if ev.Proposer != evolve.ProposerMutate {
 		proposer = "the configured models"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each in alternation; 25 to 35 minutes on 2 quiet cores, up to an hour on a busy machine.\n",
-		o.track, proposer, o.evaluations, o.pairs)
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each %s; about 15 minutes on 2 quiet cores, longer on a busy machine.\n",
+		o.track, proposer, o.evaluations, o.pairs, pairingText(o.together))
 	name := "demo-" + time.Now().Format("20060102-150405")
 	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON}, cfg, env)
 	if err != nil {
@@ -293,7 +294,7 @@ type demoJSON struct {
 // needed in the series (nextCandidate); with nothing that qualifies it
 // stops at the first. It returns the series in the order they ran.
 func demoSeries(ctx context.Context, g *globals, cfg *config.Config, env *environment, run string, o demoOptions) ([]*confirmOutcome, error) {
-	co := confirmOptions{repeats: o.pairs, seed: 1, together: o.slots > 1}
+	co := confirmOptions{repeats: o.pairs, seed: 1, together: o.together}
 	var out []*confirmOutcome
 	for {
 		if !o.asJSON {
