@@ -51,9 +51,10 @@ const demoTrack = "tiny-1cpu"
 // pair at once on a machine of cpus CPUs: when both fit on their own cores
 // (a CPU track). Two 1-thread runs of the tiny reference at once each
 // measured about 5% more CPU time than one alone, and both ended in the
-// time of one (tracks/tiny-1cpu/README.md). The search keeps one slot: a
-// child timed beside another against a reference timed alone was measured
-// up to a third slower on a loaded machine (docs/evolve.md).
+// time of one (tracks/tiny-1cpu/README.md). The search keeps one slot:
+// beside two CPU burners, children timed two at once that trained 17% to
+// 20% fewer steps measured 9% to 14% more CPU time than the reference,
+// timed with one neighbour fewer (one demo run, docs/evolve.md).
 func demoTogether(spec *track.Spec, cpus int) bool {
 	return spec.Hardware.Device != "cuda" && cpus >= 2*max(1, spec.Hardware.Threads)
 }
