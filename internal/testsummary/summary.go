@@ -60,8 +60,24 @@ type summary struct {
 	ok, failed, noTests     int
 	tests, skipped, flunked int
 	times                   []testTime
-	failures                []string // "pkg Test", for the end
+	// failures are the failed tests that have no failed subtest, with
+	// the first lines of why, for the end: a failure's full output can be
+	// long (a table after the reason), and a reader of the tail alone
+	// must still see which case failed and why.
+	failures []failure
 }
+
+// failure is a failed test and the first lines of its own output.
+type failure struct {
+	pkg, test string
+	why       []string
+}
+
+// whyLines and whyWidth bound what the end repeats of one failure.
+const (
+	whyLines = 6
+	whyWidth = 240
+)
 
 // maxLines bounds what is kept of one test's output: a failure shows its
 // last lines, which say why.
@@ -148,8 +164,8 @@ func (s *summary) endTest(e event, p *pkgState) {
 		p.failed = append(p.failed, e.Test)
 		if top {
 			s.flunked++
-			s.failures = append(s.failures, s.name(e.Package)+" "+e.Test)
 		}
+		s.addFailure(e.Package, e.Test, p.output[e.Test])
 	default:
 		delete(p.output, e.Test)
 	}
@@ -163,6 +179,33 @@ func (s *summary) endTest(e event, p *pkgState) {
 		return
 	}
 	s.times = append(s.times, testTime{e.Package, e.Test, e.Elapsed})
+}
+
+// addFailure keeps a failed test for the end, in place of the parent it
+// belongs to: subtests fail before their parents, so a parent whose
+// subtest is already kept adds nothing.
+func (s *summary) addFailure(pkg, test string, output []string) {
+	for _, f := range s.failures {
+		if f.pkg == pkg && strings.HasPrefix(f.test, test+"/") {
+			return
+		}
+	}
+	var why []string
+	for _, l := range output {
+		l = strings.TrimSpace(l)
+		// go test's own lines say nothing that the name does not.
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		if len(l) > whyWidth {
+			l = l[:whyWidth] + " ..."
+		}
+		why = append(why, l)
+		if len(why) == whyLines {
+			break
+		}
+	}
+	s.failures = append(s.failures, failure{pkg, test, why})
 }
 
 func (s *summary) endPackage(e event, p *pkgState) {
@@ -259,9 +302,12 @@ func (s *summary) finish(slowest int) {
 		}
 	}
 	if len(s.failures) > 0 {
-		fmt.Fprintln(s.w, "failed (their output is above):")
+		fmt.Fprintln(s.w, "failed (their output in full is above):")
 		for _, f := range s.failures {
-			fmt.Fprintf(s.w, "  %s\n", f)
+			fmt.Fprintf(s.w, "  %s %s\n", s.name(f.pkg), f.test)
+			for _, l := range f.why {
+				fmt.Fprintf(s.w, "      %s\n", l)
+			}
 		}
 	}
 }

@@ -68,7 +68,8 @@ func TestSummary(t *testing.T) {
 		"FAIL  c ", "    c/c.go:3:1: syntax error", // the build's errors
 		"4 packages: 1 ok, 2 failed, 1 without tests; 3 tests, 1 skipped, 1 failed",
 		"slowest tests:\n     41.0s  a TestSlow\n      0.5s  b TestFast\n",
-		"failed (their output is above):\n  a TestSlow\n",
+		// The end names the failed subtest and says why.
+		"failed (their output in full is above):\n  a TestSlow/case\n      a_test.go:9: want 2, got 3\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lacks %q:\n%s", want, got)
