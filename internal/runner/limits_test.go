@@ -40,9 +40,12 @@ func TestLocalExtraFiles(t *testing.T) {
 
 // TestLocalMaxTasks: a fork loop is stopped at the task limit, and none of
 // its processes is left. The loop stops by itself at 200 processes, so a
-// broken limit cannot hurt the machine.
+// broken limit cannot hurt the machine. It forks one process every 20 ms
+// (4 s in all): without a cgroup the limit is checked every 100 ms, and an
+// unpaced loop can end in less than that on a loaded machine, which would
+// test the scheduler, not the limit.
 func TestLocalMaxTasks(t *testing.T) {
-	job := shJob(t, "i=0\nwhile [ $i -lt 200 ]; do sleep 20 & echo $! >> pids; i=$((i+1)); done\nwait\n")
+	job := shJob(t, "i=0\nwhile [ $i -lt 200 ]; do sleep 20 & echo $! >> pids; i=$((i+1)); sleep 0.02; done\nwait\n")
 	job.MaxTasks = 30
 	job.Timeout = 30 * time.Second
 	res := run1(t, job)
