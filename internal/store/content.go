@@ -63,36 +63,40 @@ var gear = func() (t [256]uint64) {
 	return t
 }()
 
-// cut returns the end offsets of b's chunks. The hash rolls over all of b
-// (its high bits depend on the last 64 bytes only), so where a cut falls
-// depends on the bytes around it, not on where the chunk began.
+// cut returns the end offsets of b's chunks.
+func cut(b []byte) []int {
+	ends := make([]int, 0, len(b)/(chunkMin+1<<chunkBits)+1)
+	for start := 0; start < len(b); {
+		start = nextCut(b, start)
+		ends = append(ends, start)
+	}
+	return ends
+}
+
+// nextCut returns the end of the chunk of b that starts at start. The hash
+// rolls over all of the chunk (its high bits depend on the last 64 bytes
+// only), so where a cut falls depends on the bytes around it, not on where
+// the chunk began.
 //
 // Since the hash at a byte depends on the last 64 bytes only, and no cut
 // falls in a chunk's first chunkMin bytes, each chunk's hash starts 64
 // bytes before the first place it may cut: the same cuts as rolling over
 // every byte, for a fifth less work.
-func cut(b []byte) []int {
+func nextCut(b []byte, start int) int {
 	const mask = (1<<chunkBits - 1) << (64 - chunkBits)
-	ends := make([]int, 0, len(b)/(chunkMin+1<<chunkBits)+1)
-	for start := 0; start < len(b); {
-		end := min(start+chunkMax, len(b))
-		at := end
-		var h uint64
-		i := start + chunkMin - 64
-		for ; i < start+chunkMin-1 && i < end; i++ {
-			h = h<<1 + gear[b[i]]
-		}
-		for ; i < end; i++ {
-			h = h<<1 + gear[b[i]]
-			if h&mask == 0 {
-				at = i + 1
-				break
-			}
-		}
-		ends = append(ends, at)
-		start = at
+	end := min(start+chunkMax, len(b))
+	var h uint64
+	i := start + chunkMin - 64
+	for ; i < start+chunkMin-1 && i < end; i++ {
+		h = h<<1 + gear[b[i]]
 	}
-	return ends
+	for ; i < end; i++ {
+		h = h<<1 + gear[b[i]]
+		if h&mask == 0 {
+			return i + 1
+		}
+	}
+	return end
 }
 
 // codec compresses and decompresses chunks, reusing its (large) deflate
@@ -159,6 +163,11 @@ type pendingContent struct {
 	exists bool
 	// newChunks are the chunks the database lacked: hash, stored bytes.
 	newChunks [][2][]byte
+	// src and ends are the content and its cuts, for recent once the
+	// content is stored.
+	src    []byte
+	ends   []int
+	recent *layouts
 }
 
 // Hash is the content address of a program, or of any stored text: the
@@ -189,19 +198,20 @@ func (s *sqlStore) prepareHashed(ctx context.Context, q querier, b []byte, h str
 	case !notFound(err):
 		return nil, err
 	}
-	ends := cut(b)
-	p.manifest = make([]byte, 0, len(ends)*hashLen)
+	ends, manifest, stored := s.recent.chunks(b)
+	if manifest == nil {
+		manifest = []byte{} // an empty content: no chunks, not NULL
+	}
+	p.manifest, p.src, p.ends, p.recent = manifest, b, ends, &s.recent
 	chunks := make(map[string][]byte, len(ends))
 	var order []string
 	start := 0
-	for _, end := range ends {
-		sum := sha256.Sum256(b[start:end])
-		k := string(sum[:])
-		if _, ok := chunks[k]; !ok && !known.has(k) {
+	for i, end := range ends {
+		k := string(manifest[i*hashLen : (i+1)*hashLen])
+		if _, ok := chunks[k]; !ok && !stored[i] && !known.has(k) {
 			chunks[k] = b[start:end]
 			order = append(order, k)
 		}
-		p.manifest = append(p.manifest, sum[:]...)
 		start = end
 	}
 	have, err := s.haveChunks(ctx, q, order)
@@ -266,6 +276,9 @@ func (p *pendingContent) stored(known *chunkSet) {
 	}
 	for _, c := range p.newChunks {
 		known.add(string(c[0]))
+	}
+	if !p.exists {
+		p.recent.remember(p.src, p.ends, p.manifest)
 	}
 }
 
@@ -368,9 +381,11 @@ func (p *pendingContent) writeIf(ctx context.Context, q querier) error {
 	return p.write(ctx, q)
 }
 
-// content returns the content with hash h, checked against it.
-func (s *sqlStore) content(ctx context.Context, q querier, h string) ([]byte, error) {
-	m, err := s.contents(ctx, q, []string{h})
+// content returns the content with hash h, checked against it. With
+// remember, its layout is kept for the contents written next (q must then
+// read only what is committed).
+func (s *sqlStore) content(ctx context.Context, q querier, h string, remember bool) ([]byte, error) {
+	m, err := s.readContents(ctx, q, []string{h}, remember)
 	if err != nil {
 		return nil, err
 	}
@@ -385,6 +400,12 @@ func (s *sqlStore) content(ctx context.Context, q querier, h string) ([]byte, er
 // each checked against its hash; a hash the database lacks is missing
 // from the map.
 func (s *sqlStore) contents(ctx context.Context, q querier, hashes []string) (map[string][]byte, error) {
+	return s.readContents(ctx, q, hashes, false)
+}
+
+// readContents is contents; with remember, the layouts of what it read
+// are kept.
+func (s *sqlStore) readContents(ctx context.Context, q querier, hashes []string, remember bool) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(hashes))
 	type entry struct {
 		size     int
@@ -447,6 +468,7 @@ func (s *sqlStore) contents(ctx context.Context, q querier, hashes []string) (ma
 	}
 	for h, e := range entries {
 		b := make([]byte, 0, e.size)
+		ends := make([]int, 0, len(e.manifest)/hashLen)
 		var err error
 		if len(e.manifest)%hashLen != 0 {
 			err = fmt.Errorf("its list of chunks is %d bytes long", len(e.manifest))
@@ -458,12 +480,16 @@ func (s *sqlStore) contents(ctx context.Context, q querier, hashes []string) (ma
 				break
 			}
 			b, err = s.codec.decode(b, d)
+			ends = append(ends, len(b))
 		}
 		if err == nil && (len(b) != e.size || Hash(b) != h) {
 			err = fmt.Errorf("what its chunks hold (%d bytes) does not match its hash", len(b))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("content %.12s in %s cannot be read: %v: %w", h, s.loc, err, ErrDamaged)
+		}
+		if remember {
+			s.recent.remember(b, ends, e.manifest)
 		}
 		out[h] = b
 	}

@@ -55,7 +55,7 @@ func (s *sqlStore) Program(ctx context.Context, h string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read program %s: %w", h, err)
 	}
-	src, err := s.content(ctx, q, h)
+	src, err := s.content(ctx, q, h, true)
 	if err != nil {
 		return nil, fmt.Errorf("read program %s: %w", h, err)
 	}

@@ -30,6 +30,9 @@ type sqlStore struct {
 	codec   codec
 	// known are chunks this store found or wrote.
 	known chunkSet
+	// recent are the contents this store last wrote or read, as they
+	// were cut (see layouts).
+	recent layouts
 }
 
 var _ Store = (*sqlStore)(nil)
