@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontier-bench/frontier/internal/data/datatest"
 	"github.com/frontier-bench/frontier/internal/edit"
 	"github.com/frontier-bench/frontier/internal/eval"
 	"github.com/frontier-bench/frontier/internal/eval/evaltest"
@@ -707,6 +708,12 @@ func TestRedTeam(t *testing.T) {
 	}
 	spec := loadTrack(t)
 	dataDir := t.TempDir()
+	// The tests' corpus, the same everywhere: the legitimate programs must
+	// reach the target, and on a corpus drawn at random some ended within
+	// a few hundredths of it (datatest).
+	if err := datatest.PinTiny(ctx, dataDir); err != nil {
+		t.Fatal(err)
+	}
 	// As the CLI hides frontier's home and the user's: here the data (the
 	// runs folder and the track's data are hidden per run anyway) and the
 	// user's home, where frontier keeps its data by default.
