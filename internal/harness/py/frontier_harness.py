@@ -481,8 +481,8 @@ class _Client:
             with os.fdopen(os.dup(fd), "wb") as f:
                 frontier_state.export(logits_fn, self.begin_fn, self.begin_names, _main_globals(logits_fn), f,
                                       self.export_max)
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-                        | fcntl.F_SEAL_SEAL)
+            frontier_wire.add_seals(fd, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                                    | fcntl.F_SEAL_SEAL)
         except frontier_state.StateError as e:
             os.close(fd)
             raise HarnessError("state", str(e)) from None
@@ -593,8 +593,8 @@ def _sealed_logits(a):
         while view:
             n = os.write(fd, view)
             view = view[n:]
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-                    | fcntl.F_SEAL_SEAL)
+        frontier_wire.add_seals(fd, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                                | fcntl.F_SEAL_SEAL)
     except BaseException:
         os.close(fd)
         raise

@@ -28,6 +28,29 @@ class HarnessError(Exception):
         self.code = code
 
 
+def add_seals(fd, seals, tries=12, sleep=None):
+    """fcntl(F_ADD_SEALS), tried again while the kernel says the file is
+    busy. Sealing against writes waits for every page of the file to be
+    unpinned, and the kernel's own scans of memory (compaction, page
+    aging) hold pages for moments; after about 75 ms it gives up with
+    EBUSY, which a run under memory pressure met. The seals are never
+    skipped: after the last try the error stands."""
+    import errno
+    import fcntl
+    import time
+    sleep = sleep or time.sleep
+    delay = 0.01
+    for attempt in range(tries):
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or attempt == tries - 1:
+                raise
+        sleep(delay)
+        delay = min(2 * delay, 0.5)
+
+
 def load_config():
     """The injected config, read before torch is imported so that a run
     without one fails in milliseconds."""
