@@ -58,7 +58,8 @@ type layouts struct {
 	size    int
 	anchors map[string]chunkRef
 	// spare is the copy of a content no longer remembered, for the next
-	// one: copying into fresh memory cost a third of what was saved.
+	// one: copying into fresh memory was 0.11 s of a 3,000-child
+	// BenchmarkEngine run's 4.3 s of CPU (one profile).
 	spare []byte
 }
 
