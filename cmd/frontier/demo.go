@@ -163,10 +163,11 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if ev.Proposer != evolve.ProposerMutate {
 		proposer = "the configured models"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each %s; about 15 minutes on 2 quiet cores, longer on a busy machine.\n",
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each %s; about 15 minutes on 2 quiet cores, longer on a busy or slower machine (an estimate for this one follows the reference's run).\n",
 		o.track, proposer, o.evaluations, o.pairs, pairingText(o.together))
 	name := "demo-" + time.Now().Format("20060102-150405")
-	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON}, cfg, env)
+	clock := newDemoClock(g.stderr, o)
+	sum, err := evolveRun(ctx, g, evolveOptions{track: o.track, name: name, asJSON: o.asJSON, onStatus: clock.observe}, cfg, env)
 	if err != nil {
 		return err
 	}

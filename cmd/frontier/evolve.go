@@ -47,7 +47,8 @@ type evolveOptions struct {
 
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals <-chan os.Signal
-	// onStatus, when set, also receives every status (tests).
+	// onStatus, when set, also receives every status (the demo's clock,
+	// tests).
 	onStatus func(evolve.Status)
 }
 

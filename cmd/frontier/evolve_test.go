@@ -303,6 +303,9 @@ func TestDemoOnQuickTrack(t *testing.T) {
 	if !strings.Contains(stderr, "mutate baseline") {
 		t.Errorf("the demo did not say which proposer it uses:\n%s", stderr)
 	}
+	if !strings.Contains(stderr, "the reference's full evaluation took") || !strings.Contains(stderr, "2 more programs, then 2 pairs") {
+		t.Errorf("the demo did not estimate its time on this machine:\n%s", stderr)
+	}
 }
 
 // demo --json: one document with the search, the report and the
