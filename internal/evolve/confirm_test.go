@@ -312,6 +312,11 @@ func TestRefutedCandidateOpensNext(t *testing.T) {
 	}
 	cfg := smallConfig()
 	cfg.Confirm.Pairs = 5
+	// One slot: the lucky program, the first whose full run starts, is
+	// the first to settle. With two, a program started after it could end
+	// first, have its series measure the noise, and the lucky timing then
+	// stand beyond that noise with no series of its own (4 runs in 30).
+	cfg.Slots = 1
 	_, s := confirmRun(t, f, cfg)
 	var rejected, confirmed bool
 	for _, c := range s.Claims {
