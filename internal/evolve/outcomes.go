@@ -41,8 +41,11 @@ func (o *outcomes) restore(attempts []*store.Attempt) {
 	}
 }
 
-// count adds a settled member to the tally.
+// count adds a settled member to the tally, and forgets its newest
+// attempt: only a child in flight reads it (its fast check, the fix of its
+// answer), and a run of 100,000 children would keep one for each.
 func (o *outcomes) count(c *store.Child) {
+	delete(o.lastAttempt, c.ID)
 	if c.Origin.IsCopy() || c.Origin == runs.OriginReference {
 		return
 	}

@@ -30,10 +30,14 @@ type population struct {
 	// onIsland lists, per island, the settled members that hold a program
 	// (originals and copies), in the order they settled; norms holds their
 	// normalized hashes, and valid those of them with a valid verdict,
-	// best first.
-	onIsland [][]int64
-	norms    []map[string]bool
-	valid    [][]*store.Child
+	// best first, with validExpanded their counts in expanded, index for
+	// index: the parent's draw weighs every valid member of an island,
+	// and reading the counts beside them costs a tenth of a map lookup
+	// each (at 25,000 members an island, 0.05 ms a child of 1.7).
+	onIsland      [][]int64
+	norms         []map[string]bool
+	valid         [][]*store.Child
+	validExpanded [][]int32
 	// programs lists settled originals that hold a program, for the
 	// diverse set.
 	programs []int64
@@ -55,13 +59,14 @@ type population struct {
 func newPopulation(objective string, islands, archiveSize int) *population {
 	p := &population{
 		objective: objective, islands: islands, archiveSize: archiveSize,
-		members:  map[int64]*store.Child{},
-		onIsland: make([][]int64, islands),
-		norms:    make([]map[string]bool, islands),
-		valid:    make([][]*store.Child, islands),
-		byNorm:   map[string]int64{},
-		inArch:   map[int64]bool{},
-		expanded: map[int64]int{},
+		members:       map[int64]*store.Child{},
+		onIsland:      make([][]int64, islands),
+		norms:         make([]map[string]bool, islands),
+		valid:         make([][]*store.Child, islands),
+		validExpanded: make([][]int32, islands),
+		byNorm:        map[string]int64{},
+		inArch:        map[int64]bool{},
+		expanded:      map[int64]int{},
 	}
 	for i := range p.norms {
 		p.norms[i] = map[string]bool{}
@@ -79,7 +84,23 @@ func (p *population) add(c *store.Child) {
 }
 
 // expand counts an iteration that sampled member id as its parent.
-func (p *population) expand(id int64) { p.expanded[id]++ }
+func (p *population) expand(id int64) {
+	p.expanded[id]++
+	c := p.members[id]
+	if c == nil || !c.Verdict.Valid() || c.Island < 0 || c.Island >= p.islands {
+		return
+	}
+	if i, ok := p.validIndex(c); ok {
+		p.validExpanded[c.Island][i]++
+	}
+}
+
+// validIndex finds c in its island's valid members.
+func (p *population) validIndex(c *store.Child) (int, bool) {
+	list := p.valid[c.Island]
+	i := p.rankedIndex(list, c)
+	return i, i < len(list) && list[i].ID == c.ID
+}
 
 // elite is the archive, best first; the caller must not change it.
 func (p *population) elite() []int64 { return p.archive }
@@ -155,12 +176,12 @@ func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n 
 	for _, it := range iterations {
 		if !it.DoneAt.IsZero() {
 			if it.ParentID != 0 {
-				p.expanded[it.ParentID]++
+				p.expand(it.ParentID)
 			}
 			continue
 		}
 		if st := open(it.Iteration); st != nil && st.parent != nil {
-			p.expanded[st.parent.ID]++
+			p.expand(st.parent.ID)
 		}
 	}
 }
@@ -215,7 +236,9 @@ func (p *population) settle(c *store.Child) bool {
 		p.onIsland[c.Island] = append(p.onIsland[c.Island], c.ID)
 		p.norms[c.Island][c.NormHash] = true
 		if c.Verdict.Valid() {
-			p.valid[c.Island] = p.insertRanked(p.valid[c.Island], c)
+			i := p.rankedIndex(p.valid[c.Island], c)
+			p.valid[c.Island] = slices.Insert(p.valid[c.Island], i, c)
+			p.validExpanded[c.Island] = slices.Insert(p.validExpanded[c.Island], i, int32(p.expanded[c.ID]))
 		}
 	}
 	if c.Origin.IsCopy() {
@@ -247,8 +270,9 @@ func (p *population) offerArchive(c *store.Child) bool {
 	return true
 }
 
-// insertRanked inserts c into list, which is sorted best first.
-func (p *population) insertRanked(list []*store.Child, c *store.Child) []*store.Child {
+// rankedIndex is where c goes in list, which is sorted best first: where
+// it is, when it is there (keys are unique: they end with the ID).
+func (p *population) rankedIndex(list []*store.Child, c *store.Child) int {
 	k := rankKey(p.objective, c)
 	i, _ := slices.BinarySearchFunc(list, k, func(m *store.Child, k key) int {
 		if rankKey(p.objective, m).less(k) {
@@ -256,7 +280,7 @@ func (p *population) insertRanked(list []*store.Child, c *store.Child) []*store.
 		}
 		return 1
 	})
-	return slices.Insert(list, i, c)
+	return i
 }
 
 // best returns the best original program, or nil.
@@ -326,11 +350,19 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 	default: // power law over the rank
 		copy(w, p.powerLaw(sel.Alpha, len(cands)))
 	}
-	for i, c := range cands {
-		// Dividing by (1+0)^penalty = 1 changes nothing: only expanded
-		// members pay for the power.
-		if n := p.expanded[c.ID]; n != 0 {
-			w[i] /= math.Pow(1+float64(n), penalty)
+	// Dividing by (1+0)^penalty = 1 changes nothing: only expanded
+	// members pay for the power.
+	if len(p.valid[island]) > 0 {
+		for i, n := range p.validExpanded[island] {
+			if n != 0 {
+				w[i] /= math.Pow(1+float64(n), penalty)
+			}
+		}
+	} else {
+		for i, c := range cands {
+			if n := p.expanded[c.ID]; n != 0 {
+				w[i] /= math.Pow(1+float64(n), penalty)
+			}
 		}
 	}
 	return cands[weighted(r, w)]

@@ -1,9 +1,11 @@
 package evolve
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,7 +149,9 @@ func TestParentSampling(t *testing.T) {
 		t.Errorf("power law draws %v", counts)
 	}
 	// The child penalty moves draws away from an expanded parent.
-	p.expanded[1] = 20
+	for range 20 {
+		p.expand(1)
+	}
 	pen := sel
 	pen.ChildPenalty = ptr(1.0)
 	counts = map[int64]int{}
@@ -158,7 +162,6 @@ func TestParentSampling(t *testing.T) {
 		t.Errorf("penalized draws %v", counts)
 	}
 	soft := SelectionConfig{Strategy: SelectSoftmax, Temperature: 0.5, Exploration: ptr(0.0), ChildPenalty: ptr(0.0)}
-	p.expanded[1] = 0
 	counts = map[int64]int{}
 	for range 5000 {
 		counts[p.sampleParent(r, 0, soft).ID]++
@@ -171,6 +174,58 @@ func TestParentSampling(t *testing.T) {
 	q.settle(child(1, 0, "error", 0, 0))
 	if got := q.sampleParent(r, 0, sel); got == nil || got.ID != 1 {
 		t.Errorf("parent of an island of failures: %v", got)
+	}
+}
+
+// The parent's draw reads each member's expansions from beside the
+// island's ranking, kept as members settle and parents are drawn in any
+// order (a resumed run counts expansions before its members settle); it
+// draws what weighing by the expansions' map draws, draw for draw.
+func TestParentDrawKeepsExpansions(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	p := newPopulation(ObjectiveScore, 2, 10)
+	verdicts := []runs.Verdict{"acceptable", "acceptable", "loss_too_high", "error"}
+	var ids []int64
+	for id := int64(1); id <= 400; id++ {
+		c := child(id, int(id%2), verdicts[r.IntN(len(verdicts))], float64(r.IntN(1000)+1), 10)
+		if r.IntN(4) == 0 { // expanded before it settles, as on resume
+			p.expand(id)
+		}
+		p.settle(c)
+		ids = append(ids, id)
+		for range r.IntN(3) {
+			p.expand(ids[r.IntN(len(ids))])
+		}
+	}
+	for island := range 2 {
+		if len(p.valid[island]) != len(p.validExpanded[island]) {
+			t.Fatalf("island %d: %d valid members, %d counts", island, len(p.valid[island]), len(p.validExpanded[island]))
+		}
+		for i, c := range p.valid[island] {
+			if int(p.validExpanded[island][i]) != p.expanded[c.ID] {
+				t.Fatalf("island %d, #%d: %d expansions beside the ranking, %d counted", island, c.ID, p.validExpanded[island][i], p.expanded[c.ID])
+			}
+		}
+	}
+	byMap := func(r *rand.Rand, island int, sel SelectionConfig) *store.Child {
+		cands := p.valid[island]
+		if r.Float64() < *sel.Exploration {
+			return cands[r.IntN(len(cands))]
+		}
+		w := slices.Clone(p.powerLaw(sel.Alpha, len(cands)))
+		for i, c := range cands {
+			if n := p.expanded[c.ID]; n != 0 {
+				w[i] /= math.Pow(1+float64(n), *sel.ChildPenalty)
+			}
+		}
+		return cands[weighted(r, w)]
+	}
+	sel := SelectionConfig{Strategy: SelectPowerLaw, Alpha: 1, Exploration: ptr(0.1), ChildPenalty: ptr(0.5)}
+	a, b := rand.New(rand.NewPCG(9, 9)), rand.New(rand.NewPCG(9, 9))
+	for n := range 5000 {
+		if got, want := p.sampleParent(a, n%2, sel), byMap(b, n%2, sel); got.ID != want.ID {
+			t.Fatalf("draw %d: #%d, weighing by the map draws #%d", n, got.ID, want.ID)
+		}
 	}
 }
 
