@@ -107,11 +107,14 @@ func (d *demoClock) estimate(full time.Duration, started int) (time.Duration, st
 	return rest, how
 }
 
-// roundText is a duration for a person: seconds under two minutes, else
-// minutes.
+// roundText is a duration for a person: seconds under two minutes,
+// minutes to a tenth under ten, else whole minutes.
 func roundText(d time.Duration) string {
-	if d < 2*time.Minute {
+	switch {
+	case d < 2*time.Minute:
 		return fmt.Sprintf("%.0fs", d.Seconds())
+	case d < 10*time.Minute:
+		return fmt.Sprintf("%.1f minutes", d.Minutes())
 	}
 	return fmt.Sprintf("%.0f minutes", d.Minutes())
 }

@@ -55,6 +55,16 @@ func TestDemoClock(t *testing.T) {
 	}
 }
 
+func TestRoundText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		95 * time.Second: "95s", 205 * time.Second: "3.4 minutes", 39*time.Minute + 40*time.Second: "40 minutes",
+	} {
+		if got := roundText(d); got != want {
+			t.Errorf("roundText(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
 // A reference whose full run failed (no reference time) gives no
 // estimate: the demo stops there.
 func TestDemoClockReferenceFailed(t *testing.T) {
