@@ -1,6 +1,7 @@
 package propose
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -325,6 +326,53 @@ func TestMutateSpendsTheMargin(t *testing.T) {
 		}
 		if short < c.min || short > c.max {
 			t.Errorf("%s: %d of 40 proposals shortened the run, want %d to %d", c.name, short, c.min, c.max)
+		}
+	}
+}
+
+// The second attempt from a parent with 0.1 nats or more to spare trains
+// a model one layer smaller and changes nothing else; with less to spare,
+// one layer left, or two layer counts, it does what it did before.
+func TestMutateSpendsTheMarginOnALayer(t *testing.T) {
+	tiny, err := os.ReadFile(filepath.Join("..", "..", "tracks", "tiny-1cpu", "train.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	speedrun := readProgram(t, "speedrun.py")
+	one := bytes.Replace(tiny, []byte("n_layer: int = 2"), []byte("n_layer: int = 1"), 1)
+	two := bytes.Replace(tiny, []byte("    n_head: int = 4\n"), []byte("    n_head: int = 4\n    num_layers: int = 3\n"), 1)
+	m := NewMutate()
+	for _, c := range []struct {
+		name         string
+		src          []byte
+		loss, target float64
+		attempt      int
+		from, to     string // the one change expected; "" for none of this kind
+	}{
+		{"tiny, 0.15 to spare", tiny, 3.30, 3.45, 2, "n_layer: int = 2", "n_layer: int = 1"},
+		{"speedrun call, 0.1 to spare", speedrun, 3.18, 3.28, 2, "num_layers=12", "num_layers=11"},
+		{"first attempt", tiny, 3.30, 3.45, 1, "", ""},
+		{"third attempt", tiny, 3.30, 3.45, 3, "", ""},
+		{"0.05 to spare", tiny, 3.40, 3.45, 2, "", ""},
+		{"one layer left", one, 3.30, 3.45, 2, "", ""},
+		{"two layer counts", two, 3.30, 3.45, 2, "", ""},
+	} {
+		for seed := range uint64(10) {
+			p, err := m.Propose(context.Background(), Request{Parent: Program{Source: c.src, ValLoss: c.loss}, Target: c.target, Seed: seed, Attempt: c.attempt})
+			if err != nil {
+				t.Fatalf("%s, seed %d: %v", c.name, seed, err)
+			}
+			layer := strings.Contains(p.Description, "one layer fewer")
+			if c.from == "" {
+				if layer {
+					t.Errorf("%s, seed %d: a layer fewer: %s", c.name, seed, p.Description)
+				}
+				continue
+			}
+			want := bytes.Replace(c.src, []byte(c.from), []byte(c.to), 1)
+			if !layer || !bytes.Equal(p.Child(), want) {
+				t.Errorf("%s, seed %d: want only %q -> %q, got %s", c.name, seed, c.from, c.to, p.Description)
+			}
 		}
 	}
 }
