@@ -43,9 +43,9 @@ import (
 // second attempt, when the margin is at least 0.1 nats and the program
 // sets one layer count of 2 or more, trains a smaller model instead: one
 // layer fewer, nothing else. The search keeps the programs whose loss
-// still makes the target. The first two attempts always spend it so that a
-// short search (the demo's six children) cannot miss the cheapest
-// speedups by chance.
+// still makes the target. The first attempt always spends it, and the
+// second wherever a layer can go, so that a short search (the demo's six
+// children) cannot miss the cheapest speedups by chance.
 //
 // The same seed, parent and margin always give the same proposal.
 type Mutate struct {
