@@ -58,6 +58,14 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
+	if r.URL.Path == "/favicon.ico" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Browsers ask for it on their own, the 401 page included: an
+		// empty answer holds nothing of the store, where a 401 would be a
+		// failed load in the console of every page opened without the
+		// token. The dashboard's own pages name an empty icon.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if g.open {
 		if !loopbackHost(r.Host) {
 			http.Error(w, "403 forbidden: this dashboard answers only to localhost; serve it with a token to reach it by another name", http.StatusForbidden)

@@ -9,5 +9,6 @@
 //
 // It never writes: it opens the store for reading, and answers GET and
 // HEAD only. Off loopback, every request must carry the token (compared in
-// constant time); a request without it gets 401 and nothing else.
+// constant time); a request without it gets 401 and nothing else, but for
+// the browser's own request of /favicon.ico, which gets an empty 204.
 package dashboard

@@ -211,6 +211,11 @@ func TestToken(t *testing.T) {
 	if code, _, _ := get(t, c, wd.ts.URL+"/api/runs", "Authorization", "Bearer "+token); code != 200 {
 		t.Errorf("with the bearer token: %d", code)
 	}
+	// The icon a browser asks for on its own, the 401 page's included:
+	// empty, without the token, and not a failed load.
+	if code, body, _ := get(t, c, wd.ts.URL+"/favicon.ico"); code != http.StatusNoContent || body != "" {
+		t.Errorf("GET /favicon.ico without the token: %d %q, want 204 and nothing", code, body)
+	}
 	// The link with the token sets a cookie and takes the token out of
 	// the address.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
