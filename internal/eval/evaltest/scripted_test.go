@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,6 +65,41 @@ func TestScriptedRules(t *testing.T) {
 	var plain evaltest.Scripted
 	if res, _ := plain.Evaluate(ctx, eval.Request{Track: spec, Program: fast}); res.Verdict != eval.Acceptable || res.Metrics.TrainTimeMs != 1000 {
 		t.Errorf("no script: %s in %g ms", res.Verdict, res.Metrics.TrainTimeMs)
+	}
+}
+
+// Key replaces the hash Rules match, Else receives and the result reports,
+// but not with a store: its records carry the true hash.
+func TestScriptedKey(t *testing.T) {
+	ctx := context.Background()
+	spec := &track.Spec{Name: "t", TargetValLoss: 4}
+	key := func(src []byte) string { return fmt.Sprintf("len%d", len(src)) }
+	s := &evaltest.Scripted{Key: key,
+		Rules: []evaltest.Rule{{Hash: "len3", Outcome: evaltest.Outcome{ValLoss: 3, TrainTimeMs: 300}}},
+		Else: func(req eval.Request, hash string) evaltest.Outcome {
+			return evaltest.Outcome{ValLoss: 4, TrainTimeMs: 2000, Reason: hash}
+		},
+	}
+	for _, c := range []struct {
+		src    string
+		ms     float64
+		reason string
+	}{{"abc", 300, "val loss at or under the target"}, {"abcd", 2000, "len4"}} {
+		res, err := s.Evaluate(ctx, eval.Request{Track: spec, Program: []byte(c.src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Metrics.TrainTimeMs != c.ms || res.Reason != c.reason || res.Program.Hash != key([]byte(c.src)) {
+			t.Errorf("%q: %g ms (%q), hash %q: want %g ms (%q), hash %q", c.src, res.Metrics.TrainTimeMs, res.Reason, res.Program.Hash, c.ms, c.reason, key([]byte(c.src)))
+		}
+	}
+	s.Store = storetest.SQLite(t, "")
+	res, err := s.Evaluate(ctx, eval.Request{Track: spec, Program: []byte("abc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := store.Hash([]byte("abc")); res.Program.Hash != want || res.Metrics.TrainTimeMs != 2000 {
+		t.Errorf("with a store: hash %q, %g ms: want the true hash %q (no rule matches it), 2000 ms", res.Program.Hash, res.Metrics.TrainTimeMs, want)
 	}
 }
 
