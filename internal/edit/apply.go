@@ -102,7 +102,7 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 		if err := checkRewrite(splitProgram(src).lines, splitProgram(child).lines, e.RewriteLine); err != nil {
 			return nil, err
 		}
-		if err := CheckProtected(program, []byte(child)); err != nil {
+		if err := checkRegions(regions, []byte(child)); err != nil {
 			err = protectedFailure(err, 0, 0, e.RewriteLine)
 			if ae, ok := err.(*ApplyError); ok {
 				ae.Reason = "the rewritten program breaks a protected region: " + ae.Reason
@@ -136,7 +136,7 @@ func Apply(program []byte, e *Edit) (*Result, error) {
 		// Blocks cannot reach a region unnoticed, but check the whole
 		// result anyway whenever markers are about.
 		if len(regions) > 0 || bytes.Contains(child, []byte(markerWord)) {
-			if err := CheckProtected(program, child); err != nil {
+			if err := checkRegions(regions, child); err != nil {
 				return nil, protectedFailure(err, 0, 0, 0)
 			}
 		}

@@ -176,6 +176,12 @@ func CheckProtected(parent, child []byte) error {
 	if err != nil {
 		return fmt.Errorf("parent program: %w", err)
 	}
+	return checkRegions(pr, child)
+}
+
+// checkRegions is CheckProtected given the parent's regions, which Apply
+// has found already: finding them takes a scan of the whole program.
+func checkRegions(pr []Region, child []byte) error {
 	cr, err := Regions(child)
 	if err != nil {
 		return &ProtectedError{Change: "markers", Detail: err.Error()}
