@@ -293,3 +293,29 @@ func TestDiffAndHashes(t *testing.T) {
 		t.Error("different programs share a hash")
 	}
 }
+
+// Apply reads the program without copying it, so nothing it returns may
+// share the program's bytes: a caller that reuses its buffer afterwards
+// must not change a child or the lines an error quotes.
+func TestApplyKeepsNothingOfTheProgram(t *testing.T) {
+	prog := []byte("import torch\nlr = 0.1\nsteps = 100\nprint(lr, steps)\n")
+	res, err := Apply(prog, mustParse(t, block("lr = 0.1\n", "lr = 0.2\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(prog, mustParse(t, block("lr_schedule = cosine(0.3)\nsteps = 100\n", "lr = 0.2\n")))
+	aes := ApplyErrors(err)
+	if len(aes) != 1 || len(aes[0].Nearest) == 0 {
+		t.Fatalf("a SEARCH close to lines 2-3: %v, want an error quoting the nearest lines", err)
+	}
+	want, quoted := string(res.Child), aes[0].Error()
+	for i := range prog {
+		prog[i] = 'x'
+	}
+	if string(res.Child) != want {
+		t.Errorf("child after the program's buffer changed: %q, want %q", res.Child, want)
+	}
+	if got := aes[0].Error(); got != quoted {
+		t.Errorf("error after the program's buffer changed:\n%s\nwant\n%s", got, quoted)
+	}
+}
