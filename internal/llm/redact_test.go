@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,72 @@ func TestRedactSeveralAssignmentsOnALine(t *testing.T) {
 	multi := "line one\nOPENAI_API_KEY=abcdef0123456789abcdef\nline three"
 	if got := Redact(multi); got != "line one\nOPENAI_API_KEY=[REDACTED]\nline three" {
 		t.Errorf("multi-line: %q", got)
+	}
+}
+
+// redactByLine is Redact as it was written first: every line asked for
+// every trigger in turn. Redact must do exactly what it does.
+func redactByLine(s string) string {
+	if strings.Contains(s, "PRIVATE KEY-----") {
+		s = pemBlock.ReplaceAllString(s, RedactedMarker)
+	}
+	lower := asciiLower(s)
+	containsAny := func(s string, subs []string) bool {
+		for _, sub := range subs {
+			if strings.Contains(s, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	var b strings.Builder
+	for start := 0; start < len(s); {
+		end := strings.IndexByte(s[start:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += start + 1
+		}
+		out := s[start:end]
+		if containsAny(lower[start:end], assignmentWords) {
+			out = redactAssignments(out, lower[start:end])
+		}
+		for _, r := range rules {
+			if containsAny(lower[start:end], r.triggers) {
+				out = r.apply(out)
+			}
+		}
+		b.WriteString(out)
+		start = end
+	}
+	return b.String()
+}
+
+// Redact finds the lines to look at in one pass over the text; it must
+// redact what asking every line for every trigger redacts, on texts made
+// of triggers, secrets, code and line breaks in random order.
+func TestRedactScanMatchesLineByLine(t *testing.T) {
+	parts := []string{
+		"\n", "\n", "\n", " ", "x = 1", "token", "Token", "tokens = tok(text)", "key", "API_KEY = ", "api_key=",
+		"sk-", "sk-ant-api03-", "Ab3dEf6hIj9kLm2nOp5q", "AIza", "SyA1234567890abcdefghijklmnopqrstu", "hf_", "ghp_",
+		"github_pat_", "xoxb-", "gsk_", "r8_", "AKIA", "ASIA", "IOSFODNN7EXAMPLE", "eyJ", "hbGciOiJIUzI1NiJ9", ".",
+		"Bearer ", "bearer\t", "?key=", "&access_token=", "secret: '", "'", "\"", "password", "passwd=", "é",
+		"-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "k", "s", "e",
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := range 3000 {
+		var sb strings.Builder
+		for range r.IntN(40) {
+			sb.WriteString(parts[r.IntN(len(parts))])
+		}
+		in := sb.String()
+		if got, want := Redact(in), redactByLine(in); got != want {
+			t.Fatalf("text %d %q:\ngot  %q\nwant %q", n, in, got, want)
+		}
+	}
+	for _, in := range []string{"", "\n", "token", "x\ntoken = Yb81QmT0pL2nV7rB5sK9\ny", "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5q"} {
+		if got, want := Redact(in), redactByLine(in); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
 	}
 }
