@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/aymanbagabas/go-udiff/lcs"
 )
 
 // Stat counts the lines a diff adds and removes.
@@ -19,7 +20,7 @@ func Diff(parentName, childName string, parent, child []byte) (string, Stat) {
 	if a == b {
 		return "", Stat{}
 	}
-	edits := udiff.Lines(a, b)
+	edits := lineEdits(a, b)
 	u, err := udiff.ToUnifiedDiff(parentName, childName, a, edits, udiff.DefaultContextLines)
 	if err != nil {
 		// The edits come from the same two strings, so they are consistent;
@@ -43,4 +44,38 @@ func Diff(parentName, childName string, parent, child []byte) (string, Stat) {
 // lineStat is a coarse count used only if the diff cannot be rendered.
 func lineStat(a, b string) Stat {
 	return Stat{Added: strings.Count(b, "\n"), Removed: strings.Count(a, "\n")}
+}
+
+// lineEdits is udiff.Lines with the lines split by splitLines: the
+// library splits both programs rune by rune, growing its slices, which
+// was most of what a prompt of 100 KB programs cost to build
+// (BenchmarkEngine/llm). The edits are the same: the same lines go to
+// the same algorithm.
+func lineEdits(a, b string) []udiff.Edit {
+	al, offsets := splitLines(a)
+	bl, _ := splitLines(b)
+	ds := lcs.DiffLines(al, bl)
+	edits := make([]udiff.Edit, len(ds))
+	for i, d := range ds {
+		edits[i] = udiff.Edit{Start: offsets[d.Start], End: offsets[d.End], New: strings.Join(bl[d.ReplStart:d.ReplEnd], "")}
+	}
+	return edits
+}
+
+// splitLines splits text after each line feed, the last line with or
+// without one, and returns the lines with the offsets where each starts
+// and, last, where the text ends.
+func splitLines(text string) (lines []string, offsets []int) {
+	n := strings.Count(text, "\n") + 1
+	lines, offsets = make([]string, 0, n), make([]int, 1, n+1)
+	for start := 0; start < len(text); {
+		end := len(text)
+		if i := strings.IndexByte(text[start:], '\n'); i >= 0 {
+			end = start + i + 1
+		}
+		lines = append(lines, text[start:end])
+		offsets = append(offsets, end)
+		start = end
+	}
+	return lines, offsets
 }
