@@ -102,23 +102,27 @@ type trigger struct {
 }
 
 // triggerScan finds every trigger in a lower-cased text in one pass: a
-// bitset of the triggers' first two bytes lets it pass over the other
-// positions, and only a position whose two bytes start a trigger looks
-// further. Asking each line for each of two dozen triggers in turn was a
-// quarter of the CPU time a proposal of a 100 KB program took
-// (BenchmarkEngine/llm).
+// table indexed by two bytes says which triggers start with them, so that
+// most positions cost one lookup. Asking each line for each of two dozen
+// triggers in turn was a quarter of the CPU time a proposal of a 100 KB
+// program took (BenchmarkEngine/llm).
 type triggerScan struct {
-	pairs [1 << 16 / 64]uint64
-	by    map[uint16][]trigger
+	// at holds, for the two bytes a position starts with, 1 + the index
+	// in by of the triggers that start with them, or 0.
+	at [1 << 16]uint8
+	by [][]trigger
 }
 
 var scan = func() *triggerScan {
-	t := &triggerScan{by: map[uint16][]trigger{}}
+	t := &triggerScan{}
 	add := func(words []string, bit uint16) {
 		for _, w := range words {
 			k := uint16(w[0])<<8 | uint16(w[1])
-			t.pairs[k/64] |= 1 << (k % 64)
-			t.by[k] = append(t.by[k], trigger{w, bit})
+			if t.at[k] == 0 {
+				t.by = append(t.by, nil)
+				t.at[k] = uint8(len(t.by))
+			}
+			t.by[t.at[k]-1] = append(t.by[t.at[k]-1], trigger{w, bit})
 		}
 	}
 	add(assignmentWords, 1)
@@ -134,12 +138,12 @@ func triggerLines(lower string) iter.Seq[triggerLine] {
 	return func(yield func(triggerLine) bool) {
 		cur := triggerLine{start: -1, end: -1}
 		for i := 0; i+1 < len(lower); i++ {
-			k := uint16(lower[i])<<8 | uint16(lower[i+1])
-			if scan.pairs[k/64]&(1<<(k%64)) == 0 {
+			at := scan.at[uint16(lower[i])<<8|uint16(lower[i+1])]
+			if at == 0 {
 				continue
 			}
 			var bits uint16
-			for _, t := range scan.by[k] {
+			for _, t := range scan.by[at-1] {
 				if strings.HasPrefix(lower[i:], t.word) {
 					bits |= t.rules
 				}
@@ -254,13 +258,23 @@ func assignedValue(s string, i int) (start, end int, ok bool) {
 // asciiLower lower-cases ASCII letters only, so that byte offsets stay the
 // same as in s.
 func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			if last == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(s[last:i])
+			b.WriteByte(c + 'a' - 'A')
+			last = i + 1
 		}
 	}
-	return string(b)
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // looksSecret tells a credential from the code and prose that follow words

@@ -170,3 +170,28 @@ func TestRedactScanMatchesLineByLine(t *testing.T) {
 		}
 	}
 }
+
+// A prompt is mostly a training program: few of its lines hold a trigger.
+func BenchmarkRedactPrompt(b *testing.B) {
+	block := `class CausalSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=False)
+        self.n_head, self.n_embd = config.n_head, config.n_embd
+
+    def forward(self, x):
+        B, T, C = x.size()  # batch, tokens, channels
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+def get_batch(split, step):
+    tokens = train_tokens if split == "train" else val_tokens
+    assert tokens.numel() > args.seq_len, "the shard is smaller than one sequence"
+`
+	s := strings.Repeat(block, 100<<10/len(block)) // ~100 KB
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		Redact(s)
+	}
+}
