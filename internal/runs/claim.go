@@ -288,12 +288,13 @@ func confirmedOf(claims []Claim, id int64) (Claim, bool) {
 }
 
 // EstimateOf is the best estimate of the train time of member id: the mean
-// of its newest finished series (as candidate or baseline), else single,
-// its one timing.
+// of its newest series that ran (as candidate or baseline), else single,
+// its one timing. A claim settled without its series (skipped, superseded)
+// holds the two single timings that made it, not means.
 func EstimateOf(claims []Claim, id int64, single float64) (ms float64, n int) {
 	for i := len(claims) - 1; i >= 0; i-- {
 		c := claims[i]
-		if c.Method != MethodSeries || !c.State.Done() || c.Pairs < 2 {
+		if c.Basis() != "series" || c.Pairs < 2 {
 			continue
 		}
 		switch {

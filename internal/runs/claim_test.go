@@ -100,6 +100,23 @@ func TestRecordVsReference(t *testing.T) {
 	if s, _ := rec.VsReference(nil, 1); !math.IsNaN(s) || rec.SingleMs != 107_000 {
 		t.Errorf("the reference: %g, single %g", s, rec.SingleMs)
 	}
+	// A claim settled without its series holds single timings: the
+	// reference stays a single timing, not "the mean of its 5 runs" (a demo
+	// with the engine's confirmation off showed that line).
+	for _, st := range []ClaimState{ClaimSkipped, ClaimSuperseded, ClaimFailed, ClaimQueued, ClaimRunning} {
+		skipped := Claim{ID: 3, ChildID: 4, BaselineID: 1, Method: MethodSeries, State: st, Pairs: 5, SingleMs: 112_030,
+			TimeMs: 112_030, BaselineMs: 203_240, TimeSD: nan, BaselineSD: nan, TimeP: nan, LossP: nan}
+		rec = RecordOf([]Claim{skipped}, Outcome{ID: 1, Verdict: Acceptable, TrainTimeMs: 203_240})
+		if rec.ID != 1 || rec.N != 1 || rec.Ms != 203_240 {
+			t.Errorf("the reference beside a %s claim: record %+v, want #1's single timing (n = 1)", st, rec)
+		}
+	}
+	// A series that ran makes the baseline's estimate its mean.
+	ran := Claim{ID: 3, ChildID: 4, BaselineID: 1, Method: MethodSeries, State: ClaimRejected, Pairs: 5, SingleMs: 90_000,
+		TimeMs: 104_000, BaselineMs: 105_000, TimeSD: 900, BaselineSD: 800, TimeP: 0.2, LossP: 0.001}
+	if rec = RecordOf([]Claim{ran}, Outcome{ID: 1, Verdict: Acceptable, TrainTimeMs: 107_000}); rec.ID != 1 || rec.N != 5 || rec.Ms != 105_000 {
+		t.Errorf("the reference after a rejected series: record %+v, want its series' mean 105 s (n = 5)", rec)
+	}
 	if b := (Claim{Method: MethodSeries, State: ClaimQueued}).Basis(); b != "single timings" {
 		t.Errorf("a queued claim's basis %q", b)
 	}
