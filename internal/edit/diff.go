@@ -20,7 +20,11 @@ func Diff(parentName, childName string, parent, child []byte) (string, Stat) {
 	if a == b {
 		return "", Stat{}
 	}
-	edits := lineEdits(a, b)
+	return unified(parentName, childName, a, b, lineEdits(a, b))
+}
+
+// unified renders edits from a to b as a unified diff and counts its lines.
+func unified(parentName, childName, a, b string, edits []udiff.Edit) (string, Stat) {
 	u, err := udiff.ToUnifiedDiff(parentName, childName, a, edits, udiff.DefaultContextLines)
 	if err != nil {
 		// The edits come from the same two strings, so they are consistent;

@@ -14,23 +14,7 @@ func diffWhole(parentName, childName string, parent, child []byte) (string, Stat
 	if a == b {
 		return "", Stat{}
 	}
-	edits := udiff.Lines(a, b)
-	u, err := udiff.ToUnifiedDiff(parentName, childName, a, edits, udiff.DefaultContextLines)
-	if err != nil {
-		return "", lineStat(a, b)
-	}
-	var st Stat
-	for _, h := range u.Hunks {
-		for _, l := range h.Lines {
-			switch l.Kind {
-			case udiff.Insert:
-				st.Added++
-			case udiff.Delete:
-				st.Removed++
-			}
-		}
-	}
-	return u.String(), st
+	return unified(parentName, childName, a, b, udiff.Lines(a, b))
 }
 
 // Diff splits the programs into lines itself; its diff must be the one
