@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // RedactedMarker replaces every secret that Redact finds.
@@ -113,7 +114,9 @@ type triggerScan struct {
 	by [][]trigger
 }
 
-var scan = func() *triggerScan {
+// scan is built on the first Redact, not at start-up: most commands never
+// redact.
+var scan = sync.OnceValue(func() *triggerScan {
 	t := &triggerScan{}
 	add := func(words []string, bit uint16) {
 		for _, w := range words {
@@ -130,20 +133,21 @@ var scan = func() *triggerScan {
 		add(r.triggers, 2<<k)
 	}
 	return t
-}()
+})
 
 // triggerLines yields, in order, the lines of lower that hold a trigger,
 // with the rules to run on each.
 func triggerLines(lower string) iter.Seq[triggerLine] {
 	return func(yield func(triggerLine) bool) {
+		ts := scan()
 		cur := triggerLine{start: -1, end: -1}
 		for i := 0; i+1 < len(lower); i++ {
-			at := scan.at[uint16(lower[i])<<8|uint16(lower[i+1])]
+			at := ts.at[uint16(lower[i])<<8|uint16(lower[i+1])]
 			if at == 0 {
 				continue
 			}
 			var bits uint16
-			for _, t := range scan.by[at-1] {
+			for _, t := range ts.by[at-1] {
 				if strings.HasPrefix(lower[i:], t.word) {
 					bits |= t.rules
 				}
