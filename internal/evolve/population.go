@@ -189,7 +189,7 @@ func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n 
 // record is the run's record as a member (standingOf), given the run's
 // claims.
 func (p *population) record(claims []*store.Confirmation) (*store.Child, runs.Record) {
-	return store.Standing(claims, p.members, p.ref)
+	return store.Standing(claims, func(id int64) *store.Child { return p.members[id] }, p.ref)
 }
 
 // claim registers a candidate program of member id under its normalized

@@ -246,7 +246,7 @@ func summarizeMembers(run *store.Run, members []*store.Child, claims []*store.Co
 		}
 	}
 	var rec runs.Record
-	s.Record, rec = store.Standing(claims, s.byID, s.Reference)
+	s.Record, rec = store.Standing(claims, func(id int64) *store.Child { return s.byID[id] }, s.Reference)
 	s.RecordMs, s.RecordN, s.RecordSingleMs, s.RecordClaim = rec.Ms, rec.N, rec.SingleMs, rec.Claim
 	if rec.Claim != nil && s.Reference != nil {
 		s.RecordSpeedup, s.RecordBasis = rec.VsReference(store.Claims(claims), s.Reference.ID)

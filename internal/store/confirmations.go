@@ -169,14 +169,15 @@ func FastestOpen(claims []*Confirmation, kids []*Child) *Child {
 
 // Standing is a run's record (runs.RecordOf) as a member, with its times:
 // the best estimate, the timings behind it and its own single timing; nil
-// before the reference has a time.
-func Standing(claims []*Confirmation, members map[int64]*Child, ref *Child) (*Child, runs.Record) {
+// before the reference has a time. member looks a member up by id (nil
+// when none).
+func Standing(claims []*Confirmation, member func(id int64) *Child, ref *Child) (*Child, runs.Record) {
 	var refOut runs.Outcome
 	if ref != nil && ref.State == runs.Done {
 		refOut = ref.Outcome()
 	}
 	rec := runs.RecordOf(Claims(claims), refOut)
-	c := members[rec.ID]
+	c := member(rec.ID)
 	if c == nil {
 		return nil, runs.Record{}
 	}
