@@ -86,6 +86,10 @@ func (b *claimBook) observe(c *store.Child) {
 // being tested.
 func (b *claimBook) fastestOpen() *store.Child { return b.fastest }
 
+// isFastest reports whether child id is the fastest open candidate. (The
+// book may hold a copy of the member: compare ids, not records.)
+func (b *claimBook) isFastest(id int64) bool { return b.fastest != nil && b.fastest.ID == id }
+
 // add records a new claim.
 func (b *claimBook) add(cl *store.Confirmation) {
 	b.all = append(b.all, cl)

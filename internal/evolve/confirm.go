@@ -51,7 +51,7 @@ func (r *confirmResult) settle(ctx context.Context, e *Engine) { e.onConfirm(ctx
 // it is queued for a series otherwise, or skipped when no series can run.
 // nil when c is no candidate.
 func (e *Engine) newClaim(c *store.Child) *store.Confirmation {
-	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || e.claims.fastestOpen() != c || e.claims.of(c.ID) != nil {
+	if c.Origin.IsCopy() || c.Origin == runs.OriginReference || !c.Outcome().Timed() || !e.claims.isFastest(c.ID) || e.claims.of(c.ID) != nil {
 		return nil
 	}
 	// A single timing is compared with the record's own single timing,

@@ -96,7 +96,7 @@ func TestOutcomeByAttempts(t *testing.T) {
 		t.Fatalf("%d crashing programs, want 3", len(crashing))
 	}
 	for _, norm := range crashing {
-		if e2.pop.byNorm[norm] == 0 {
+		if first, _ := e2.pop.byNorm.get(norm); first == 0 {
 			t.Errorf("the resumed run forgot a program that crashed in its fast check")
 		}
 	}
@@ -104,7 +104,7 @@ func TestOutcomeByAttempts(t *testing.T) {
 	// the change that crashed, not the empty change of its last program
 	// (its parent's) next to its crash.
 	var kid *store.Child
-	for _, c := range e2.pop.members {
+	for _, c := range allMembers(e2.pop) {
 		if c.ParentID == s.Reference.ID && c.Verdict == runs.Error {
 			kid = c
 			break

@@ -19,13 +19,24 @@ import (
 // asks of it (a parent, the top and diverse sets, migrants) costs the same
 // at a thousand members as at a hundred thousand. Only the coordinator
 // goroutine touches it.
+//
+// Members in flight are kept whole (live): the engine changes them in
+// place as they go. A member that settles is packed (packed.go), and
+// member returns a new copy of it each time: a settled member is not
+// changed, except through the population (restamp).
 type population struct {
 	objective   string
 	islands     int
 	archiveSize int
 
-	members map[int64]*store.Child
-	// ref is the track's reference program, the run's first member.
+	live map[int64]*store.Child
+	// settled holds the settled members in the order they settled, at
+	// their indexes by id; the lists below hold indexes into settled.
+	settled []packed
+	at      map[int64]int32
+	packing
+	// ref is the track's reference program, the run's first member, kept
+	// whole when settled too.
 	ref *store.Child
 	// onIsland lists, per island, the settled members that hold a program
 	// (originals and copies), in the order they settled; norms holds their
@@ -34,16 +45,16 @@ type population struct {
 	// index: the parent's draw weighs every valid member of an island,
 	// and reading the counts beside them costs a tenth of a map lookup
 	// each (at 25,000 members an island, 0.05 ms a child of 1.7).
-	onIsland      [][]int64
-	norms         []map[string]bool
-	valid         [][]*store.Child
+	onIsland      [][]int32
+	norms         []hashMap[bool]
+	valid         [][]int32
 	validExpanded [][]int32
 	// programs lists settled originals that hold a program, for the
 	// diverse set.
-	programs []int64
+	programs []int32
 	// byNorm maps a normalized program hash to the first member that had
 	// it, candidates in flight included: the dedup index.
-	byNorm map[string]int64
+	byNorm hashMap[int64]
 	// archive holds the elite originals, best first.
 	archive  []int64
 	inArch   map[int64]bool
@@ -59,25 +70,56 @@ type population struct {
 func newPopulation(objective string, islands, archiveSize int) *population {
 	p := &population{
 		objective: objective, islands: islands, archiveSize: archiveSize,
-		members:       map[int64]*store.Child{},
-		onIsland:      make([][]int64, islands),
-		norms:         make([]map[string]bool, islands),
-		valid:         make([][]*store.Child, islands),
+		live:          map[int64]*store.Child{},
+		at:            map[int64]int32{},
+		packing:       newPacking(),
+		onIsland:      make([][]int32, islands),
+		norms:         make([]hashMap[bool], islands),
+		valid:         make([][]int32, islands),
 		validExpanded: make([][]int32, islands),
-		byNorm:        map[string]int64{},
+		byNorm:        newHashMap[int64](),
 		inArch:        map[int64]bool{},
 		expanded:      map[int64]int{},
 	}
 	for i := range p.norms {
-		p.norms[i] = map[string]bool{}
+		p.norms[i] = newHashMap[bool]()
 	}
 	return p
+}
+
+// hashMap maps program hashes to values: a lowercase hex SHA-256 (every
+// hash the engine makes) by its bytes, in a map the garbage collector does
+// not scan, and any other string as it is.
+type hashMap[V any] struct {
+	sha   map[[32]byte]V
+	other map[string]V
+}
+
+func newHashMap[V any]() hashMap[V] {
+	return hashMap[V]{sha: map[[32]byte]V{}, other: map[string]V{}}
+}
+
+func (m hashMap[V]) get(s string) (V, bool) {
+	if h, ok := hexHash(s); ok {
+		v, ok := m.sha[h]
+		return v, ok
+	}
+	v, ok := m.other[s]
+	return v, ok
+}
+
+func (m hashMap[V]) set(s string, v V) {
+	if h, ok := hexHash(s); ok {
+		m.sha[h] = v
+		return
+	}
+	m.other[s] = v
 }
 
 // add indexes a member row (any state); the reference is the run's
 // reference program.
 func (p *population) add(c *store.Child) {
-	p.members[c.ID] = c
+	p.live[c.ID] = c
 	if c.Origin == runs.OriginReference {
 		p.ref = c
 	}
@@ -86,27 +128,74 @@ func (p *population) add(c *store.Child) {
 // expand counts an iteration that sampled member id as its parent.
 func (p *population) expand(id int64) {
 	p.expanded[id]++
-	c := p.members[id]
-	if c == nil || !c.Verdict.Valid() || c.Island < 0 || c.Island >= p.islands {
+	i, ok := p.at[id]
+	if !ok {
+		return // in flight: in no ranking
+	}
+	m := &p.settled[i]
+	if m.flags&flagValid == 0 || m.island < 0 || m.island >= int64(p.islands) {
 		return
 	}
-	if i, ok := p.validIndex(c); ok {
-		p.validExpanded[c.Island][i]++
+	list := p.valid[m.island]
+	if j := p.rankedIndex(list, m.key()); j < len(list) && p.settled[list[j]].id == id {
+		p.validExpanded[m.island][j]++
 	}
-}
-
-// validIndex finds c in its island's valid members.
-func (p *population) validIndex(c *store.Child) (int, bool) {
-	list := p.valid[c.Island]
-	i := p.rankedIndex(list, c)
-	return i, i < len(list) && list[i].ID == c.ID
 }
 
 // elite is the archive, best first; the caller must not change it.
 func (p *population) elite() []int64 { return p.archive }
 
-// member returns the member with id, or nil.
-func (p *population) member(id int64) *store.Child { return p.members[id] }
+// member returns the member with id, or nil: the member itself while in
+// flight (and the reference), a new copy of it once settled.
+func (p *population) member(id int64) *store.Child {
+	if c, ok := p.live[id]; ok {
+		return c
+	}
+	if p.ref != nil && id == p.ref.ID {
+		return p.ref
+	}
+	if i, ok := p.at[id]; ok {
+		return p.unpack(&p.settled[i])
+	}
+	return nil
+}
+
+// inFlight returns the member with id while it is in flight (not
+// settled), or nil: the record the engine changes as the member goes.
+func (p *population) inFlight(id int64) *store.Child { return p.live[id] }
+
+// get returns settled member i: a new copy (the reference itself).
+func (p *population) get(i int32) *store.Child {
+	m := &p.settled[i]
+	if p.ref != nil && m.id == p.ref.ID {
+		return p.ref
+	}
+	return p.unpack(m)
+}
+
+// keyOf is settled member i's rankKey.
+func (p *population) keyOf(i int32) key { return p.settled[i].key() }
+
+// meta returns member id's origin and source, and whether it is a member.
+func (p *population) meta(id int64) (runs.Origin, int64, bool) {
+	if c, ok := p.live[id]; ok {
+		return c.Origin, c.SourceID, true
+	}
+	if i, ok := p.at[id]; ok {
+		m := &p.settled[i]
+		return runs.Origin(p.words[m.words[wordOrigin]]), m.sourceID, true
+	}
+	return "", 0, false
+}
+
+// restamp takes the times of settled member c's row as the store wrote
+// them after it settled (the row's update time): nothing else of a settled
+// member changes.
+func (p *population) restamp(c *store.Child) {
+	if i, ok := p.at[c.ID]; ok {
+		p.stamp(&p.settled[i], c)
+	}
+}
 
 // reference is the track's reference program, nil before it is added.
 func (p *population) reference() *store.Child { return p.ref }
@@ -120,16 +209,19 @@ func (p *population) referenceDone() bool {
 // isProgram reports whether member id is a settled original that holds a
 // program (one of programs).
 func (p *population) isProgram(id int64) bool {
-	c := p.members[id]
-	return c != nil && holdsProgram(c) && !c.Origin.IsCopy()
+	if c, ok := p.live[id]; ok {
+		return holdsProgram(c) && !c.Origin.IsCopy()
+	}
+	i, ok := p.at[id]
+	return ok && p.settled[i].flags&(flagProgram|flagCopy) == flagProgram
 }
 
 // settledPrograms returns the settled originals that hold a program, in
-// the order they settled.
+// the order they settled: copies, made anew.
 func (p *population) settledPrograms() []*store.Child {
 	out := make([]*store.Child, 0, len(p.programs))
-	for _, id := range p.programs {
-		out = append(out, p.members[id])
+	for _, i := range p.programs {
+		out = append(out, p.get(i))
 	}
 	return out
 }
@@ -146,8 +238,8 @@ func (p *population) restoreIndex(ctx context.Context, rec *recorded, program fu
 	byCreation := slices.Clone(rec.attempts)
 	slices.SortFunc(byCreation, func(a, b *store.Attempt) int { return cmp.Compare(a.ID, b.ID) })
 	for _, a := range byCreation {
-		c := p.members[a.ChildID]
-		if a.ProgramHash == "" || c == nil || c.Origin.IsCopy() {
+		origin, _, ok := p.meta(a.ChildID)
+		if a.ProgramHash == "" || !ok || origin.IsCopy() {
 			continue
 		}
 		norm, ok := norms[a.ProgramHash]
@@ -189,7 +281,7 @@ func (p *population) restoreExpanded(iterations []*store.Iteration, open func(n 
 // record is the run's record as a member (standingOf), given the run's
 // claims.
 func (p *population) record(claims []*store.Confirmation) (*store.Child, runs.Record) {
-	return store.Standing(claims, func(id int64) *store.Child { return p.members[id] }, p.ref)
+	return store.Standing(claims, p.member, p.ref)
 }
 
 // claim registers a candidate program of member id under its normalized
@@ -199,23 +291,25 @@ func (p *population) claim(norm string, id int64) int64 {
 	if norm == "" {
 		return 0
 	}
-	if first, ok := p.byNorm[norm]; ok && first != id {
+	if first, ok := p.byNorm.get(norm); ok && first != id {
 		return first
 	}
-	p.byNorm[norm] = id
+	p.byNorm.set(norm, id)
 	return 0
 }
 
-// original follows copies (seed, migrant) to the member they copy.
-func (p *population) original(c *store.Child) *store.Child {
-	for i := 0; i < 8 && (c.Origin == runs.OriginSeed || c.Origin == runs.OriginMigrant) && c.SourceID != 0; i++ {
-		src, ok := p.members[c.SourceID]
+// originalID follows copies (seed, migrant) to the member they copy, and
+// returns its id.
+func (p *population) originalID(c *store.Child) int64 {
+	id, origin, source := c.ID, c.Origin, c.SourceID
+	for i := 0; i < 8 && (origin == runs.OriginSeed || origin == runs.OriginMigrant) && source != 0; i++ {
+		o, s, ok := p.meta(source)
 		if !ok {
 			break
 		}
-		c = src
+		id, origin, source = source, o, s
 	}
-	return c
+	return id
 }
 
 // holdsProgram reports whether a settled member stands for a program of
@@ -226,43 +320,49 @@ func holdsProgram(c *store.Child) bool {
 }
 
 // settle adds a member that reached its final verdict to its island and
-// to the archive. It reports whether the archive changed.
+// to the archive, packed: the population keeps no reference to c. It
+// reports whether the archive changed.
 func (p *population) settle(c *store.Child) bool {
-	p.members[c.ID] = c
-	if !holdsProgram(c) {
+	delete(p.live, c.ID)
+	i := int32(len(p.settled))
+	p.settled = append(p.settled, p.pack(c, p.objective))
+	p.at[c.ID] = i
+	m := &p.settled[i]
+	if m.flags&flagProgram == 0 {
 		return false
 	}
 	if c.Island >= 0 && c.Island < p.islands {
-		p.onIsland[c.Island] = append(p.onIsland[c.Island], c.ID)
-		p.norms[c.Island][c.NormHash] = true
-		if c.Verdict.Valid() {
-			i := p.rankedIndex(p.valid[c.Island], c)
-			p.valid[c.Island] = slices.Insert(p.valid[c.Island], i, c)
-			p.validExpanded[c.Island] = slices.Insert(p.validExpanded[c.Island], i, int32(p.expanded[c.ID]))
+		p.onIsland[c.Island] = append(p.onIsland[c.Island], i)
+		p.norms[c.Island].set(c.NormHash, true)
+		if m.flags&flagValid != 0 {
+			j := p.rankedIndex(p.valid[c.Island], m.key())
+			p.valid[c.Island] = slices.Insert(p.valid[c.Island], j, i)
+			p.validExpanded[c.Island] = slices.Insert(p.validExpanded[c.Island], j, int32(p.expanded[c.ID]))
 		}
 	}
-	if c.Origin.IsCopy() {
+	if m.flags&flagCopy != 0 {
 		return false
 	}
-	p.programs = append(p.programs, c.ID)
-	return p.offerArchive(c)
+	p.programs = append(p.programs, i)
+	return p.offerArchive(m)
 }
 
-// offerArchive inserts c into the archive if it is among the best.
-func (p *population) offerArchive(c *store.Child) bool {
-	if !c.Verdict.Valid() || p.archiveSize <= 0 || p.inArch[c.ID] {
+// offerArchive inserts settled member m into the archive if it is among
+// the best.
+func (p *population) offerArchive(m *packed) bool {
+	if m.flags&flagValid == 0 || p.archiveSize <= 0 || p.inArch[m.id] {
 		return false
 	}
-	k := rankKey(p.objective, c)
+	k := m.key()
 	i := len(p.archive)
-	for i > 0 && k.less(rankKey(p.objective, p.members[p.archive[i-1]])) {
+	for i > 0 && k.less(p.keyOf(p.at[p.archive[i-1]])) {
 		i--
 	}
 	if i >= p.archiveSize {
 		return false
 	}
-	p.archive = slices.Insert(p.archive, i, c.ID)
-	p.inArch[c.ID] = true
+	p.archive = slices.Insert(p.archive, i, m.id)
+	p.inArch[m.id] = true
 	if len(p.archive) > p.archiveSize {
 		delete(p.inArch, p.archive[len(p.archive)-1])
 		p.archive = p.archive[:p.archiveSize]
@@ -270,12 +370,12 @@ func (p *population) offerArchive(c *store.Child) bool {
 	return true
 }
 
-// rankedIndex is where c goes in list, which is sorted best first: where
-// it is, when it is there (keys are unique: they end with the ID).
-func (p *population) rankedIndex(list []*store.Child, c *store.Child) int {
-	k := rankKey(p.objective, c)
-	i, _ := slices.BinarySearchFunc(list, k, func(m *store.Child, k key) int {
-		if rankKey(p.objective, m).less(k) {
+// rankedIndex is where a member of key k goes in list (settled members),
+// which is sorted best first: where it is, when it is there (keys are
+// unique: they end with the ID).
+func (p *population) rankedIndex(list []int32, k key) int {
+	i, _ := slices.BinarySearchFunc(list, k, func(m int32, k key) int {
+		if p.keyOf(m).less(k) {
 			return -1
 		}
 		return 1
@@ -286,32 +386,31 @@ func (p *population) rankedIndex(list []*store.Child, c *store.Child) int {
 // best returns the best original program, or nil.
 func (p *population) best() *store.Child {
 	if len(p.archive) > 0 {
-		return p.members[p.archive[0]]
+		return p.member(p.archive[0])
 	}
-	var b *store.Child
-	for _, id := range p.programs {
-		c := p.members[id]
-		if b == nil || rankKey(p.objective, c).less(rankKey(p.objective, b)) {
-			b = c
+	b := int32(-1)
+	for _, i := range p.programs {
+		if b < 0 || p.keyOf(i).less(p.keyOf(b)) {
+			b = i
 		}
 	}
-	return b
+	if b < 0 {
+		return nil
+	}
+	return p.get(b)
 }
 
-// ranked returns the island's settled members, best first: the valid ones
-// if any, else all of them (so that an island of failures still yields a
-// parent, whose error the prompt shows). The caller must not change the
-// slice.
-func (p *population) ranked(island int) []*store.Child {
+// ranked returns the island's settled members (indexes into settled),
+// best first: the valid ones if any, else all of them (so that an island
+// of failures still yields a parent, whose error the prompt shows). The
+// caller must not change the slice.
+func (p *population) ranked(island int) []int32 {
 	if len(p.valid[island]) > 0 {
 		return p.valid[island]
 	}
-	out := make([]*store.Child, 0, len(p.onIsland[island]))
-	for _, id := range p.onIsland[island] {
-		out = append(out, p.members[id])
-	}
-	slices.SortFunc(out, func(a, b *store.Child) int {
-		if rankKey(p.objective, a).less(rankKey(p.objective, b)) {
+	out := slices.Clone(p.onIsland[island])
+	slices.SortFunc(out, func(a, b int32) int {
+		if p.keyOf(a).less(p.keyOf(b)) {
 			return -1
 		}
 		return 1
@@ -332,7 +431,7 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 		explore = *sel.Exploration
 	}
 	if sel.Strategy == SelectUniform || r.Float64() < explore {
-		return cands[r.IntN(len(cands))]
+		return p.get(cands[r.IntN(len(cands))])
 	}
 	penalty := 0.5
 	if sel.ChildPenalty != nil {
@@ -342,7 +441,7 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 	p.weights = w
 	switch sel.Strategy {
 	case SelectSoftmax:
-		z := softmaxUtilities(p.objective, cands)
+		z := p.softmaxUtilities(cands)
 		temp := math.Max(sel.Temperature, 1e-6)
 		for i := range cands {
 			w[i] = math.Exp(z[i] / temp)
@@ -360,12 +459,12 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 		}
 	} else {
 		for i, c := range cands {
-			if n := p.expanded[c.ID]; n != 0 {
+			if n := p.expanded[p.settled[c].id]; n != 0 {
 				w[i] /= math.Pow(1+float64(n), penalty)
 			}
 		}
 	}
-	return cands[weighted(r, w)]
+	return p.get(cands[weighted(r, w)])
 }
 
 // powerLaw returns the first n weights (i+1)^-alpha, computed once.
@@ -379,15 +478,16 @@ func (p *population) powerLaw(alpha float64, n int) []float64 {
 	return p.rankWeights[:n]
 }
 
-// softmaxUtilities returns, per candidate (best first), the standardized
-// negative log of the objective, shifted down by 3 for each verdict class
-// below the best candidate's, and shifted so the best is 0.
-func softmaxUtilities(objective string, cands []*store.Child) []float64 {
+// softmaxUtilities returns, per candidate (settled members, best
+// first), the standardized negative log of the objective, shifted down by
+// 3 for each verdict class below the best candidate's, and shifted so the
+// best is 0.
+func (p *population) softmaxUtilities(cands []int32) []float64 {
 	u := make([]float64, len(cands))
 	var sum, sq float64
 	n := 0
 	for i, c := range cands {
-		v := objectiveValue(objective, c)
+		v := p.settled[c].value
 		if math.IsInf(v, 1) {
 			u[i] = math.NaN()
 			continue
@@ -405,14 +505,14 @@ func softmaxUtilities(objective string, cands []*store.Child) []float64 {
 			sd = math.Sqrt(v)
 		}
 	}
-	top := verdictRank(cands[0].Verdict)
+	top := p.settled[cands[0]].rank
 	maxU := math.Inf(-1)
 	for i, c := range cands {
 		z := -3.0
 		if !math.IsNaN(u[i]) {
 			z = (u[i] - mean) / sd
 		}
-		z -= 3 * float64(verdictRank(c.Verdict)-top)
+		z -= 3 * float64(p.settled[c].rank-top)
 		u[i] = z
 		maxU = math.Max(maxU, z)
 	}
@@ -452,7 +552,7 @@ func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child, wantDiv
 	if k <= 0 {
 		return nil
 	}
-	skip := p.original(parent).ID
+	skip := p.originalID(parent)
 	others := len(p.programs)
 	if p.isProgram(skip) {
 		others--
@@ -460,25 +560,27 @@ func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child, wantDiv
 	if wantDiverse && others >= 2 {
 		k = min(k, others-1)
 	}
-	var acceptable, rest []int64
+	acceptable := p.word(string(runs.Acceptable))
+	var good, rest []int32
 	for _, id := range p.archive {
+		i := p.at[id]
 		switch {
 		case id == skip:
-		case p.members[id].Verdict == runs.Acceptable:
-			acceptable = append(acceptable, id)
+		case p.settled[i].words[wordVerdict] == acceptable:
+			good = append(good, i)
 		default:
-			rest = append(rest, id)
+			rest = append(rest, i)
 		}
 	}
-	if len(acceptable) > k {
-		return p.pick(r, acceptable[:min(len(acceptable), 2*k)], k)
+	if len(good) > k {
+		return p.pick(r, good[:min(len(good), 2*k)], k)
 	}
-	out := p.pick(r, acceptable, k)
-	for _, id := range rest {
+	out := p.pick(r, good, k)
+	for _, i := range rest {
 		if len(out) == k {
 			break
 		}
-		out = append(out, p.members[id])
+		out = append(out, p.get(i))
 	}
 	return out
 }
@@ -492,7 +594,7 @@ func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top
 	if k <= 0 {
 		return nil
 	}
-	skip := map[int64]bool{p.original(parent).ID: true}
+	skip := map[int64]bool{p.originalID(parent): true}
 	for _, c := range top {
 		skip[c.ID] = true
 	}
@@ -501,17 +603,17 @@ func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top
 	chosen := map[int64]bool{}
 	var out []*store.Child
 	for tries := 0; tries < 8*k && len(out) < k && n > 0; tries++ {
-		id := p.programs[r.IntN(n)]
-		if ok(id) && !chosen[id] {
+		i := p.programs[r.IntN(n)]
+		if id := p.settled[i].id; ok(id) && !chosen[id] {
 			chosen[id] = true
-			out = append(out, p.members[id])
+			out = append(out, p.get(i))
 		}
 	}
 	if len(out) < k {
-		var rest []int64
-		for _, id := range p.programs {
-			if ok(id) && !chosen[id] {
-				rest = append(rest, id)
+		var rest []int32
+		for _, i := range p.programs {
+			if id := p.settled[i].id; ok(id) && !chosen[id] {
+				rest = append(rest, i)
 			}
 		}
 		out = append(out, p.pick(r, rest, k-len(out))...)
@@ -519,19 +621,19 @@ func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top
 	return out
 }
 
-// pick draws up to k distinct ids uniformly.
-func (p *population) pick(r *rand.Rand, ids []int64, k int) []*store.Child {
-	if k <= 0 || len(ids) == 0 {
+// pick draws up to k distinct settled members uniformly.
+func (p *population) pick(r *rand.Rand, idx []int32, k int) []*store.Child {
+	if k <= 0 || len(idx) == 0 {
 		return nil
 	}
-	ids = slices.Clone(ids)
-	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	if len(ids) > k {
-		ids = ids[:k]
+	idx = slices.Clone(idx)
+	r.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	if len(idx) > k {
+		idx = idx[:k]
 	}
-	out := make([]*store.Child, len(ids))
-	for i, id := range ids {
-		out[i] = p.members[id]
+	out := make([]*store.Child, len(idx))
+	for i, x := range idx {
+		out[i] = p.get(x)
 	}
 	return out
 }
@@ -542,14 +644,23 @@ func (p *population) pick(r *rand.Rand, ids []int64, k int) []*store.Child {
 func (p *population) emigrants(from, to, count int) []*store.Child {
 	have := p.norms[to]
 	var out []*store.Child
-	for _, c := range p.ranked(from) {
+	for _, i := range p.ranked(from) {
 		if len(out) == count {
 			break
 		}
-		if !c.Verdict.Valid() || c.Origin.IsCopy() || have[c.NormHash] {
+		m := &p.settled[i]
+		if m.flags&(flagValid|flagCopy) != flagValid || p.holds(have, m) {
 			continue
 		}
-		out = append(out, c)
+		out = append(out, p.get(i))
 	}
 	return out
+}
+
+// holds reports whether set holds settled member m's normalized hash.
+func (p *population) holds(set hashMap[bool], m *packed) bool {
+	if m.flags&flagNormHex != 0 {
+		return set.sha[m.normHash]
+	}
+	return set.other[p.text(m, textNormHash)]
 }

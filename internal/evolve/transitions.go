@@ -21,9 +21,9 @@ import (
 
 // onProposal takes a proposal worker's result.
 func (e *Engine) onProposal(ctx context.Context, r *proposalResult) {
-	c := e.pop.member(r.work.child.ID)
+	c := e.pop.inFlight(r.work.child.ID)
 	if c == nil {
-		e.sess.fail(fmt.Errorf("proposal for unknown child %d", r.work.child.ID))
+		e.sess.fail(fmt.Errorf("proposal for a child not in flight, %d", r.work.child.ID))
 		return
 	}
 	c.Model, c.Stage, c.Template = r.work.child.Model, r.work.child.Stage, r.work.child.Template
@@ -168,9 +168,9 @@ func (e *Engine) endFailed(ctx context.Context, c *store.Child, reason, detail s
 
 // onEval takes an evaluation worker's result.
 func (e *Engine) onEval(ctx context.Context, r *evalResult) {
-	c := e.pop.member(r.work.child.ID)
+	c := e.pop.inFlight(r.work.child.ID)
 	if c == nil {
-		e.sess.fail(fmt.Errorf("evaluation of unknown child %d", r.work.child.ID))
+		e.sess.fail(fmt.Errorf("evaluation of a child not in flight, %d", r.work.child.ID))
 		return
 	}
 	if r.err != nil {
@@ -306,6 +306,9 @@ func (e *Engine) finishChild(ctx context.Context, c *store.Child) {
 			}
 			return e.pop.elite(), archiveChanged
 		}})
+	// The store wrote c's row after c settled: the population takes its
+	// update time.
+	e.pop.restamp(c)
 	if err != nil {
 		e.sess.fail(err)
 		return

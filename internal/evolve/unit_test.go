@@ -97,7 +97,7 @@ func TestRankingAndArchive(t *testing.T) {
 		t.Error("objective time: 8 ms beats 10 ms")
 	}
 	// Island 1's ranking: valid ones only, best first.
-	r := p.ranked(1)
+	r := rankedMembers(p, 1)
 	if len(r) != 2 || r[0].ID != 3 || r[1].ID != 6 {
 		t.Errorf("island 1 ranked %v", ids(r))
 	}
@@ -202,13 +202,14 @@ func TestParentDrawKeepsExpansions(t *testing.T) {
 			t.Fatalf("island %d: %d valid members, %d counts", island, len(p.valid[island]), len(p.validExpanded[island]))
 		}
 		for i, c := range p.valid[island] {
-			if int(p.validExpanded[island][i]) != p.expanded[c.ID] {
-				t.Fatalf("island %d, #%d: %d expansions beside the ranking, %d counted", island, c.ID, p.validExpanded[island][i], p.expanded[c.ID])
+			id := p.settled[c].id
+			if int(p.validExpanded[island][i]) != p.expanded[id] {
+				t.Fatalf("island %d, #%d: %d expansions beside the ranking, %d counted", island, id, p.validExpanded[island][i], p.expanded[id])
 			}
 		}
 	}
 	byMap := func(r *rand.Rand, island int, sel SelectionConfig) *store.Child {
-		cands := p.valid[island]
+		cands := rankedMembers(p, island)
 		if r.Float64() < *sel.Exploration {
 			return cands[r.IntN(len(cands))]
 		}
@@ -244,7 +245,7 @@ func TestInspirationSets(t *testing.T) {
 	}
 	p.settle(child(10, 0, "error", 0, 0))
 	r := rand.New(rand.NewPCG(2, 2))
-	parent := p.members[1]
+	parent := p.member(1)
 	best := map[int64]bool{5: true, 6: true, 7: true, 8: true, 9: true} // the acceptable ones, parent excluded
 	for range 200 {
 		top := p.sampleTop(r, 2, parent, true)
@@ -274,12 +275,12 @@ func TestInspirationSets(t *testing.T) {
 	q.settle(child(1, 0, "acceptable", 500, 10))
 	q.settle(child(2, 0, "loss_too_high", 100, 10))
 	q.settle(child(3, 0, "acceptable", 300, 10))
-	top := q.sampleTop(r, 3, q.members[1], true)
-	div := q.sampleDiverse(r, 2, q.members[1], top)
+	top := q.sampleTop(r, 3, q.member(1), true)
+	div := q.sampleDiverse(r, 2, q.member(1), top)
 	if len(top) != 1 || top[0].ID != 3 || len(div) != 1 || div[0].ID != 2 {
 		t.Errorf("two programs besides the parent: top %v, diverse %v; want [3] and [2]", ids(top), ids(div))
 	}
-	if top := q.sampleTop(r, 3, q.members[1], false); len(top) != 2 || top[0].ID != 3 || top[1].ID != 2 {
+	if top := q.sampleTop(r, 3, q.member(1), false); len(top) != 2 || top[0].ID != 3 || top[1].ID != 2 {
 		t.Errorf("no diverse set wanted: top %v, want [3 2]", ids(top))
 	}
 }
