@@ -19,9 +19,9 @@ func allMembers(p *population) []*store.Child {
 	for _, c := range p.live {
 		out = append(out, c)
 	}
-	for i, m := range p.settled {
-		if p.at[m.id] == int32(i) { // a member settled twice is its newest
-			out = append(out, p.member(m.id))
+	for i := range p.n {
+		if id := p.packedAt(i).id; p.at[id] == i { // a member settled twice is its newest
+			out = append(out, p.member(id))
 		}
 	}
 	return out
@@ -138,7 +138,7 @@ func TestPackedRoundTrip(t *testing.T) {
 			t.Fatalf("child %d: a settled member is handed out twice as the same record", want.ID)
 		}
 		k := rankKey(ObjectiveTime, want)
-		if pk := p.settled[p.at[want.ID]].key(); math.Float64bits(pk.value) != math.Float64bits(k.value) || pk.rank != k.rank || pk.id != k.id {
+		if pk := p.packedAt(p.at[want.ID]).key(); math.Float64bits(pk.value) != math.Float64bits(k.value) || pk.rank != k.rank || pk.id != k.id {
 			t.Fatalf("child %d: packed rank key %+v, want %+v", want.ID, pk, k)
 		}
 	}
@@ -147,6 +147,16 @@ func TestPackedRoundTrip(t *testing.T) {
 	c.UpdatedAt = time.UnixMilli(1765000009999)
 	p.restamp(c)
 	sameChild(t, p.member(c.ID), c)
+	// Over several chunks.
+	for id := int64(1000); id < 10000; id++ {
+		c := child(id, int(id%3), runs.Acceptable, float64(id), float64(id%97))
+		c.Description = strings.Repeat("d", int(id%5))
+		all = append(all, c)
+		p.settle(c)
+	}
+	for _, want := range all {
+		sameChild(t, p.member(want.ID), want)
+	}
 }
 
 // The dedup index and the islands' sets of hashes answer as maps of

@@ -30,10 +30,13 @@ type population struct {
 	archiveSize int
 
 	live map[int64]*store.Child
-	// settled holds the settled members in the order they settled, at
-	// their indexes by id; the lists below hold indexes into settled.
-	settled []packed
-	at      map[int64]int32
+	// chunks holds the settled members in the order they settled, n of
+	// them, in chunks of a fixed size (a chunk is never copied as the
+	// population grows); at maps an id to its index (packedAt). The lists
+	// below hold such indexes.
+	chunks [][]packed
+	n      int32
+	at     map[int64]int32
 	packing
 	// ref is the track's reference program, the run's first member, kept
 	// whole when settled too.
@@ -132,12 +135,12 @@ func (p *population) expand(id int64) {
 	if !ok {
 		return // in flight: in no ranking
 	}
-	m := &p.settled[i]
+	m := p.packedAt(i)
 	if m.flags&flagValid == 0 || m.island < 0 || m.island >= int64(p.islands) {
 		return
 	}
 	list := p.valid[m.island]
-	if j := p.rankedIndex(list, m.key()); j < len(list) && p.settled[list[j]].id == id {
+	if j := p.rankedIndex(list, m.key()); j < len(list) && p.packedAt(list[j]).id == id {
 		p.validExpanded[m.island][j]++
 	}
 }
@@ -155,7 +158,7 @@ func (p *population) member(id int64) *store.Child {
 		return p.ref
 	}
 	if i, ok := p.at[id]; ok {
-		return p.unpack(&p.settled[i])
+		return p.unpack(p.packedAt(i))
 	}
 	return nil
 }
@@ -166,15 +169,22 @@ func (p *population) inFlight(id int64) *store.Child { return p.live[id] }
 
 // get returns settled member i: a new copy (the reference itself).
 func (p *population) get(i int32) *store.Child {
-	m := &p.settled[i]
+	m := p.packedAt(i)
 	if p.ref != nil && m.id == p.ref.ID {
 		return p.ref
 	}
 	return p.unpack(m)
 }
 
+// chunkBits sets the size of a chunk of packed members: 4,096 of them,
+// 1.3 MB.
+const chunkBits = 12
+
+// packedAt is settled member i.
+func (p *population) packedAt(i int32) *packed { return &p.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
+
 // keyOf is settled member i's rankKey.
-func (p *population) keyOf(i int32) key { return p.settled[i].key() }
+func (p *population) keyOf(i int32) key { return p.packedAt(i).key() }
 
 // meta returns member id's origin and source, and whether it is a member.
 func (p *population) meta(id int64) (runs.Origin, int64, bool) {
@@ -182,7 +192,7 @@ func (p *population) meta(id int64) (runs.Origin, int64, bool) {
 		return c.Origin, c.SourceID, true
 	}
 	if i, ok := p.at[id]; ok {
-		m := &p.settled[i]
+		m := p.packedAt(i)
 		return runs.Origin(p.words[m.words[wordOrigin]]), m.sourceID, true
 	}
 	return "", 0, false
@@ -193,7 +203,7 @@ func (p *population) meta(id int64) (runs.Origin, int64, bool) {
 // member changes.
 func (p *population) restamp(c *store.Child) {
 	if i, ok := p.at[c.ID]; ok {
-		p.stamp(&p.settled[i], c)
+		p.stamp(p.packedAt(i), c)
 	}
 }
 
@@ -213,7 +223,7 @@ func (p *population) isProgram(id int64) bool {
 		return holdsProgram(c) && !c.Origin.IsCopy()
 	}
 	i, ok := p.at[id]
-	return ok && p.settled[i].flags&(flagProgram|flagCopy) == flagProgram
+	return ok && p.packedAt(i).flags&(flagProgram|flagCopy) == flagProgram
 }
 
 // settledPrograms returns the settled originals that hold a program, in
@@ -324,10 +334,15 @@ func holdsProgram(c *store.Child) bool {
 // reports whether the archive changed.
 func (p *population) settle(c *store.Child) bool {
 	delete(p.live, c.ID)
-	i := int32(len(p.settled))
-	p.settled = append(p.settled, p.pack(c, p.objective))
+	i := p.n
+	if int(i>>chunkBits) == len(p.chunks) {
+		p.chunks = append(p.chunks, make([]packed, 0, 1<<chunkBits))
+	}
+	last := &p.chunks[len(p.chunks)-1]
+	*last = append(*last, p.pack(c, p.objective))
+	p.n++
 	p.at[c.ID] = i
-	m := &p.settled[i]
+	m := p.packedAt(i)
 	if m.flags&flagProgram == 0 {
 		return false
 	}
@@ -459,7 +474,7 @@ func (p *population) sampleParent(r *rand.Rand, island int, sel SelectionConfig)
 		}
 	} else {
 		for i, c := range cands {
-			if n := p.expanded[p.settled[c].id]; n != 0 {
+			if n := p.expanded[p.packedAt(c).id]; n != 0 {
 				w[i] /= math.Pow(1+float64(n), penalty)
 			}
 		}
@@ -487,7 +502,7 @@ func (p *population) softmaxUtilities(cands []int32) []float64 {
 	var sum, sq float64
 	n := 0
 	for i, c := range cands {
-		v := p.settled[c].value
+		v := p.packedAt(c).value
 		if math.IsInf(v, 1) {
 			u[i] = math.NaN()
 			continue
@@ -505,14 +520,14 @@ func (p *population) softmaxUtilities(cands []int32) []float64 {
 			sd = math.Sqrt(v)
 		}
 	}
-	top := p.settled[cands[0]].rank
+	top := p.packedAt(cands[0]).rank
 	maxU := math.Inf(-1)
 	for i, c := range cands {
 		z := -3.0
 		if !math.IsNaN(u[i]) {
 			z = (u[i] - mean) / sd
 		}
-		z -= 3 * float64(p.settled[c].rank-top)
+		z -= 3 * float64(p.packedAt(c).rank-top)
 		u[i] = z
 		maxU = math.Max(maxU, z)
 	}
@@ -566,7 +581,7 @@ func (p *population) sampleTop(r *rand.Rand, k int, parent *store.Child, wantDiv
 		i := p.at[id]
 		switch {
 		case id == skip:
-		case p.settled[i].words[wordVerdict] == acceptable:
+		case p.packedAt(i).words[wordVerdict] == acceptable:
 			good = append(good, i)
 		default:
 			rest = append(rest, i)
@@ -604,7 +619,7 @@ func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top
 	var out []*store.Child
 	for tries := 0; tries < 8*k && len(out) < k && n > 0; tries++ {
 		i := p.programs[r.IntN(n)]
-		if id := p.settled[i].id; ok(id) && !chosen[id] {
+		if id := p.packedAt(i).id; ok(id) && !chosen[id] {
 			chosen[id] = true
 			out = append(out, p.get(i))
 		}
@@ -612,7 +627,7 @@ func (p *population) sampleDiverse(r *rand.Rand, k int, parent *store.Child, top
 	if len(out) < k {
 		var rest []int32
 		for _, i := range p.programs {
-			if id := p.settled[i].id; ok(id) && !chosen[id] {
+			if id := p.packedAt(i).id; ok(id) && !chosen[id] {
 				rest = append(rest, i)
 			}
 		}
@@ -648,7 +663,7 @@ func (p *population) emigrants(from, to, count int) []*store.Child {
 		if len(out) == count {
 			break
 		}
-		m := &p.settled[i]
+		m := p.packedAt(i)
 		if m.flags&(flagValid|flagCopy) != flagValid || p.holds(have, m) {
 			continue
 		}

@@ -202,7 +202,7 @@ func TestParentDrawKeepsExpansions(t *testing.T) {
 			t.Fatalf("island %d: %d valid members, %d counts", island, len(p.valid[island]), len(p.validExpanded[island]))
 		}
 		for i, c := range p.valid[island] {
-			id := p.settled[c].id
+			id := p.packedAt(c).id
 			if int(p.validExpanded[island][i]) != p.expanded[id] {
 				t.Fatalf("island %d, #%d: %d expansions beside the ranking, %d counted", island, id, p.validExpanded[island][i], p.expanded[id])
 			}
