@@ -89,12 +89,6 @@ type packed struct {
 // key is the member's position in the ranking (rankKey).
 func (m *packed) key() key { return key{rank: int(m.rank), value: m.value, id: m.id} }
 
-// outcome is what the run's aggregates read of the member (Child.Outcome).
-func (m *packed) outcome(words []string) runs.Outcome {
-	return runs.Outcome{ID: m.id, Verdict: runs.Verdict(words[m.words[wordVerdict]]), ValLoss: m.valLoss,
-		TrainTimeMs: m.trainTimeMs, Score: m.score, InputTokens: m.inputTokens, OutputTokens: m.outputTokens, CostUSD: m.costUSD}
-}
-
 // packing holds what packed members share: the arena of their texts, the
 // table of their words and the locations of their times.
 type packing struct {

@@ -97,7 +97,7 @@ func TestPackedRoundTrip(t *testing.T) {
 	times := []time.Time{{}, now, now.UTC(), now.In(zone), time.UnixMilli(1765000000123), time.UnixMilli(0),
 		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.Local),
 		time.Date(1600, 2, 29, 1, 2, 3, 4, zone), time.Time{}.In(time.Local)}
-	floats := []float64{0, -0.0, 1.5, math.NaN(), math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, math.MaxFloat64, -3}
+	floats := []float64{0, math.Copysign(0, -1), 1.5, math.NaN(), math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, math.MaxFloat64, -3}
 	ints := []int64{0, 1, -1, math.MaxInt64, math.MinInt64, 1 << 40}
 	r := rand.New(rand.NewPCG(5, 5))
 	text := func() string { return texts[r.IntN(len(texts))] }
