@@ -168,6 +168,7 @@ func localNode(ctx context.Context, g *globals, cfg *config.Config) (*machine, e
 	l := &eval.Local{
 		Runner: sb, Python: py.Path, GPUs: gpus, Sandbox: string(sb.Mode()),
 		Hidden: hiddenPaths(cfg), Visible: py.Paths,
+		Env: py.ProgramEnv(), BLAS: py.BLASName(),
 	}
 	return &machine{local: l, exec: eval.NewNode(l), torch: py.Torch}, nil
 }

@@ -132,6 +132,12 @@ func printDoctor(w io.Writer, rep doctorReport, info *pyenv.Info, perr error) {
 		fmt.Fprintf(w, "torch         %s (numpy %s)\n", info.Torch, nonEmpty(info.Numpy, "missing"))
 		fmt.Fprintf(w, "threads       torch default %d; tracks set their own (tiny uses 2)\n", info.Threads)
 		fmt.Fprintf(w, "blas          %s\n", nonEmpty(info.BLAS, "unknown"))
+		if info.BLASCore != "" {
+			fmt.Fprintf(w, "              programs run with %s's kernels\n", info.BLASName())
+		}
+		if info.BLASNote != "" {
+			fmt.Fprintf(w, "              %s\n", info.BLASNote)
+		}
 		switch {
 		case len(info.GPUs) > 0:
 			fmt.Fprintf(w, "cuda          %s, %d devices:\n", info.CUDA, len(info.GPUs))

@@ -21,6 +21,6 @@ func TestExecutorContract(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sandbox: %v", err)
 	}
-	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths}
+	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths, Env: py.ProgramEnv(), BLAS: py.BLASName()}
 	executortest.Run(t, eval.NewNode(local), executortest.Options{Sandbox: local.Sandbox})
 }

@@ -86,12 +86,13 @@ func newEvaluator(t *testing.T) (*Evaluator, store.Store) {
 	}
 	st := storetest.SQLite(t, "")
 	return &Evaluator{
-		Executor: NewNode(&Local{Runner: runner.NewLocal(nil), Python: shared.python.Path}),
-		Store:    st,
-		Python:   shared.python.Path,
-		Torch:    shared.python.Torch,
-		RunsDir:  t.TempDir(),
-		Data:     &LocalData{Dirs: map[string]string{"evaltest": shared.dataDir}},
+		Executor: NewNode(&Local{Runner: runner.NewLocal(nil), Python: shared.python.Path,
+			Env: shared.python.ProgramEnv(), BLAS: shared.python.BLASName()}),
+		Store:   st,
+		Python:  shared.python.Path,
+		Torch:   shared.python.Torch,
+		RunsDir: t.TempDir(),
+		Data:    &LocalData{Dirs: map[string]string{"evaltest": shared.dataDir}},
 	}, st
 }
 
@@ -114,6 +115,38 @@ func evaluate(t *testing.T, ev *Evaluator, spec *track.Spec, src []byte) *Result
 		t.Fatalf("Evaluate: %v", err)
 	}
 	return res
+}
+
+// The executor's environment of the interpreter (OPENBLAS_CORETYPE where
+// the probe set one) reaches the program, and its BLAS name the result.
+func TestProgramEnvAndBLAS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a program")
+	}
+	ev, _ := newEvaluator(t)
+	ev.Executor = NewNode(&Local{Runner: runner.NewLocal(nil), Python: shared.python.Path,
+		Env: []string{"OPENBLAS_VERBOSE=0"}, BLAS: "OpenBLAS Testcore"})
+	src := bigramVariant(t, 20, `import os
+if os.environ.get("OPENBLAS_VERBOSE") != "0":
+    raise RuntimeError("the executor's environment did not reach the program")`, "")
+	res := evaluate(t, ev, testTrack(t, 10), src)
+	if res.Verdict != Acceptable {
+		t.Fatalf("verdict %s: %s\n%s", res.Verdict, res.Reason, res.Traceback)
+	}
+	if res.Environment.BLAS != "OpenBLAS Testcore" || res.Full == nil || res.Full.BLAS != "OpenBLAS Testcore" {
+		t.Fatalf("environment %+v, full phase %+v: want the executor's BLAS", res.Environment, res.Full)
+	}
+	// Times under other kernels are another class.
+	if !strings.HasPrefix(res.FingerprintClass, "cpu|") || !strings.HasSuffix(res.FingerprintClass, "|OpenBLAS Testcore") {
+		t.Errorf("fingerprint class %q: want the CPU class with the kernels", res.FingerprintClass)
+	}
+	var sb strings.Builder
+	if err := WriteReport(&sb, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "sandbox none, OpenBLAS Testcore") {
+		t.Errorf("report's environment line lacks the BLAS:\n%s", sb.String())
+	}
 }
 
 func TestAcceptableAndStored(t *testing.T) {

@@ -74,8 +74,10 @@ type PhaseRun struct {
 	// Skipped, when set, says why the phase did not run and needed not
 	// (a log-contract script with no iteration count to shorten).
 	Skipped string `json:"skipped,omitempty"`
-	// Node names the machine the phase ran on.
+	// Node names the machine the phase ran on; BLAS the kernels its
+	// programs ran with (Local.BLAS).
 	Node string `json:"node,omitempty"`
+	BLAS string `json:"blas,omitempty"`
 	// Waited is how long the phase waited for a node: from its submission
 	// to its start there (0 on this machine).
 	Waited time.Duration `json:"waited_ns,omitempty"`

@@ -70,7 +70,7 @@ type Legacy struct {
 func (g *Legacy) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	l, spec, mode := g.Local, job.Track, job.Mode
 	say := sayer(job.Progress)
-	run := &PhaseRun{Mode: mode, Limit: job.Limit, Node: hostname()}
+	run := &PhaseRun{Mode: mode, Limit: job.Limit, Node: hostname(), BLAS: l.BLAS}
 	vals := logValues(spec, job.Data, mode)
 	prog, err := importer.Inject(job.Program, vals)
 	switch {
@@ -115,7 +115,7 @@ func (g *Legacy) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 		return nil, err
 	}
 	defer releaseGPUs()
-	env := append(baseEnv(scratch), "PYTHONUNBUFFERED=1")
+	env := append(append(baseEnv(scratch), l.Env...), "PYTHONUNBUFFERED=1")
 	if n := spec.Hardware.Threads; n > 0 {
 		t := strconv.Itoa(n)
 		env = append(env, "OMP_NUM_THREADS="+t, "MKL_NUM_THREADS="+t, "OPENBLAS_NUM_THREADS="+t)

@@ -42,6 +42,12 @@ type Local struct {
 	// needs to read (the Python installation).
 	Hidden  []string
 	Visible []string
+	// Env is added to every program's environment: what the
+	// interpreter's probe found it needs (pyenv.Info.ProgramEnv).
+	Env []string
+	// BLAS names the kernels programs run with, for the result
+	// (pyenv.Info.BLASName).
+	BLAS string
 }
 
 // Execute runs one phase: the judge, the program, then the scorer.
@@ -143,7 +149,7 @@ func (l *Local) Execute(ctx context.Context, job PhaseJob) (*PhaseRun, error) {
 	if rr.Status == runner.StatusCanceled && errors.As(ended, &over) && ctx.Err() == nil {
 		rr.Status, rr.Message = runner.StatusTimeout, over.why+"; its processes were stopped"
 	}
-	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname(), Conditions: cond}
+	run := &PhaseRun{Mode: mode, Program: rr, Limit: job.Limit, Node: hostname(), Conditions: cond, BLAS: l.BLAS}
 	if cpu != nil {
 		cpu.ended(rr)
 	}
@@ -247,7 +253,7 @@ func (l *Local) programJob(pj PhaseJob, role string, gpuEnv []string, sockets []
 		return runner.Job{}, nil, err
 	}
 	argv, henv := harness.Command(l.Python, dir, cfg)
-	env := append(append(baseEnv(scratch), henv...), gpuEnv...)
+	env := append(append(append(baseEnv(scratch), l.Env...), henv...), gpuEnv...)
 	job := runner.Job{
 		Dir: dir, Argv: argv, Env: env, Timeout: limit,
 		StdoutFile: filepath.Join(pj.RunDir, name+"-stdout.log"), StderrFile: filepath.Join(pj.RunDir, name+"-stderr.log"),

@@ -232,9 +232,10 @@ func (e *Evaluator) fill(res *Result, o *phaseOutcome) {
 	if o.phase.Sandbox != "" {
 		res.Environment.Sandbox = o.phase.Sandbox
 	}
+	res.Environment.BLAS = o.phase.BLAS
 	if t.RunStart != nil {
 		res.Fingerprint = t.RunStart.Fingerprint
-		res.FingerprintClass = FingerprintClass(t.RunStart)
+		res.FingerprintClass = withBLAS(FingerprintClass(t.RunStart), o.phase.BLAS)
 		if t.RunStart.Torch != "" {
 			res.Environment.Torch = t.RunStart.Torch
 		}

@@ -61,7 +61,11 @@ func WriteReport(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 	}
 	if r.Environment.Torch != "" {
-		fmt.Fprintf(b, "environment   torch %s, %d threads, %s, sandbox %s\n", r.Environment.Torch, r.Environment.Threads, r.Environment.Device, r.Environment.Sandbox)
+		fmt.Fprintf(b, "environment   torch %s, %d threads, %s, sandbox %s", r.Environment.Torch, r.Environment.Threads, r.Environment.Device, r.Environment.Sandbox)
+		if r.Environment.BLAS != "" {
+			fmt.Fprintf(b, ", %s", r.Environment.BLAS)
+		}
+		b.WriteString("\n")
 	}
 	writeChecks(b, r)
 	for _, ph := range []*Phase{r.Fast, r.Full} {

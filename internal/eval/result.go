@@ -137,6 +137,9 @@ type Environment struct {
 	Threads  int    `json:"threads"`
 	Device   string `json:"device"`
 	Sandbox  string `json:"sandbox"`
+	// BLAS names the CPU kernels of the full run's matrix products, where
+	// OpenBLAS ran them: a CPU track's times compare only under the same.
+	BLAS string `json:"blas,omitempty"`
 }
 
 // Phase is how one process (fast check or full run) went.
@@ -158,9 +161,10 @@ type Phase struct {
 	// SkippedLines counts telemetry lines that were not valid events.
 	SkippedLines int `json:"skipped_lines,omitempty"`
 	// Node is the machine the phase ran on; Sandbox how the program was
-	// confined there.
+	// confined there; BLAS the kernels of its matrix products.
 	Node    string `json:"node,omitempty"`
 	Sandbox string `json:"sandbox,omitempty"`
+	BLAS    string `json:"blas,omitempty"`
 	// WaitMs is how long the phase waited for a node of a cluster, from
 	// its submission to its start there; 0 on this machine.
 	WaitMs float64 `json:"wait_ms,omitempty"`

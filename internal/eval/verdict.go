@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/frontier-bench/frontier/internal/harness"
@@ -252,7 +253,7 @@ func judgeRun(spec *track.Spec, run *PhaseRun) (*phaseOutcome, error) {
 	out := judgePhase(spec, run.Mode, run.Program, run.Scorer, tel)
 	out.phase.LimitMs = float64(run.Limit.Milliseconds())
 	out.phase.LimitNote = run.LimitNote
-	out.phase.Node, out.phase.Sandbox = run.Node, run.Program.Sandbox
+	out.phase.Node, out.phase.Sandbox, out.phase.BLAS = run.Node, run.Program.Sandbox, run.BLAS
 	out.phase.WaitMs = float64(run.Waited.Milliseconds())
 	out.phase.Conditions = run.Conditions
 	if spec.Hardware.Clock == track.ClockCPU && out.tel.Final != nil && out.verdict != Error {
@@ -294,6 +295,17 @@ func judgeLoss(spec *track.Spec, loss float64) (Verdict, string) {
 		return Acceptable, fmt.Sprintf("val loss %.4f is at or under the target %.4g", loss, spec.TargetValLoss)
 	}
 	return LossTooHigh, fmt.Sprintf("val loss %.4f is above the target %.4g (by %.4f)", loss, spec.TargetValLoss, loss-spec.TargetValLoss)
+}
+
+// withBLAS adds the CPU kernels the executor ran the program with to a CPU
+// class: the same machine runs a matrix product several times faster with
+// one OpenBLAS kernel set than another (pyenv.TuneBLAS), so times measured
+// under different sets are not compared.
+func withBLAS(class, blas string) string {
+	if blas == "" || !strings.HasPrefix(class, "cpu|") {
+		return class
+	}
+	return class + "|" + blas
 }
 
 // FingerprintClass is the class results are compared within: the device

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -29,6 +30,17 @@ type Info struct {
 	// and packages from: a sandbox that hides a user's home keeps them
 	// readable.
 	Paths []string `json:"paths,omitempty"`
+	// BLASCore is the kernel set OpenBLAS runs on this CPU (its
+	// openblas_get_corename), "" when torch does not call OpenBLAS.
+	BLASCore string `json:"blas_core,omitempty"`
+	// CoreType, when set, is the OPENBLAS_CORETYPE training programs run
+	// with (ProgramEnv): the user's own, or the kernel set this CPU
+	// supports where OpenBLAS fell back to a generic one (see TuneBLAS).
+	CoreType string `json:"blas_coretype,omitempty"`
+	// BLASFallback is the core OpenBLAS chose on its own when CoreType
+	// replaced it; BLASNote says what TuneBLAS found, in words.
+	BLASFallback string `json:"blas_fallback,omitempty"`
+	BLASNote     string `json:"blas_note,omitempty"`
 }
 
 // InstallHint tells the user how to get PyTorch.
@@ -60,14 +72,28 @@ try:
     # "generic" means the system's libblas: name the library actually loaded.
     torch.ones(64, 64) @ torch.ones(64, 64)
     try:
-        libs = set()
+        libs, paths = set(), set()
         with open("/proc/self/maps") as f:
             for line in f:
-                name = line.rsplit("/", 1)[-1].strip()
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) == 6 else ""
+                name = path.rsplit("/", 1)[-1]
                 if "blas" in name.lower() or "mkl_rt" in name.lower():
                     libs.add(name)
+                    paths.add(path)
         if libs:
             blas = "%s (%s)" % (blas, ", ".join(sorted(libs))) if blas else ", ".join(sorted(libs))
+        # The kernels OpenBLAS picked for this CPU: on a CPU newer than the
+        # library it falls back to generic ones, several times slower.
+        import ctypes
+        for path in sorted(paths):
+            try:
+                corename = ctypes.CDLL(path).openblas_get_corename
+            except (OSError, AttributeError):
+                continue
+            corename.restype = ctypes.c_char_p
+            out["blas_core"] = (corename() or b"").decode("ascii", "replace")
+            break
     except OSError:
         pass
     out["blas"] = blas
@@ -86,6 +112,11 @@ print(json.dumps(out))
 // Probe runs python and reports what it has. The error is non-nil only
 // when the interpreter cannot run at all.
 func Probe(ctx context.Context, python string) (*Info, error) {
+	return probe(ctx, python, nil)
+}
+
+// probe runs the probe script with frontier's environment and env added.
+func probe(ctx context.Context, python string, env []string) (*Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	path, err := exec.LookPath(python)
@@ -93,6 +124,9 @@ func Probe(ctx context.Context, python string) (*Info, error) {
 		return nil, fmt.Errorf("python %q not found: %w", python, err)
 	}
 	cmd := exec.CommandContext(ctx, path, "-c", probeScript)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -133,7 +167,7 @@ func FindNotify(ctx context.Context, configured string, probing func(python stri
 		if info.Torch == "" {
 			return info, fmt.Errorf("%w: %s cannot import torch (%s); %s", ErrNoTorch, info.Path, info.TorchError, InstallHint)
 		}
-		return info, nil
+		return TuneBLAS(ctx, info), nil
 	}
 	var tried []string
 	seen := map[string]bool{}
@@ -150,7 +184,7 @@ func FindNotify(ctx context.Context, configured string, probing func(python stri
 			continue
 		}
 		if info.Torch != "" {
-			return info, nil
+			return TuneBLAS(ctx, info), nil
 		}
 		tried = append(tried, fmt.Sprintf("%s (%s)", path, info.TorchError))
 	}

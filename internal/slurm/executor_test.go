@@ -35,7 +35,7 @@ func testNode(ctx context.Context) (eval.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths}
+	local := &eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Visible: py.Paths, Env: py.ProgramEnv(), BLAS: py.BLASName()}
 	return eval.NewNode(local), nil
 }
 

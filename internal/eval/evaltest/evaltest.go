@@ -65,7 +65,7 @@ func New(t testing.TB, o Options) *eval.Evaluator {
 	if py == nil {
 		py = Python(t)
 	}
-	local := &eval.Local{Runner: runner.NewLocal(nil), Python: py.Path, Hidden: o.Hidden}
+	local := &eval.Local{Runner: runner.NewLocal(nil), Python: py.Path, Hidden: o.Hidden, Env: py.ProgramEnv(), BLAS: py.BLASName()}
 	if o.Sandbox != nil {
 		local.Runner, local.Sandbox, local.Visible = o.Sandbox, string(o.Sandbox.Mode()), py.Paths
 	}

@@ -97,7 +97,8 @@ func serveNode(settings, cmd string, args []string) int {
 		if err != nil {
 			return err
 		}
-		node := eval.NewNode(&eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Hidden: ns.Hidden, Visible: py.Paths})
+		node := eval.NewNode(&eval.Local{Runner: sb, Python: py.Path, Sandbox: string(sb.Mode()), Hidden: ns.Hidden, Visible: py.Paths,
+			Env: py.ProgramEnv(), BLAS: py.BLASName()})
 		if cmd == "phase-exec" {
 			return slurm.ServePhase(ctx, args[0], node)
 		}
