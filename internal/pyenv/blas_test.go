@@ -77,11 +77,11 @@ func fakePython(t *testing.T, fallback string, honour map[string]string) string 
 		cases.WriteString(k + ") core=" + v + " ;; ")
 	}
 	script := `#!/bin/sh
-echo "$OPENBLAS_CORETYPE" >> "$(dirname "$0")/probes"
+echo "$OPENBLAS_CORETYPE|$3" >> "$(dirname "$0")/probes"
 case "$OPENBLAS_CORETYPE" in
 "") core=` + fallback + ` ;; ` + cases.String() + `*) core="$OPENBLAS_CORETYPE" ;;
 esac
-echo "{\"python\": \"3.x\", \"torch\": \"9.9\", \"threads\": 1, \"blas_core\": \"$core\"}"
+echo "{\"python\": \"3.x\", \"torch\": \"9.9\", \"threads\": 1, \"blas_core\": \"$core\", \"blas_lib\": \"/lib/libopenblas.so\"}"
 `
 	py := filepath.Join(t.TempDir(), "python")
 	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
@@ -120,8 +120,9 @@ func TestTuneBLAS(t *testing.T) {
 		if !strings.Contains(info.BLASNote, "Prescott") || !strings.Contains(info.BLASNote, "OPENBLAS_CORETYPE=SkylakeX") {
 			t.Errorf("note = %q", info.BLASNote)
 		}
-		if got := probes(t, py); len(got) != 2 || got[0] != "" || got[1] != "SkylakeX" {
-			t.Errorf("probes with OPENBLAS_CORETYPE %q, want the plain one, then SkylakeX", got)
+		// The second look loads the probe's library, not torch.
+		if got := probes(t, py); len(got) != 2 || got[0] != "|" || got[1] != "SkylakeX|/lib/libopenblas.so" {
+			t.Errorf("probes (OPENBLAS_CORETYPE|library) %q, want the plain probe, then SkylakeX with the library", got)
 		}
 	})
 	t.Run("library keeps its choice", func(t *testing.T) {

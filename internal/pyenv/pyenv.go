@@ -33,6 +33,8 @@ type Info struct {
 	// BLASCore is the kernel set OpenBLAS runs on this CPU (its
 	// openblas_get_corename), "" when torch does not call OpenBLAS.
 	BLASCore string `json:"blas_core,omitempty"`
+	// BLASLib is the library BLASCore was read from.
+	BLASLib string `json:"blas_lib,omitempty"`
 	// CoreType, when set, is the OPENBLAS_CORETYPE training programs run
 	// with (ProgramEnv): the user's own, or the kernel set this CPU
 	// supports where OpenBLAS fell back to a generic one (see TuneBLAS).
@@ -93,6 +95,7 @@ try:
                 continue
             corename.restype = ctypes.c_char_p
             out["blas_core"] = (corename() or b"").decode("ascii", "replace")
+            out["blas_lib"] = path
             break
     except OSError:
         pass
@@ -112,18 +115,24 @@ print(json.dumps(out))
 // Probe runs python and reports what it has. The error is non-nil only
 // when the interpreter cannot run at all.
 func Probe(ctx context.Context, python string) (*Info, error) {
-	return probe(ctx, python, nil)
+	return probe(ctx, python)
 }
 
-// probe runs the probe script with frontier's environment and env added.
-func probe(ctx context.Context, python string, env []string) (*Info, error) {
+// probe runs the probe script with frontier's environment.
+func probe(ctx context.Context, python string) (*Info, error) {
+	return run(ctx, python, nil, "-c", probeScript)
+}
+
+// run runs python with args, frontier's environment and env added, and
+// reads the JSON object it prints into an Info.
+func run(ctx context.Context, python string, env []string, args ...string) (*Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	path, err := exec.LookPath(python)
 	if err != nil {
 		return nil, fmt.Errorf("python %q not found: %w", python, err)
 	}
-	cmd := exec.CommandContext(ctx, path, "-c", probeScript)
+	cmd := exec.CommandContext(ctx, path, args...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
