@@ -113,15 +113,15 @@ func tuneBLAS(ctx context.Context, info *Info, flags map[string]bool, set string
 	}
 	again, err := run(ctx, info.Path, []string{"OPENBLAS_CORETYPE=" + want}, "-c", coreScript, info.BLASLib)
 	if err != nil || again.BLASCore == "" {
-		info.BLASNote = fmt.Sprintf("OpenBLAS runs its generic %s kernels on this CPU, which supports %s's; trying OPENBLAS_CORETYPE=%s failed (%v), so programs run with %s's", info.BLASCore, want, want, probeErr(err, again), info.BLASCore)
+		info.BLASNote = fmt.Sprintf("OpenBLAS runs its %s kernels on this CPU, which supports %s's; trying OPENBLAS_CORETYPE=%s failed (%v), so programs run with %s's", info.BLASCore, want, want, probeErr(err, again), info.BLASCore)
 		return info
 	}
 	if lvl, ok := coreLevels[again.BLASCore]; !ok || lvl <= coreLevels[info.BLASCore] {
-		info.BLASNote = fmt.Sprintf("OpenBLAS runs its generic %s kernels on this CPU, which supports %s's; with OPENBLAS_CORETYPE=%s it chose %q, so programs run with %s's", info.BLASCore, want, want, again.BLASCore, info.BLASCore)
+		info.BLASNote = fmt.Sprintf("OpenBLAS runs its %s kernels on this CPU, which supports %s's; with OPENBLAS_CORETYPE=%s it chose %q, so programs run with %s's", info.BLASCore, want, want, again.BLASCore, info.BLASCore)
 		return info
 	}
 	info.BLASFallback, info.BLASCore, info.CoreType = info.BLASCore, again.BLASCore, want
-	info.BLASNote = fmt.Sprintf("OpenBLAS chose its generic %s kernels on this CPU, which supports %s's: programs run with OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE to choose another)", info.BLASFallback, want, want)
+	info.BLASNote = fmt.Sprintf("OpenBLAS chose its %s kernels on this CPU, which supports %s's: programs run with OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE to choose another)", info.BLASFallback, want, want)
 	return info
 }
 
