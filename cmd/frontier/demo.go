@@ -63,7 +63,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A short search on the tiny track (one thread), its best program confirmed against the reference, and the report (about 15 minutes on 2 quiet cores, longer on a busy machine)",
+		Short: "A short search on the tiny track (one thread), its best program confirmed against the reference, and the report (15 to 20 minutes on 2 quiet cores, longer on a busy machine)",
 		Long: `Demo runs a short evolutionary search on the built-in tiny-1cpu track (the
 tiny track on one CPU thread), then tests the fastest acceptable program it
 found against the reference in an interleaved series (both programs, --pairs
@@ -74,8 +74,8 @@ against the target), and writes the report.
 It uses the models configured under llm: in frontier.yaml when one is usable
 (its API key is set, or its local server answers), else the mutate baseline,
 which needs no model. The search's budget counts full evaluations, not
-minutes, so a slower or busier machine does the same work, only later: about
-15 minutes on 2 quiet cores, longer on a busy machine (timings in
+minutes, so a slower or busier machine does the same work, only later:
+15 to 20 minutes on 2 quiet cores, longer on a busy machine (timings in
 docs/evolve.md; --duration caps the search's time as well).
 
 When the series shows the fastest program's time held up but its loss did
@@ -104,7 +104,7 @@ program faster than the reference.`,
 }
 
 // demoConfig is the search the demo runs: small enough to end, with its
-// confirmation series, in about 15 minutes on two quiet cores, large
+// confirmation series, in 15 to 20 minutes on two quiet cores, large
 // enough to show islands, migration, the archive and, with a model,
 // meta-prompting and the fix loop. The engine's own confirmation is off:
 // the demo confirms its fastest program once, after the search, so that
@@ -163,7 +163,7 @@ func runDemo(ctx context.Context, g *globals, o demoOptions) error {
 	if ev.Proposer != evolve.ProposerMutate {
 		proposer = "the configured models"
 	}
-	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each %s; about 15 minutes on 2 quiet cores, longer on a busy or slower machine (an estimate for this one follows the reference's run).\n",
+	fmt.Fprintf(g.stderr, "frontier demo: a short search on the %s track with %s (%d full evaluations), then its fastest program against the reference, %d runs each %s; 15 to 20 minutes on 2 quiet cores, longer on a busy or slower machine (an estimate for this one follows the reference's run).\n",
 		o.track, proposer, o.evaluations, o.pairs, pairingText(o.together))
 	name := "demo-" + time.Now().Format("20060102-150405")
 	clock := newDemoClock(g.stderr, o)

@@ -12,7 +12,7 @@ import (
 
 // demoClock says, once the reference's evaluation has ended, how long the
 // rest of the demo should take on this machine: the demo's budget counts
-// evaluations, not minutes, and the "about 15 minutes" of its first line
+// evaluations, not minutes, and the "15 to 20 minutes" of its first line
 // holds only on a machine as fast as the one the track was calibrated on.
 // It watches the search's statuses and times each evaluation from the
 // status that shows it running to the first that does not.
