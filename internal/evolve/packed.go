@@ -136,13 +136,28 @@ func hexHash(s string) (h [32]byte, ok bool) {
 	if len(s) != 64 {
 		return h, false
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return h, false
+	// Decoded here, not by hex.Decode: its []byte(s) allocated 64 bytes on
+	// every dedup lookup and settle.
+	for i := range h {
+		hi, ok1 := nibble(s[2*i])
+		lo, ok2 := nibble(s[2*i+1])
+		if !ok1 || !ok2 {
+			return [32]byte{}, false
 		}
+		h[i] = hi<<4 | lo
 	}
-	_, err := hex.Decode(h[:], []byte(s))
-	return h, err == nil
+	return h, true
+}
+
+// nibble is the value of a lower-case hex digit.
+func nibble(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // pack encodes c, whose rank key for objective is k.

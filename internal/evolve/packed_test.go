@@ -1,6 +1,8 @@
 package evolve
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -178,5 +180,27 @@ func TestHashMap(t *testing.T) {
 	}
 	if len(m.sha) != 1 || len(m.other) != len(keys)-1 {
 		t.Errorf("%d hashes as bytes, %d as strings", len(m.sha), len(m.other))
+	}
+}
+
+// hexHash reads exactly the lower-case hex of a SHA-256, and allocates
+// nothing (it runs on every dedup lookup and settle).
+func TestHexHash(t *testing.T) {
+	for i := 0; i < 1000; i++ {
+		sum := sha256.Sum256([]byte{byte(i), byte(i >> 8)})
+		s := hex.EncodeToString(sum[:])
+		h, ok := hexHash(s)
+		if !ok || h != sum {
+			t.Fatal(s)
+		}
+	}
+	for _, s := range []string{"", "ab", string(make([]byte, 64)), "A" + hex.EncodeToString(make([]byte, 32))[1:], "g" + hex.EncodeToString(make([]byte, 32))[1:]} {
+		if _, ok := hexHash(s); ok {
+			t.Fatalf("%q accepted", s)
+		}
+	}
+	s := hex.EncodeToString(make([]byte, 32))
+	if n := testing.AllocsPerRun(100, func() { hexHash(s) }); n != 0 {
+		t.Fatalf("%v allocs", n)
 	}
 }
