@@ -115,11 +115,6 @@ print(json.dumps(out))
 // Probe runs python and reports what it has. The error is non-nil only
 // when the interpreter cannot run at all.
 func Probe(ctx context.Context, python string) (*Info, error) {
-	return probe(ctx, python)
-}
-
-// probe runs the probe script with frontier's environment.
-func probe(ctx context.Context, python string) (*Info, error) {
 	return run(ctx, python, nil, "-c", probeScript)
 }
 
