@@ -2,14 +2,11 @@ package pyenv
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
 func flagSet(s string) map[string]bool {
@@ -101,13 +98,20 @@ func probes(t *testing.T, py string) []string {
 
 func TestTuneBLAS(t *testing.T) {
 	ctx := context.Background()
-	t.Run("fallback replaced", func(t *testing.T) {
-		py := fakePython(t, "Prescott", nil)
+	// tune probes a fake interpreter and tunes it on a CPU with flags, the
+	// user's OPENBLAS_CORETYPE being set; it returns the info and each
+	// look's OPENBLAS_CORETYPE and library argument.
+	tune := func(t *testing.T, fallback string, honour map[string]string, flags, set string) (*Info, []string) {
+		t.Helper()
+		py := fakePython(t, fallback, honour)
 		info, err := Probe(ctx, py)
 		if err != nil {
 			t.Fatal(err)
 		}
-		info = tuneBLAS(ctx, info, flagSet(avx512), "")
+		return tuneBLAS(ctx, info, flagSet(flags), set), probes(t, py)
+	}
+	t.Run("fallback replaced", func(t *testing.T) {
+		info, looks := tune(t, "Prescott", nil, avx512, "")
 		if info.CoreType != "SkylakeX" || info.BLASCore != "SkylakeX" || info.BLASFallback != "Prescott" {
 			t.Fatalf("info = %+v", info)
 		}
@@ -121,16 +125,14 @@ func TestTuneBLAS(t *testing.T) {
 			t.Errorf("note = %q", info.BLASNote)
 		}
 		// The second look loads the probe's library, not torch.
-		if got := probes(t, py); len(got) != 2 || got[0] != "|" || got[1] != "SkylakeX|/lib/libopenblas.so" {
-			t.Errorf("probes (OPENBLAS_CORETYPE|library) %q, want the plain probe, then SkylakeX with the library", got)
+		if len(looks) != 2 || looks[0] != "|" || looks[1] != "SkylakeX|/lib/libopenblas.so" {
+			t.Errorf("looks (OPENBLAS_CORETYPE|library) %q, want the plain probe, then SkylakeX with the library", looks)
 		}
 	})
 	t.Run("library keeps its choice", func(t *testing.T) {
 		// An OpenBLAS that ignores the setting (a build without
 		// DYNAMIC_ARCH): nothing is set, and the note says why.
-		py := fakePython(t, "Prescott", map[string]string{"SkylakeX": "Prescott"})
-		info, _ := Probe(ctx, py)
-		info = tuneBLAS(ctx, info, flagSet(avx512), "")
+		info, _ := tune(t, "Prescott", map[string]string{"SkylakeX": "Prescott"}, avx512, "")
 		if info.CoreType != "" || info.ProgramEnv() != nil || info.BLASCore != "Prescott" || info.BLASFallback != "" {
 			t.Fatalf("info = %+v", info)
 		}
@@ -141,29 +143,19 @@ func TestTuneBLAS(t *testing.T) {
 			t.Errorf("BLASName = %q", got)
 		}
 	})
-	t.Run("right choice probed once", func(t *testing.T) {
-		py := fakePython(t, "Haswell", nil)
-		info, _ := Probe(ctx, py)
-		info = tuneBLAS(ctx, info, flagSet(avx2), "")
-		if info.CoreType != "" || info.BLASNote != "" || info.ProgramEnv() != nil {
-			t.Fatalf("info = %+v", info)
-		}
-		if got := probes(t, py); len(got) != 1 {
-			t.Errorf("probes %q, want one", got)
+	t.Run("right choice looked at once", func(t *testing.T) {
+		info, looks := tune(t, "Haswell", nil, avx2, "")
+		if info.CoreType != "" || info.BLASNote != "" || info.ProgramEnv() != nil || len(looks) != 1 {
+			t.Fatalf("info = %+v, looks %q", info, looks)
 		}
 	})
 	t.Run("user's setting kept", func(t *testing.T) {
-		py := fakePython(t, "Prescott", nil)
-		info, _ := Probe(ctx, py)
-		info = tuneBLAS(ctx, info, flagSet(avx512), "Haswell")
-		if info.CoreType != "Haswell" || info.ProgramEnv()[0] != "OPENBLAS_CORETYPE=Haswell" {
-			t.Fatalf("info = %+v", info)
-		}
-		if got := probes(t, py); len(got) != 1 {
-			t.Errorf("probes %q, want one (the user's setting is not tried again)", got)
+		info, looks := tune(t, "Prescott", nil, avx512, "Haswell")
+		if info.CoreType != "Haswell" || info.ProgramEnv()[0] != "OPENBLAS_CORETYPE=Haswell" || len(looks) != 1 {
+			t.Fatalf("info = %+v, looks %q: want the user's setting, not tried again", info, looks)
 		}
 	})
-	t.Run("re-probe fails", func(t *testing.T) {
+	t.Run("second look fails", func(t *testing.T) {
 		py := fakePython(t, "Prescott", nil)
 		info, _ := Probe(ctx, py)
 		os.Remove(py)
@@ -184,13 +176,7 @@ func TestTuneBLAS(t *testing.T) {
 // OpenBLAS the probe names its kernels, and the kernels programs run
 // with are not below what this CPU supports unless the note says why.
 func TestFindTunesBLAS(t *testing.T) {
-	info, err := Find(context.Background(), "")
-	if errors.Is(err, ErrNoTorch) {
-		testdeps.Missing(t, "torch", "no PyTorch on this machine: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := findTorch(t)
 	if !strings.Contains(strings.ToLower(info.BLAS), "openblas") {
 		t.Skipf("torch does not call OpenBLAS here (%q)", info.BLAS)
 	}

@@ -11,7 +11,10 @@ import (
 	"github.com/frontier-bench/frontier/internal/testdeps"
 )
 
-func TestFindWithTorch(t *testing.T) {
+// findTorch finds this machine's interpreter with torch, which tests
+// that need it must have.
+func findTorch(t *testing.T) *Info {
+	t.Helper()
 	info, err := Find(context.Background(), "")
 	if errors.Is(err, ErrNoTorch) {
 		testdeps.Missing(t, "torch", "no PyTorch on this machine: %v", err)
@@ -19,6 +22,11 @@ func TestFindWithTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return info
+}
+
+func TestFindWithTorch(t *testing.T) {
+	info := findTorch(t)
 	if info.Torch == "" || info.Python == "" || info.Threads < 1 {
 		t.Fatalf("incomplete info: %+v", info)
 	}
