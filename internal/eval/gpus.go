@@ -88,8 +88,8 @@ func (l *Local) assignGPUs(ctx context.Context, spec *track.Spec, say func(strin
 // one frontier, tested against each other): both were measured on the same
 // track version, under the same verification level, and on the same
 // fingerprint class (device model and count, PyTorch and CUDA versions,
-// a CPU's BLAS kernels; see FingerprintClass). A result without a fingerprint class is comparable to
-// nothing.
+// a CPU's BLAS kernels; see FingerprintClass). A result without a
+// fingerprint class is comparable to nothing.
 func Comparable(a, b *Result) bool {
 	if a == nil || b == nil || a.FingerprintClass == "" {
 		return false

@@ -133,8 +133,8 @@ func probeErr(err error, info *Info) error {
 }
 
 // coreScript loads the OpenBLAS library named by its argument, as torch
-// did in the probe, and prints the kernel set it chose: a tenth of a
-// second, where the probe's import of torch takes seconds.
+// did in the probe, and prints the kernel set it chose: hundredths of a
+// second, where the probe's import of torch takes more than one.
 const coreScript = `
 import ctypes, json, sys
 out = {}

@@ -197,3 +197,16 @@ func TestFindTunesBLAS(t *testing.T) {
 	}
 	t.Logf("%s; %s", info.BLASName(), info.BLASNote)
 }
+
+// The probe sees OPENBLAS_CORETYPE as programs do: an empty one is not
+// passed on to them, so the probe drops it too; a value is kept.
+func TestProbeEnv(t *testing.T) {
+	got := probeEnv([]string{"A=1", "OPENBLAS_CORETYPE=", "B=2"}, []string{"X=3"})
+	if strings.Join(got, " ") != "A=1 B=2 X=3" {
+		t.Errorf("probeEnv = %q", got)
+	}
+	got = probeEnv([]string{"OPENBLAS_CORETYPE=Haswell"}, nil)
+	if len(got) != 1 || got[0] != "OPENBLAS_CORETYPE=Haswell" {
+		t.Errorf("probeEnv = %q", got)
+	}
+}

@@ -128,9 +128,7 @@ func run(ctx context.Context, python string, env []string, args ...string) (*Inf
 		return nil, fmt.Errorf("python %q not found: %w", python, err)
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
+	cmd.Env = probeEnv(os.Environ(), env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -141,6 +139,21 @@ func run(ctx context.Context, python string, env []string, args ...string) (*Inf
 		return nil, fmt.Errorf("probe %s: unexpected output %q", path, stdout.String())
 	}
 	return info, nil
+}
+
+// probeEnv is environ as training programs see OPENBLAS_CORETYPE, then
+// extra: programs get only a value that is set (Info.ProgramEnv), and
+// OpenBLAS reads an empty one as a choice of its own ("Cooperlake" here,
+// where unset it chose "Prescott"), so a probe that kept it would describe
+// kernels the programs never run.
+func probeEnv(environ, extra []string) []string {
+	out := make([]string, 0, len(environ)+len(extra))
+	for _, kv := range environ {
+		if kv != "OPENBLAS_CORETYPE=" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
 }
 
 // Candidates are the interpreters tried, in order, when none is configured.
